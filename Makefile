@@ -1,0 +1,60 @@
+# ragbot: `make run` starts the service on embedded defaults, `make test` runs every test.
+# Both install what is missing first (Python packages, the Weaviate server, PostgreSQL for tests).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+WEAVIATE_VERSION := 1.38.11
+WEAVIATE := bin/weaviate-server
+
+# Offline copies of the embedding model and tiktoken files, where this checkout sits beside them.
+# Elsewhere these stay unset and the libraries download what they need.
+SHARED ?= ../shared
+ifneq ($(wildcard $(SHARED)/models/all-MiniLM-L6-v2-onnx/model.onnx),)
+  export EMBEDDING_MODEL_DIR ?= $(abspath $(SHARED)/models/all-MiniLM-L6-v2-onnx)
+  export RAGBOT_TEST_MODEL_DIR ?= $(abspath $(SHARED)/models/all-MiniLM-L6-v2-onnx)
+endif
+ifneq ($(wildcard $(SHARED)/tiktoken),)
+  export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
+endif
+
+.PHONY: help install weaviate postgres run test lint unit integration e2e bench clean
+
+help:
+	@echo "make run    install what is missing, start ragbot on embedded defaults"
+	@echo "make test   install what is missing, start test servers, run every test"
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+weaviate:
+	@PYTHON=$(PYTHON) sh scripts/install-weaviate.sh $(WEAVIATE_VERSION) $(WEAVIATE)
+
+postgres:
+	@sh scripts/install-postgres.sh
+
+run: install weaviate
+	$(BIN)/ragbot serve
+
+lint: install
+	$(BIN)/ruff check bot rag adapters storage tests bench
+	$(BIN)/ruff format --check bot rag adapters storage tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: install
+	$(BIN)/pytest tests/unit -q
+
+test: install weaviate postgres lint
+	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/pytest -q
+
+bench: install weaviate
+	$(BIN)/python bench/embed.py
+
+clean:
+	rm -rf $(VENV) bin/weaviate-server .pytest_cache .mypy_cache .ruff_cache

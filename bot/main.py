@@ -1,0 +1,117 @@
+"""The `ragbot` command: serve, doctor, weaviate."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from bot import doctor
+from bot.errors import StartupError
+from bot.server import create_app
+from bot.services import build_services
+from bot.settings import Settings, describe_validation_error
+from storage.errors import IndexUnavailable
+from storage.weaviate.server import WeaviateServer
+
+log = logging.getLogger("ragbot")
+
+EXIT_CONFIG = 2
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    for noisy in ("httpx", "httpcore", "weaviate-client", "aiohttp.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("jieba").setLevel(logging.WARNING)
+
+
+async def _wait_for_stop_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+
+
+async def serve(settings: Settings) -> None:
+    """Start every part, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
+    async with build_services(settings, serving=True) as services:
+        runner = web.AppRunner(create_app(services), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+        try:
+            await site.start()
+            log.info("serve=listening url=http://%s:%s", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+            await _wait_for_stop_signal()
+            log.info("serve=stopping")
+        finally:
+            await runner.cleanup()
+
+
+async def run_weaviate(settings: Settings) -> None:
+    """Run the local Weaviate in the foreground until interrupted."""
+    server = WeaviateServer(settings.weaviate_server(), log_to_terminal=True)
+    endpoint = await server.start()
+    print(f"weaviate ready: http {endpoint.http_url}  grpc {endpoint.grpc_host}:{endpoint.grpc_port}", flush=True)
+    try:
+        stop = asyncio.create_task(_wait_for_stop_signal())
+        exited = asyncio.create_task(server.wait())
+        await asyncio.wait({stop, exited}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+    finally:
+        await server.stop()
+
+
+async def run_doctor(settings: Settings) -> int:
+    """Print every part's state; non-zero when one is broken."""
+    findings = await doctor.diagnose(settings)
+    print(doctor.render(findings))
+    return doctor.exit_code(findings)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragbot", description="Answers from your documents and FAQs in chat.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve", help="run the service (HTTP, adapters, jobs)")
+    commands.add_parser("doctor", help="check every part and say how to fix what is broken")
+    commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        for line in describe_validation_error(exc):
+            print(f"ragbot: {line}", file=sys.stderr)
+        return EXIT_CONFIG
+    _configure_logging(settings.LOG_LEVEL)
+    try:
+        if args.command == "serve":
+            asyncio.run(serve(settings))
+        elif args.command == "doctor":
+            return asyncio.run(run_doctor(settings))
+        elif args.command == "weaviate":
+            asyncio.run(run_weaviate(settings))
+    except StartupError as exc:
+        print(f"ragbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except IndexUnavailable as exc:
+        print(f"ragbot: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

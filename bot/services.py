@@ -1,0 +1,116 @@
+"""Composition root: builds every part from Settings, starts them in order, stops them in reverse."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from bot.errors import StartupError
+from bot.preflight import check_settings
+from bot.settings import Settings
+from rag.chat_models import OpenAIChatModel
+from rag.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder
+from rag.errors import EmbedderUnavailable
+from rag.tokens import TokenCounter
+from storage.db import Database
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.errors import DatabaseUnavailable, IndexUnavailable
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore, endpoint_from_url
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Services:
+    """The running parts, passed explicitly to whatever needs them."""
+
+    settings: Settings
+    db: Database
+    store: WeaviateStore
+    weaviate_server: WeaviateServer | None
+    embedder: CachedEmbedder
+    chat_model: OpenAIChatModel | None
+    tokens: TokenCounter
+
+
+async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
+    db = Database(settings.database())
+    try:
+        await db.open()
+    except DatabaseUnavailable as exc:
+        if settings.DATABASE_URL:
+            raise StartupError("DATABASE_URL", f"cannot open {exc.url}: {exc.reason}", "check host, credentials and that the database exists") from exc
+        raise StartupError("RAGBOT_DATA_DIR", f"cannot open the SQLite store: {exc.reason}", "choose a writable data folder") from exc
+    stack.push_async_callback(db.close)
+    return db
+
+
+async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> WeaviateStore:
+    assert settings.WEAVIATE_URL is not None
+    config = settings.weaviate()
+    try:
+        store = await WeaviateStore.connect(endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config)
+    except (IndexUnavailable, ValueError) as exc:
+        raise StartupError("WEAVIATE_URL", f"{exc}", "start that Weaviate, correct the URL, or unset WEAVIATE_URL to run one locally") from exc
+    stack.push_async_callback(store.close)
+    return store
+
+
+async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple[WeaviateServer, WeaviateStore]:
+    server = WeaviateServer(settings.weaviate_server())
+    try:
+        endpoint = await server.start()
+    except IndexUnavailable as exc:
+        raise StartupError("WEAVIATE_BINARY", str(exc), "see `ragbot doctor`") from exc
+    stack.push_async_callback(server.stop)
+    try:
+        store = await WeaviateStore.connect(endpoint, settings.weaviate())
+    except IndexUnavailable as exc:
+        raise StartupError("WEAVIATE_BINARY", str(exc), "see the server log in the data dir") from exc
+    stack.push_async_callback(store.close)
+    return server, store
+
+
+@asynccontextmanager
+async def build_services(settings: Settings, *, serving: bool = False) -> AsyncIterator[Services]:
+    """Start every part; on any failure, stop what was started and raise StartupError.
+
+    Remote parts are reached before anything is written locally, so a wrong URL leaves no files.
+    """
+    check_settings(settings, serving=serving)
+    async with AsyncExitStack() as stack:
+        store: WeaviateStore | None = None
+        db: Database | None = None
+        if settings.WEAVIATE_URL:
+            store = await _connect_remote_index(settings, stack)
+        if settings.DATABASE_URL:
+            db = await _open_database(settings, stack)
+        try:
+            embedder = build_embedder(settings.embedder())
+        except EmbedderUnavailable as exc:
+            raise StartupError("EMBEDDING_MODEL_DIR", str(exc), "see `ragbot doctor`") from exc
+        if isinstance(embedder, OpenAIEmbedder):
+            stack.push_async_callback(embedder.close)
+        server: WeaviateServer | None = None
+        if store is None:
+            server, store = await _start_local_index(settings, stack)
+        if db is None:
+            db = await _open_database(settings, stack)
+        chat_model: OpenAIChatModel | None = None
+        chat_config = settings.chat_model()
+        if chat_config is not None:
+            chat_model = OpenAIChatModel(chat_config)
+            stack.push_async_callback(chat_model.close)
+        tokens = TokenCounter(settings.TOKEN_ENCODING, settings.TIKTOKEN_CACHE_DIR)
+        yield Services(
+            settings=settings,
+            db=db,
+            store=store,
+            weaviate_server=server,
+            embedder=CachedEmbedder(embedder, SqlEmbeddingCache(db)),
+            chat_model=chat_model,
+            tokens=tokens,
+        )

@@ -1,0 +1,150 @@
+"""Settings: the only reader of the environment and `.env`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from rag.config import ChatModelConfig, EmbedderConfig
+from storage.db import DatabaseConfig
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+
+_SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+class Settings(BaseSettings):
+    """Every setting ragbot reads; field names are the environment variable names."""
+
+    # env_ignore_empty: `NAME=` (as .env.example writes every unset option) means "use the default";
+    # without it `EMBEDDING_DIMENSION=` fails to parse and `EMBEDDING_MODEL_DIR=` becomes Path(".").
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="forbid", case_sensitive=True, env_ignore_empty=True
+    )
+
+    RAGBOT_DATA_DIR: Path = Path("data")
+    RAGBOT_HOST: str = "127.0.0.1"
+    RAGBOT_PORT: int = Field(default=8080, ge=1, le=65535)
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    DATABASE_URL: str | None = None
+
+    WEAVIATE_URL: str | None = None
+    WEAVIATE_GRPC_URL: str | None = None
+    WEAVIATE_API_KEY: SecretStr | None = None
+    WEAVIATE_BINARY: Path = Path("bin/weaviate-server")
+    WEAVIATE_STARTUP_TIMEOUT: float = Field(default=60.0, gt=0)
+    WEAVIATE_QUERY_TIMEOUT: float = Field(default=30.0, gt=0)
+
+    EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
+    EMBEDDING_MODEL: str = "sentence-transformers/all-MiniLM-L6-v2"
+    EMBEDDING_MODEL_DIR: Path | None = None
+    EMBEDDING_MAX_TOKENS: int = Field(default=256, ge=8, le=8192)
+    EMBEDDING_BATCH_SIZE: int = Field(default=64, ge=1, le=2048)
+    EMBEDDING_BASE_URL: str | None = None
+    EMBEDDING_API_KEY: SecretStr | None = None
+    EMBEDDING_DIMENSION: int | None = Field(default=None, ge=1)
+
+    CHAT_MODEL: str | None = None
+    CHAT_MODEL_BASE_URL: str | None = None
+    CHAT_MODEL_API_KEY: SecretStr | None = None
+    CHAT_MODEL_TIMEOUT: float = Field(default=60.0, gt=0)
+    CHAT_MODEL_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
+
+    TIKTOKEN_CACHE_DIR: Path | None = None
+    TOKEN_ENCODING: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+
+    @field_validator("DATABASE_URL")
+    @classmethod
+    def _database_url_is_supported(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError("not a database URL (expected postgresql://user:pass@host/db)") from exc
+        backend = url.get_backend_name()
+        if backend not in _SUPPORTED_DB_SCHEMES:
+            raise ValueError(f"unsupported database {backend!r}: use postgresql:// or sqlite://")
+        if backend != "sqlite" and not url.database:
+            raise ValueError("names no database (expected postgresql://user:pass@host/db)")
+        return value
+
+    @field_validator("WEAVIATE_URL", "WEAVIATE_GRPC_URL", "EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL")
+    @classmethod
+    def _url_has_scheme(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory as an absolute path."""
+        return self.RAGBOT_DATA_DIR.expanduser().resolve()
+
+    def database(self) -> DatabaseConfig:
+        """Relational store: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir."""
+        if self.DATABASE_URL:
+            return DatabaseConfig(url=self.DATABASE_URL)
+        return DatabaseConfig(url=f"sqlite:///{self.data_dir / 'ragbot.sqlite3'}")
+
+    def weaviate(self) -> WeaviateConfig:
+        """Vector index connection; `url=None` means ragbot runs the local server itself."""
+        return WeaviateConfig(
+            url=self.WEAVIATE_URL,
+            grpc_url=self.WEAVIATE_GRPC_URL,
+            api_key=self.WEAVIATE_API_KEY.get_secret_value() if self.WEAVIATE_API_KEY else None,
+            query_timeout=self.WEAVIATE_QUERY_TIMEOUT,
+        )
+
+    def weaviate_server(self) -> WeaviateServerConfig:
+        """How to run the local Weaviate server when WEAVIATE_URL is unset."""
+        return WeaviateServerConfig(
+            binary=self.WEAVIATE_BINARY.expanduser(),
+            data_dir=self.data_dir / "weaviate",
+            startup_timeout=self.WEAVIATE_STARTUP_TIMEOUT,
+        )
+
+    def embedder(self) -> EmbedderConfig:
+        """Which embedder to build and how."""
+        return EmbedderConfig(
+            provider=self.EMBEDDING_PROVIDER,
+            model=self.EMBEDDING_MODEL,
+            model_dir=self.EMBEDDING_MODEL_DIR.expanduser() if self.EMBEDDING_MODEL_DIR else None,
+            cache_dir=self.data_dir / "models",
+            max_tokens=self.EMBEDDING_MAX_TOKENS,
+            batch_size=self.EMBEDDING_BATCH_SIZE,
+            base_url=self.EMBEDDING_BASE_URL,
+            api_key=self.EMBEDDING_API_KEY.get_secret_value() if self.EMBEDDING_API_KEY else None,
+            dimension=self.EMBEDDING_DIMENSION,
+        )
+
+    def chat_model(self) -> ChatModelConfig | None:
+        """The chat model, or None when none is configured (answers are then extractive)."""
+        if not self.CHAT_MODEL:
+            return None
+        return ChatModelConfig(
+            model=self.CHAT_MODEL,
+            base_url=self.CHAT_MODEL_BASE_URL,
+            api_key=self.CHAT_MODEL_API_KEY.get_secret_value() if self.CHAT_MODEL_API_KEY else None,
+            timeout=self.CHAT_MODEL_TIMEOUT,
+            max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+
+def describe_validation_error(error: ValidationError) -> list[str]:
+    """One line per offending variable, naming it and what is wrong."""
+    lines = []
+    for item in error.errors():
+        variable = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "is not a ragbot setting (typo in .env?)"
+        lines.append(f"{variable}: {message}")
+    return lines

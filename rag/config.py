@@ -1,0 +1,33 @@
+"""Frozen configuration for rag's parts; bot.settings builds these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    """Which embedder to use and how to reach or load it."""
+
+    provider: Literal["local", "openai"]
+    model: str
+    model_dir: Path | None
+    cache_dir: Path
+    max_tokens: int = 256
+    batch_size: int = 64
+    base_url: str | None = None
+    api_key: str | None = None
+    dimension: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatModelConfig:
+    """An OpenAI-compatible chat model endpoint."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+    timeout: float = 60.0
+    max_retries: int = 2

@@ -1,0 +1,249 @@
+"""Embedders: local ONNX sentence-transformers, any OpenAI-compatible API, and the cache in front of both."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import openai
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from rag.config import EmbedderConfig
+from rag.errors import EmbedderUnavailable, ModelError, ModelTimeout
+from rag.ports import Embedder, EmbeddingCache
+from rag.types import Vector
+
+log = logging.getLogger(__name__)
+
+_MODEL_FILES = ("model.onnx", "onnx/model.onnx")
+_DOWNLOAD_PATTERNS = ["onnx/model.onnx", "tokenizer.json", "config.json", "*.txt", "*_config.json", "*.md"]
+
+
+def find_onnx_model(model_dir: Path) -> Path:
+    """The ONNX file in a model folder (top level, or onnx/ as on the model hub)."""
+    for name in _MODEL_FILES:
+        if (model_dir / name).is_file():
+            return model_dir / name
+    raise EmbedderUnavailable(f"no model.onnx in {model_dir}: point EMBEDDING_MODEL_DIR at an ONNX model folder")
+
+
+def download_model(model: str, cache_dir: Path) -> Path:
+    """Fetch the model's ONNX export from the model hub into `cache_dir` (needs a network)."""
+    from huggingface_hub import snapshot_download  # imported here: only a first run with no model needs it
+
+    target = cache_dir / model.replace("/", "--")
+    try:
+        snapshot_download(repo_id=model, allow_patterns=_DOWNLOAD_PATTERNS, local_dir=target)
+    except Exception as exc:  # the hub client raises many unrelated types for "no network"
+        raise EmbedderUnavailable(
+            f"could not download embedding model {model!r} ({type(exc).__name__}): "
+            "set EMBEDDING_MODEL_DIR to a local copy of the model folder"
+        ) from exc
+    return target
+
+
+def resolve_model_dir(config: EmbedderConfig) -> Path:
+    """The local model folder: the configured one, a cached download, or a fresh download."""
+    if config.model_dir is not None:
+        if not config.model_dir.is_dir():
+            raise EmbedderUnavailable(
+                f"EMBEDDING_MODEL_DIR={config.model_dir} does not exist: point it at the model folder"
+            )
+        return config.model_dir
+    cached = config.cache_dir / config.model.replace("/", "--")
+    if any((cached / name).is_file() for name in _MODEL_FILES):
+        return cached
+    return download_model(config.model, config.cache_dir)
+
+
+class OnnxEmbedder:
+    """A sentence-transformers model exported to ONNX: mean pooling, L2 normalisation, truncation."""
+
+    provider = "local"
+
+    def __init__(self, model_dir: Path, *, model_id: str, max_tokens: int = 256, batch_size: int = 64) -> None:
+        self._model_id = model_id
+        self._batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        # sentence-transformers truncates this model family at 256 word pieces
+        # (sentence_bert_config.json); the tokenizer file alone would allow 512.
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(find_onnx_model(model_dir)), options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {item.name for item in self._session.get_inputs()}
+        self._dimension = int(json.loads((model_dir / "config.json").read_text())["hidden_size"])
+
+    @classmethod
+    def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:
+        """Load the configured model, downloading it first where it is missing and a network exists."""
+        return cls(
+            resolve_model_dir(config),
+            model_id=config.model,
+            max_tokens=config.max_tokens,
+            batch_size=config.batch_size,
+        )
+
+    @property
+    def model_id(self) -> str:
+        """The model's name."""
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        """Vector length (384 for all-MiniLM-L6-v2)."""
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One normalised vector per text; runs in a worker thread (onnxruntime releases the GIL)."""
+        if not texts:
+            return []
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+    def embed_sync(self, texts: Sequence[str]) -> list[Vector]:
+        """The blocking form of embed(), for benchmarks and worker threads."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Batching texts of similar length keeps padding, and so wasted compute, small.
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        vectors: list[Vector] = [[] for _ in texts]
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            pooled = self._run([encodings[i].ids for i in batch], [encodings[i].type_ids for i in batch])
+            for index, vector in zip(batch, pooled, strict=True):
+                vectors[index] = vector.tolist()
+        return vectors
+
+    def _run(self, ids: list[list[int]], type_ids: list[list[int]]) -> npt.NDArray[np.float32]:
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        token_types = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, (tokens, types) in enumerate(zip(ids, type_ids, strict=True)):
+            input_ids[row, : len(tokens)] = tokens
+            token_types[row, : len(types)] = types
+            mask[row, : len(tokens)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}
+        outputs: list[Any] = self._session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})
+        hidden = np.asarray(outputs[0], dtype=np.float32)
+        weights = mask[:, :, None].astype(np.float32)
+        mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(mean, axis=1, keepdims=True)
+        return (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /embeddings endpoint."""
+
+    provider = "openai"
+
+    def __init__(self, config: EmbedderConfig, *, timeout: float = 60.0, max_retries: int = 2) -> None:
+        self._model_id = config.model
+        self._batch_size = config.batch_size
+        self._dimension = config.dimension
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key or "unused",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    @property
+    def model_id(self) -> str:
+        """The model's name."""
+        return self._model_id
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector length: configured, or learnt from the first answer."""
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One vector per text, in order, batched by the configured size."""
+        vectors: list[Vector] = []
+        for start in range(0, len(texts), self._batch_size):
+            vectors.extend(await self._embed_batch(list(texts[start : start + self._batch_size])))
+        if vectors and self._dimension is None:
+            self._dimension = len(vectors[0])
+        return vectors
+
+    async def close(self) -> None:
+        """Close the HTTP client."""
+        await self._client.close()
+
+    async def _embed_batch(self, batch: list[str]) -> list[Vector]:
+        try:
+            response = await self._client.embeddings.create(model=self._model_id, input=batch)
+        except openai.APITimeoutError as exc:
+            raise ModelTimeout(f"embedding API timed out: {exc}") from exc
+        except openai.APIStatusError as exc:
+            raise ModelError(f"embedding API answered {exc.status_code}: {exc.message}", status=exc.status_code) from exc
+        except openai.APIError as exc:
+            raise ModelError(f"embedding API failed: {exc}") from exc
+        ordered = sorted(response.data, key=lambda item: item.index)
+        if len(ordered) != len(batch):
+            raise ModelError(f"embedding API returned {len(ordered)} vectors for {len(batch)} texts")
+        return [list(item.embedding) for item in ordered]
+
+
+def content_hash(text: str) -> str:
+    """The cache key of a text: SHA-256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedEmbedder:
+    """An embedder that looks each text up by content hash first and embeds only what is missing."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self._inner = inner
+        self._cache = cache
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def provider(self) -> str:
+        """The wrapped embedder's provider."""
+        return self._inner.provider
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model."""
+        return self._inner.model_id
+
+    @property
+    def dimension(self) -> int | None:
+        """The wrapped embedder's vector length."""
+        return self._inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for `texts`: cached ones reused, the rest embedded once each and stored."""
+        hashes = [content_hash(text) for text in texts]
+        found = await self._cache.get_many(self.provider, self.model_id, hashes)
+        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
+        if missing:
+            fresh = await self._inner.embed(list(missing.values()))
+            computed = dict(zip(missing.keys(), fresh, strict=True))
+            await self._cache.put_many(self.provider, self.model_id, computed)
+            found.update(computed)
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        return [found[h] for h in hashes]
+
+
+def build_embedder(config: EmbedderConfig) -> OnnxEmbedder | OpenAIEmbedder:
+    """The embedder the configuration names (uncached)."""
+    if config.provider == "openai":
+        if not config.base_url:
+            raise EmbedderUnavailable("EMBEDDING_PROVIDER=openai needs EMBEDDING_BASE_URL")
+        return OpenAIEmbedder(config)
+    return OnnxEmbedder.from_config(config)

@@ -1,0 +1,133 @@
+"""The relational store: an async engine over SQLite (default) or PostgreSQL, migrated on start."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, text
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from storage.errors import DatabaseUnavailable
+
+log = logging.getLogger(__name__)
+
+_MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseConfig:
+    """Where the relational store lives: any SQLAlchemy URL for SQLite or PostgreSQL."""
+
+    url: str
+    echo: bool = False
+
+    def async_url(self) -> URL:
+        """The URL with the async driver this layer uses for its backend."""
+        url = make_url(self.url)
+        backend = "postgresql" if url.get_backend_name() == "postgres" else url.get_backend_name()
+        return url.set(drivername=_ASYNC_DRIVERS[backend])
+
+    @property
+    def is_sqlite(self) -> bool:
+        """Whether this is the embedded SQLite store."""
+        return make_url(self.url).get_backend_name() == "sqlite"
+
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None for PostgreSQL and in-memory SQLite."""
+        if not self.is_sqlite:
+            return None
+        database = make_url(self.url).database
+        return Path(database) if database and database != ":memory:" else None
+
+    def redacted(self) -> str:
+        """The URL with its password hidden, for logs and doctor output."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+
+def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers run while the ingestion worker writes; foreign keys are off by default.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def _alembic_config(connection: Connection) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def _upgrade(connection: Connection) -> None:
+    command.upgrade(_alembic_config(connection), "head")
+
+
+class Database:
+    """An async engine and session factory; `open()` connects and migrates to the newest schema."""
+
+    def __init__(self, config: DatabaseConfig) -> None:
+        self.config = config
+        self._engine: AsyncEngine | None = None
+        self._sessions: async_sessionmaker[AsyncSession] | None = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The open engine."""
+        if self._engine is None:
+            raise RuntimeError("Database.open() has not been awaited")
+        return self._engine
+
+    async def open(self) -> None:
+        """Connect, then create or migrate the schema."""
+        path = self.config.sqlite_path()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(self.config.async_url(), echo=self.config.echo, pool_pre_ping=True)
+        if self.config.is_sqlite:
+            event.listen(engine.sync_engine, "connect", _enable_sqlite_pragmas)
+        try:
+            async with engine.begin() as connection:
+                await connection.run_sync(_upgrade)
+        except (SQLAlchemyError, OSError) as exc:
+            await engine.dispose()
+            raise DatabaseUnavailable(self.config.redacted(), str(exc).splitlines()[0]) from exc
+        self._engine = engine
+        self._sessions = async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
+        log.info("db=open url=%s", self.config.redacted())
+
+    async def close(self) -> None:
+        """Release every pooled connection."""
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+            self._sessions = None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session in a transaction: committed on success, rolled back on error."""
+        if self._sessions is None:
+            raise RuntimeError("Database.open() has not been awaited")
+        async with self._sessions() as session, session.begin():
+            yield session
+
+    async def ping(self) -> None:
+        """Raise DatabaseUnavailable unless a trivial query succeeds."""
+        try:
+            async with self.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            raise DatabaseUnavailable(self.config.redacted(), str(exc).splitlines()[0]) from exc

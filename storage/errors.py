@@ -1,0 +1,58 @@
+"""Storage errors: what went wrong in the relational store or the vector index."""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base of every storage failure."""
+
+
+class DatabaseUnavailable(StorageError):
+    """The relational store cannot be reached or migrated."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"database {url} unavailable: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class IndexUnavailable(StorageError):
+    """The Weaviate index cannot be reached or started."""
+
+
+class WeaviateBinaryMissing(IndexUnavailable):
+    """The local weaviate-server binary is not installed where it is expected."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"weaviate-server not found at {path}: run `make weaviate` to build it, "
+            "or set WEAVIATE_URL to an existing Weaviate"
+        )
+        self.path = path
+
+
+class IndexWriteError(StorageError):
+    """Some objects of a batch were not stored; every per-object error is kept."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        first = next(iter(errors.items()), ("", ""))
+        super().__init__(f"{len(errors)} object(s) not indexed; first: {first[0]}: {first[1]}")
+        self.errors = errors
+
+
+class DuplicateName(StorageError):
+    """A row with this unique name already exists."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"a {kind} named {name!r} already exists")
+        self.kind = kind
+        self.name = name
+
+
+class NotFound(StorageError):
+    """No row has this id or name."""
+
+    def __init__(self, kind: str, key: str) -> None:
+        super().__init__(f"no {kind} {key!r}")
+        self.kind = kind
+        self.key = key

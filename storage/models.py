@@ -1,0 +1,196 @@
+"""SQLModel tables; rows never leave storage (repositories return records)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def new_id() -> str:
+    """A fresh primary key: a UUID string, also used as the Weaviate object id."""
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    """Now, in UTC (sqlmodel stores aware timestamps on both backends)."""
+    return datetime.now(UTC)
+
+
+def _json_column() -> Any:
+    return Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+def _json_list_column() -> Any:
+    return Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class KnowledgeBase(SQLModel, table=True):
+    """A named collection of documents and FAQs with its chunking rule."""
+
+    __tablename__ = "knowledge_base"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    name: str = Field(max_length=128, unique=True, index=True)
+    description: str = Field(default="", max_length=2000)
+    chunking: dict[str, Any] = _json_column()
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Document(SQLModel, table=True):
+    """One ingested file or URL in a knowledge base."""
+
+    __tablename__ = "document"
+    __table_args__ = (UniqueConstraint("kb_id", "source_uri"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
+    title: str = Field(default="", max_length=512)
+    source_uri: str = Field(max_length=2048)
+    mime_type: str = Field(default="", max_length=128)
+    content_hash: str = Field(default="", max_length=64, index=True)
+    status: str = Field(default="pending", max_length=16)
+    segment_count: int = 0
+    chunk_count: int = 0
+    char_count: int = 0
+    meta: dict[str, Any] = _json_column()
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Segment(SQLModel, table=True):
+    """A parent chunk: the context handed to the model around matching children."""
+
+    __tablename__ = "segment"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    document_id: str = Field(foreign_key="document.id", index=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    position: int
+    text: str
+    start_offset: int
+    end_offset: int
+    child_ids: list[str] = _json_list_column()
+    meta: dict[str, Any] = _json_column()
+
+
+class Chunk(SQLModel, table=True):
+    """A child chunk: the unit that is embedded and indexed in Weaviate."""
+
+    __tablename__ = "chunk"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    segment_id: str | None = Field(default=None, foreign_key="segment.id", index=True, max_length=36)
+    document_id: str = Field(foreign_key="document.id", index=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    position: int
+    text: str
+    start_offset: int
+    end_offset: int
+    content_hash: str = Field(max_length=64)
+    token_count: int = 0
+    meta: dict[str, Any] = _json_column()
+
+
+class Faq(SQLModel, table=True):
+    """A curated question with its variants, negative questions and answers."""
+
+    __tablename__ = "faq"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
+    question: str = Field(max_length=2000)
+    similar_questions: list[str] = _json_list_column()
+    negative_questions: list[str] = _json_list_column()
+    answers: list[str] = _json_list_column()
+    enabled: bool = True
+    content_hash: str = Field(default="", max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Conversation(SQLModel, table=True):
+    """One chat or thread on one platform."""
+
+    __tablename__ = "conversation"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "chat", "thread"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    platform: str = Field(max_length=32)
+    workspace: str = Field(default="", max_length=128)
+    chat: str = Field(max_length=128)
+    thread: str = Field(default="", max_length=128)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Message(SQLModel, table=True):
+    """One user or assistant message in a conversation."""
+
+    __tablename__ = "message"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    conversation_id: str = Field(foreign_key="conversation.id", index=True, max_length=36)
+    request_id: str = Field(index=True, max_length=64)
+    role: str = Field(max_length=16)
+    text: str
+    status: str = Field(default="done", max_length=16)
+    platform_message_id: str = Field(default="", max_length=128)
+    meta: dict[str, Any] = _json_column()
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class IngestionJob(SQLModel, table=True):
+    """A durable ingestion request with its progress."""
+
+    __tablename__ = "ingestion_job"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
+    kind: str = Field(max_length=16)
+    source: str = Field(max_length=2048)
+    status: str = Field(default="queued", index=True, max_length=16)
+    stage: str = Field(default="", max_length=32)
+    done: int = 0
+    total: int = 0
+    error: str = Field(default="", max_length=2000)
+    requested_by: str = Field(default="", max_length=128)
+    requested_from: dict[str, Any] = _json_column()
+    result: dict[str, Any] = _json_column()
+    attempts: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class ChannelBinding(SQLModel, table=True):
+    """Which knowledge bases a chat may read."""
+
+    __tablename__ = "channel_binding"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "chat", "kb_id"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    platform: str = Field(max_length=32)
+    workspace: str = Field(default="", max_length=128)
+    chat: str = Field(max_length=128)
+    kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EmbeddingCacheEntry(SQLModel, table=True):
+    """A stored embedding keyed by provider, model and content hash."""
+
+    __tablename__ = "embedding_cache"
+    __table_args__ = (UniqueConstraint("provider", "model", "content_hash"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    provider: str = Field(max_length=32)
+    model: str = Field(max_length=256)
+    content_hash: str = Field(max_length=64)
+    dimension: int
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

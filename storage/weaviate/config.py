@@ -1,0 +1,48 @@
+"""Frozen configuration for the Weaviate index and the local server supervisor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+WEAVIATE_VERSION = "1.38.11"
+
+
+@dataclass(frozen=True, slots=True)
+class WeaviateConfig:
+    """How to reach Weaviate; `url=None` means the local server ragbot supervises."""
+
+    url: str | None = None
+    grpc_url: str | None = None
+    api_key: str | None = None
+    init_timeout: float = 10.0
+    query_timeout: float = 30.0
+    insert_timeout: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class WeaviateServerConfig:
+    """The local weaviate-server binary and where it keeps its data."""
+
+    binary: Path
+    data_dir: Path
+    startup_timeout: float = 60.0
+    host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class WeaviateEndpoint:
+    """Where a running Weaviate answers: REST and gRPC."""
+
+    http_host: str
+    http_port: int
+    http_secure: bool
+    grpc_host: str
+    grpc_port: int
+    grpc_secure: bool
+
+    @property
+    def http_url(self) -> str:
+        """The REST base URL."""
+        scheme = "https" if self.http_secure else "http"
+        return f"{scheme}://{self.http_host}:{self.http_port}"

@@ -1,0 +1,82 @@
+"""Collection definitions: chunks and FAQ questions, self-provided vectors, jieba-tokenised BM25 text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from weaviate.classes.config import DataType, Property, Tokenization
+
+
+class Collection(StrEnum):
+    """The two collections ragbot keeps in Weaviate."""
+
+    CHUNKS = "RagbotChunk"
+    FAQ_QUESTIONS = "RagbotFaqQuestion"
+
+
+BM25_PROPERTY = "bm25_text"
+
+
+def _keyword(name: str) -> Property:
+    # FIELD tokenization keeps ids whole, so an equality filter never matches a part of an id.
+    return Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.FIELD, index_searchable=False)
+
+
+def _int(name: str) -> Property:
+    return Property(name=name, data_type=DataType.INT, index_range_filters=False)
+
+
+def _display_text() -> Property:
+    return Property(name="text", data_type=DataType.TEXT, index_searchable=False, index_filterable=False)
+
+
+def _bm25_text() -> Property:
+    # The text arrives already cut by jieba and joined by spaces; LOWERCASE splits on
+    # whitespace only and folds ASCII case, so the server never re-segments Chinese.
+    return Property(
+        name=BM25_PROPERTY,
+        data_type=DataType.TEXT,
+        tokenization=Tokenization.LOWERCASE,
+        index_filterable=False,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionSpec:
+    """Everything needed to create one collection."""
+
+    name: Collection
+    properties: tuple[Property, ...]
+
+
+CHUNKS = CollectionSpec(
+    Collection.CHUNKS,
+    (
+        _keyword("kb_id"),
+        _keyword("document_id"),
+        _keyword("segment_id"),
+        _keyword("chunk_id"),
+        _keyword("chunk_type"),
+        _int("position"),
+        _int("start"),
+        _int("end"),
+        _display_text(),
+        _bm25_text(),
+    ),
+)
+
+FAQ_QUESTIONS = CollectionSpec(
+    Collection.FAQ_QUESTIONS,
+    (
+        _keyword("kb_id"),
+        _keyword("faq_id"),
+        _keyword("variant_id"),
+        _keyword("kind"),
+        _display_text(),
+        _bm25_text(),
+    ),
+)
+
+ALL = (CHUNKS, FAQ_QUESTIONS)
+

@@ -1,0 +1,284 @@
+"""WeaviateStore: chunk and FAQ-question vectors with BM25 text, always filtered by knowledge base."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import weaviate
+from weaviate.classes.config import Configure
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+from weaviate.collections.classes.data import DataObject
+from weaviate.collections.classes.internal import Object
+from weaviate.exceptions import WeaviateBaseError, WeaviateInsertManyAllFailedError
+
+from storage.errors import IndexUnavailable, IndexWriteError
+from storage.records import ChunkRecord, FaqQuestionRecord, SearchHit
+from storage.weaviate import schema
+from storage.weaviate.config import WeaviateConfig, WeaviateEndpoint
+from storage.weaviate.schema import BM25_PROPERTY, Collection
+
+log = logging.getLogger(__name__)
+
+# One insert_many call is one gRPC message; 200 chunks of 384-d vectors stay far under its 100 MB cap.
+_INSERT_BATCH = 200
+Fusion = Literal["ranked", "relative"]
+Vector = Sequence[float]
+
+
+def endpoint_from_url(url: str, grpc_url: str | None = None) -> WeaviateEndpoint:
+    """The REST and gRPC endpoint for a WEAVIATE_URL (gRPC defaults to the same host on 50051)."""
+    http = urlsplit(url)
+    if not http.hostname:
+        raise ValueError(f"WEAVIATE_URL {url!r} names no host")
+    http_secure = http.scheme == "https"
+    grpc = urlsplit(grpc_url) if grpc_url else None
+    return WeaviateEndpoint(
+        http_host=http.hostname,
+        http_port=http.port or (443 if http_secure else 80),
+        http_secure=http_secure,
+        grpc_host=(grpc.hostname if grpc and grpc.hostname else http.hostname),
+        grpc_port=(grpc.port if grpc and grpc.port else 50051),
+        grpc_secure=(grpc.scheme == "https") if grpc else http_secure,
+    )
+
+
+def _kb_filter(kb_ids: Sequence[str]) -> Any:
+    return Filter.by_property("kb_id").contains_any(list(kb_ids))
+
+
+def _hit(obj: Object[Any, Any], score: float) -> SearchHit:
+    return SearchHit(id=str(obj.uuid), score=score, properties=dict(obj.properties))
+
+
+def _cosine_similarity(obj: Object[Any, Any]) -> float:
+    distance = obj.metadata.distance
+    return 1.0 - distance if distance is not None else 0.0
+
+
+class WeaviateStore:
+    """Index operations over the two ragbot collections; callers pass kb_ids to every search."""
+
+    def __init__(self, client: weaviate.WeaviateAsyncClient) -> None:
+        self._client = client
+
+    @classmethod
+    async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
+        """Open the async client against `endpoint` and make sure both collections exist."""
+        client = weaviate.use_async_with_custom(
+            http_host=endpoint.http_host,
+            http_port=endpoint.http_port,
+            http_secure=endpoint.http_secure,
+            grpc_host=endpoint.grpc_host,
+            grpc_port=endpoint.grpc_port,
+            grpc_secure=endpoint.grpc_secure,
+            auth_credentials=Auth.api_key(config.api_key) if config.api_key else None,
+            additional_config=AdditionalConfig(
+                timeout=Timeout(init=config.init_timeout, query=config.query_timeout, insert=config.insert_timeout)
+            ),
+            # The init checks ask the Python package index for a newer client: no outbound calls.
+            # ping() below checks gRPC instead.
+            skip_init_checks=True,
+        )
+        try:
+            await client.connect()
+            store = cls(client)
+            await store.ensure_schema()
+            await store.ping()
+        except (WeaviateBaseError, OSError) as exc:
+            await client.close()
+            raise IndexUnavailable(f"Weaviate at {endpoint.http_url} unreachable: {exc}") from exc
+        return store
+
+    async def close(self) -> None:
+        """Close the client's HTTP and gRPC connections."""
+        await self._client.close()
+
+    async def ping(self) -> None:
+        """Raise IndexUnavailable unless both REST and gRPC answer."""
+        try:
+            if not await self._client.is_ready():
+                raise IndexUnavailable("Weaviate is not ready")
+            await self._client.collections.use(Collection.CHUNKS).query.fetch_objects(limit=1)
+        except WeaviateBaseError as exc:
+            raise IndexUnavailable(f"Weaviate query failed: {exc}") from exc
+
+    async def ensure_schema(self) -> None:
+        """Create any missing collection; existing ones are left as they are."""
+        for spec in schema.ALL:
+            if await self._client.collections.exists(spec.name):
+                continue
+            try:
+                await self._client.collections.create(
+                    spec.name,
+                    properties=list(spec.properties),
+                    vector_config=Configure.Vectors.self_provided(
+                        vector_index_config=Configure.VectorIndex.hnsw()
+                    ),
+                    inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
+                )
+            except WeaviateBaseError:
+                # Another process may have created it between exists() and create().
+                if not await self._client.collections.exists(spec.name):
+                    raise
+            log.info("weaviate=collection_created name=%s", spec.name)
+
+    async def upsert_chunks(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Vector]) -> None:
+        """Insert or replace chunks by chunk_id; raises IndexWriteError listing every failed object."""
+        objects = [
+            DataObject(
+                uuid=chunk.chunk_id,
+                vector=list(vector),
+                properties={
+                    "kb_id": chunk.kb_id,
+                    "document_id": chunk.document_id,
+                    "segment_id": chunk.segment_id or "",
+                    "chunk_id": chunk.chunk_id,
+                    "chunk_type": chunk.chunk_type,
+                    "position": chunk.position,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                    "text": chunk.text,
+                    BM25_PROPERTY: chunk.bm25_text,
+                },
+            )
+            for chunk, vector in zip(chunks, vectors, strict=True)
+        ]
+        await self._insert(Collection.CHUNKS, objects)
+
+    async def upsert_faq_questions(self, questions: Sequence[FaqQuestionRecord], vectors: Sequence[Vector]) -> None:
+        """Insert or replace FAQ question variants by variant_id."""
+        objects = [
+            DataObject(
+                uuid=question.variant_id,
+                vector=list(vector),
+                properties={
+                    "kb_id": question.kb_id,
+                    "faq_id": question.faq_id,
+                    "variant_id": question.variant_id,
+                    "kind": question.kind,
+                    "text": question.text,
+                    BM25_PROPERTY: question.bm25_text,
+                },
+            )
+            for question, vector in zip(questions, vectors, strict=True)
+        ]
+        await self._insert(Collection.FAQ_QUESTIONS, objects)
+
+    async def search_vector(
+        self, collection: Collection, kb_ids: Sequence[str], vector: Vector, limit: int
+    ) -> list[SearchHit]:
+        """Nearest neighbours by cosine; score is cosine similarity."""
+        if not kb_ids:
+            return []
+        response = await self._client.collections.use(collection).query.near_vector(
+            near_vector=list(vector),
+            limit=limit,
+            filters=_kb_filter(kb_ids),
+            return_metadata=MetadataQuery(distance=True),
+        )
+        return [_hit(obj, _cosine_similarity(obj)) for obj in response.objects]
+
+    async def search_bm25(
+        self, collection: Collection, kb_ids: Sequence[str], tokens: str, limit: int
+    ) -> list[SearchHit]:
+        """BM25 over the pre-tokenised text; `tokens` must be cut the same way as the indexed text."""
+        if not kb_ids or not tokens.strip():
+            return []
+        response = await self._client.collections.use(collection).query.bm25(
+            query=tokens,
+            query_properties=[BM25_PROPERTY],
+            limit=limit,
+            filters=_kb_filter(kb_ids),
+            return_metadata=MetadataQuery(score=True),
+        )
+        return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
+
+    async def search_hybrid(
+        self,
+        collection: Collection,
+        kb_ids: Sequence[str],
+        vector: Vector,
+        tokens: str,
+        limit: int,
+        *,
+        alpha: float = 0.5,
+        fusion: Fusion = "ranked",
+    ) -> list[SearchHit]:
+        """Weaviate's own fusion of both legs; alpha 1 is all vector, 0 all BM25."""
+        if not kb_ids:
+            return []
+        response = await self._client.collections.use(collection).query.hybrid(
+            query=tokens,
+            vector=list(vector),
+            alpha=alpha,
+            query_properties=[BM25_PROPERTY],
+            fusion_type=HybridFusion.RANKED if fusion == "ranked" else HybridFusion.RELATIVE_SCORE,
+            limit=limit,
+            filters=_kb_filter(kb_ids),
+            return_metadata=MetadataQuery(score=True),
+        )
+        return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
+
+    async def count(self, collection: Collection, kb_ids: Sequence[str]) -> int:
+        """How many objects the given knowledge bases hold in `collection`."""
+        if not kb_ids:
+            return 0
+        result = await self._client.collections.use(collection).aggregate.over_all(
+            filters=_kb_filter(kb_ids), total_count=True
+        )
+        return result.total_count or 0
+
+    async def delete_document(self, kb_id: str, document_id: str) -> int:
+        """Remove every chunk of one document; returns how many were removed."""
+        where = Filter.by_property("kb_id").equal(kb_id) & Filter.by_property("document_id").equal(document_id)
+        return await self._delete_where(Collection.CHUNKS, where)
+
+    async def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
+        """Remove chunks by id (the old version of a re-ingested document)."""
+        if not chunk_ids:
+            return 0
+        return await self._delete_where(Collection.CHUNKS, Filter.by_id().contains_any(list(chunk_ids)))
+
+    async def delete_faq(self, kb_id: str, faq_id: str) -> int:
+        """Remove every question variant of one FAQ."""
+        where = Filter.by_property("kb_id").equal(kb_id) & Filter.by_property("faq_id").equal(faq_id)
+        return await self._delete_where(Collection.FAQ_QUESTIONS, where)
+
+    async def delete_kb(self, kb_id: str) -> int:
+        """Remove everything a knowledge base holds in both collections."""
+        where = Filter.by_property("kb_id").equal(kb_id)
+        removed = 0
+        for collection in Collection:
+            removed += await self._delete_where(collection, where)
+        return removed
+
+    async def _insert(self, collection: Collection, objects: Sequence[DataObject[Any, Any]]) -> None:
+        handle = self._client.collections.use(collection)
+        errors: dict[str, str] = {}
+        for start in range(0, len(objects), _INSERT_BATCH):
+            batch = objects[start : start + _INSERT_BATCH]
+            try:
+                result = await handle.data.insert_many(batch)
+            except WeaviateInsertManyAllFailedError as exc:
+                errors.update({str(obj.uuid): str(exc) for obj in batch})
+                continue
+            for index, error in result.errors.items():
+                errors[str(batch[index].uuid)] = error.message
+        if errors:
+            raise IndexWriteError(errors)
+
+    async def _delete_where(self, collection: Collection, where: Any) -> int:
+        handle = self._client.collections.use(collection)
+        removed = 0
+        # The server deletes at most QUERY_MAXIMUM_RESULTS (10,000) objects a call.
+        while True:
+            result = await handle.data.delete_many(where=where)
+            removed += result.successful
+            if result.failed:
+                raise IndexWriteError({"delete_many": f"{result.failed} object(s) not deleted"})
+            if result.matches == 0 or result.successful == 0:
+                return removed

@@ -1,0 +1,1 @@
+"""Integration tests: real Weaviate, real PostgreSQL and SQLite, the real ONNX embedder."""

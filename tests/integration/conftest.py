@@ -1,0 +1,95 @@
+"""Session servers (PostgreSQL, Weaviate through our own supervisor) and the per-backend `db` fixture."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+
+from rag.embedders import OnnxEmbedder
+from storage.db import Database, DatabaseConfig
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore
+from tests.integration.postgres import running_postgres
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL: RAGBOT_TEST_DATABASE_URL if given, else a throw-away cluster started here."""
+    external = os.environ.get("RAGBOT_TEST_DATABASE_URL")
+    if external:
+        yield external.rstrip("/")
+        return
+    with running_postgres() as url:
+        yield url
+
+
+async def _fresh_postgres_database(base_url: str) -> str:
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    connection = await asyncpg.connect(f"{base_url}/postgres")
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return f"{base_url}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL for an empty database on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ragbot.sqlite3'}"
+    return "postgresql-fresh"
+
+
+@pytest_asyncio.fixture
+async def db(database_url: str, request: pytest.FixtureRequest) -> AsyncIterator[Database]:
+    """An open, migrated Database on SQLite and on PostgreSQL (the storage contract runs on both)."""
+    if database_url == "postgresql-fresh":
+        database_url = await _fresh_postgres_database(request.getfixturevalue("postgres_url"))
+    database = Database(DatabaseConfig(url=database_url))
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def weaviate_server(weaviate_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WeaviateServer]:
+    """One local weaviate-server for the session, started by ragbot's own supervisor."""
+    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path_factory.mktemp("weaviate")))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def store(weaviate_server: WeaviateServer) -> AsyncIterator[WeaviateStore]:
+    """A connected WeaviateStore; tests isolate themselves with fresh kb ids."""
+    assert weaviate_server.endpoint is not None
+    connected = await WeaviateStore.connect(weaviate_server.endpoint, WeaviateConfig())
+    try:
+        yield connected
+    finally:
+        await connected.close()
+
+
+@pytest.fixture(scope="session")
+def embedder(model_dir: Path) -> OnnxEmbedder:
+    """The real local ONNX embedder."""
+    return OnnxEmbedder(model_dir, model_id="sentence-transformers/all-MiniLM-L6-v2")
+
+
+@pytest.fixture
+def kb_id() -> str:
+    """A fresh knowledge-base id, so tests sharing the session server never see each other's objects."""
+    return str(uuid.uuid4())

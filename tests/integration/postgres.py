@@ -1,0 +1,82 @@
+"""A throw-away PostgreSQL cluster on loopback, from the Debian server binaries."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_USER = "ragbot"
+
+
+def _find_binary(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}")) or ([shutil.which(name)] if shutil.which(name) else [])
+    if not found:
+        raise RuntimeError(f"PostgreSQL's {name} not found: run `make postgres` (Debian package postgresql)")
+    return str(found[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_server_user(args: list[str], home: Path) -> list[str]:
+    # initdb and postgres refuse to run as root; Debian's package creates the postgres user.
+    if os.geteuid() != 0:
+        return args
+    account = pwd.getpwnam("postgres")
+    os.chown(home, account.pw_uid, account.pw_gid)
+    for path in home.rglob("*"):
+        os.chown(path, account.pw_uid, account.pw_gid)
+    return ["runuser", "-u", "postgres", "--", *args]
+
+
+@contextmanager
+def running_postgres() -> Iterator[str]:
+    """Start a cluster, yield its base URL (no database name), remove it afterwards."""
+    home = Path(tempfile.mkdtemp(prefix="ragbot-pg-"))
+    data = home / "data"
+    port = _free_port()
+    initdb = [_find_binary("initdb"), "-D", str(data), "-U", _USER, "--auth=trust", "-E", "UTF8", "--no-sync"]
+    subprocess.run(_as_server_user(initdb, home), check=True, capture_output=True)
+    server_args = [
+        _find_binary("postgres"), "-D", str(data), "-p", str(port), "-k", str(home),
+        "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+        "-c", "full_page_writes=off", "-c", "max_connections=200",
+    ]  # fmt: skip
+    log = (home / "server.log").open("wb")
+    process = subprocess.Popen(_as_server_user(server_args, home), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(port, process, home)
+        yield f"postgresql://{_USER}@127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _wait_ready(port: int, process: subprocess.Popen[bytes], home: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"postgres exited: {(home / 'server.log').read_text()[-2000:]}")
+        ready = subprocess.run([_find_binary("pg_isready"), "-h", "127.0.0.1", "-p", str(port)], capture_output=True)
+        if ready.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError("postgres did not become ready in 60s")

@@ -1,0 +1,88 @@
+"""The relational store contract, run on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import numpy as np
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel, select
+
+from storage.db import Database
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.models import KnowledgeBase
+
+EXPECTED_TABLES = {
+    "knowledge_base", "document", "segment", "chunk", "faq", "conversation", "message",
+    "ingestion_job", "channel_binding", "embedding_cache", "alembic_version",
+}  # fmt: skip
+
+
+async def test_open_creates_every_table(db: Database) -> None:
+    async with db.engine.connect() as connection:
+        tables = await connection.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+    assert tables == EXPECTED_TABLES
+
+
+async def test_migrations_match_the_models(db: Database) -> None:
+    async with db.engine.connect() as connection:
+        diff = await connection.run_sync(
+            lambda sync: compare_metadata(MigrationContext.configure(sync), SQLModel.metadata)
+        )
+    assert diff == []
+
+
+async def test_reopening_a_migrated_database_keeps_its_rows(db: Database) -> None:
+    async with db.session() as session:
+        session.add(KnowledgeBase(name="handbook", chunking={"mode": "general"}))
+    await db.close()
+    await db.open()
+    async with db.session() as session:
+        rows = (await session.exec(select(KnowledgeBase))).all()
+    assert [(row.name, row.chunking) for row in rows] == [("handbook", {"mode": "general"})]
+    assert rows[0].created_at.tzinfo is not None
+    assert rows[0].created_at.utcoffset() == UTC.utcoffset(None)
+
+
+async def test_knowledge_base_names_are_unique(db: Database) -> None:
+    async with db.session() as session:
+        session.add(KnowledgeBase(name="dup"))
+    with pytest.raises(IntegrityError):
+        async with db.session() as session:
+            session.add(KnowledgeBase(name="dup"))
+
+
+async def test_embedding_cache_round_trips_float32_vectors(db: Database) -> None:
+    cache = SqlEmbeddingCache(db)
+    vector = [0.1, -0.25, 3.5]
+    await cache.put_many("local", "m", {"h1": vector})
+    found = await cache.get_many("local", "m", ["h1", "h2"])
+    assert list(found) == ["h1"]
+    np.testing.assert_allclose(found["h1"], vector, rtol=1e-6)
+
+
+async def test_embedding_cache_is_keyed_by_provider_and_model(db: Database) -> None:
+    cache = SqlEmbeddingCache(db)
+    await cache.put_many("local", "m1", {"h": [1.0]})
+    assert await cache.get_many("local", "m2", ["h"]) == {}
+    assert await cache.get_many("openai", "m1", ["h"]) == {}
+
+
+async def test_embedding_cache_keeps_the_first_vector_on_conflict(db: Database) -> None:
+    cache = SqlEmbeddingCache(db)
+    await cache.put_many("local", "m", {"h": [1.0, 2.0]})
+    await cache.put_many("local", "m", {"h": [9.0, 9.0], "other": [3.0, 4.0]})
+    found = await cache.get_many("local", "m", ["h", "other"])
+    assert found == {"h": [1.0, 2.0], "other": [3.0, 4.0]}
+
+
+async def test_embedding_cache_handles_lookups_past_the_parameter_limit(db: Database) -> None:
+    cache = SqlEmbeddingCache(db)
+    vectors = {f"h{i}": [float(i)] for i in range(1200)}
+    await cache.put_many("local", "m", vectors)
+    found = await cache.get_many("local", "m", list(vectors))
+    assert found == vectors
