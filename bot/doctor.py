@@ -1,4 +1,4 @@
-"""`ragbot doctor`: checks every part on its own and says what runs, what is configured and how to fix what is broken."""
+"""`ragbot doctor`: checks each part on its own; says what runs, what is configured and how to fix the rest."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ async def _database(settings: Settings) -> Finding:
 
 async def _weaviate(settings: Settings) -> Finding:
     if settings.WEAVIATE_URL:
-        store = await WeaviateStore.connect(endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), settings.weaviate())
+        store = await WeaviateStore.connect(
+            endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), settings.weaviate()
+        )
         await store.close()
         return Finding("weaviate", "ok", f"remote cluster at {settings.WEAVIATE_URL}")
     server = WeaviateServer(settings.weaviate_server())
@@ -64,7 +66,11 @@ async def _weaviate(settings: Settings) -> Finding:
     finally:
         await server.stop()
     binary = settings.weaviate_server().binary
-    return Finding("weaviate", "ok", f"embedded: {binary} (v{WEAVIATE_VERSION} pinned), data in {settings.weaviate_server().data_dir}")
+    return Finding(
+        "weaviate",
+        "ok",
+        f"embedded: {binary} (v{WEAVIATE_VERSION} pinned), data in {settings.weaviate_server().data_dir}",
+    )
 
 
 async def _embedder(settings: Settings) -> Finding:
@@ -81,13 +87,23 @@ async def _embedder(settings: Settings) -> Finding:
 async def _model(settings: Settings) -> Finding:
     config = settings.chat_model()
     if config is None:
-        return Finding("chat model", "missing", "not configured: answers are extractive", "set CHAT_MODEL (and CHAT_MODEL_BASE_URL) for generated answers")
+        return Finding(
+            "chat model",
+            "missing",
+            "not configured: answers are extractive",
+            "set CHAT_MODEL (and CHAT_MODEL_BASE_URL) for generated answers",
+        )
     model = OpenAIChatModel(config)
     client = openai.AsyncOpenAI(base_url=config.base_url, api_key=config.api_key or "unused", timeout=10, max_retries=0)
     try:
         await client.models.list()
     except openai.APIError as exc:
-        return Finding("chat model", "error", f"{config.model} at {config.base_url or 'api.openai.com'}: {exc}", "check CHAT_MODEL_BASE_URL and CHAT_MODEL_API_KEY")
+        return Finding(
+            "chat model",
+            "error",
+            f"{config.model} at {config.base_url or 'api.openai.com'}: {exc}",
+            "check CHAT_MODEL_BASE_URL and CHAT_MODEL_API_KEY",
+        )
     finally:
         await client.close()
         await model.close()

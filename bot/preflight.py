@@ -22,7 +22,9 @@ def check_writable_dir(setting: str, path: Path) -> None:
     """Raise unless `path` is, or could be created as, a writable directory."""
     existing = nearest_existing(path)
     if not existing.is_dir():
-        raise StartupError(setting, f"{existing} is not a directory, so {path} cannot be created", "choose another folder")
+        raise StartupError(
+            setting, f"{existing} is not a directory, so {path} cannot be created", "choose another folder"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise StartupError(setting, f"{existing} is not writable", "fix its permissions or choose another folder")
 
@@ -36,7 +38,9 @@ def check_port_free(host: str, port: int) -> None:
         except OSError as exc:
             reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
             raise StartupError(
-                "RAGBOT_PORT", f"port {port} on {host} {reason}", "set RAGBOT_PORT to a free port or stop the other process"
+                "RAGBOT_PORT",
+                f"port {port} on {host} {reason}",
+                "set RAGBOT_PORT to a free port or stop the other process",
             ) from exc
 
 
@@ -55,9 +59,13 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
     model_dir = settings.EMBEDDING_MODEL_DIR
     if settings.EMBEDDING_PROVIDER == "local" and model_dir is not None and not model_dir.expanduser().is_dir():
         raise StartupError(
-            "EMBEDDING_MODEL_DIR", f"{model_dir} does not exist", "point it at a model folder, or unset it to download the model"
+            "EMBEDDING_MODEL_DIR",
+            f"{model_dir} does not exist",
+            "point it at a model folder, or unset it to download the model",
         )
     if settings.EMBEDDING_PROVIDER == "openai" and not settings.EMBEDDING_BASE_URL:
-        raise StartupError("EMBEDDING_BASE_URL", "not set while EMBEDDING_PROVIDER=openai", "set the embeddings API URL")
+        raise StartupError(
+            "EMBEDDING_BASE_URL", "not set while EMBEDDING_PROVIDER=openai", "set the embeddings API URL"
+        )
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)

@@ -42,8 +42,14 @@ async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
         await db.open()
     except DatabaseUnavailable as exc:
         if settings.DATABASE_URL:
-            raise StartupError("DATABASE_URL", f"cannot open {exc.url}: {exc.reason}", "check host, credentials and that the database exists") from exc
-        raise StartupError("RAGBOT_DATA_DIR", f"cannot open the SQLite store: {exc.reason}", "choose a writable data folder") from exc
+            raise StartupError(
+                "DATABASE_URL",
+                f"cannot open {exc.url}: {exc.reason}",
+                "check host, credentials and that the database exists",
+            ) from exc
+        raise StartupError(
+            "RAGBOT_DATA_DIR", f"cannot open the SQLite store: {exc.reason}", "choose a writable data folder"
+        ) from exc
     stack.push_async_callback(db.close)
     return db
 
@@ -52,9 +58,13 @@ async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> We
     assert settings.WEAVIATE_URL is not None
     config = settings.weaviate()
     try:
-        store = await WeaviateStore.connect(endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config)
+        store = await WeaviateStore.connect(
+            endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config
+        )
     except (IndexUnavailable, ValueError) as exc:
-        raise StartupError("WEAVIATE_URL", f"{exc}", "start that Weaviate, correct the URL, or unset WEAVIATE_URL to run one locally") from exc
+        raise StartupError(
+            "WEAVIATE_URL", f"{exc}", "start that Weaviate, correct the URL, or unset WEAVIATE_URL to run one locally"
+        ) from exc
     stack.push_async_callback(store.close)
     return store
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -67,12 +68,17 @@ class OpenAIChatModel:
             chunks = await self._client.chat.completions.create(
                 model=self._model, messages=_payload(messages), stream=True
             )
-            async for chunk in chunks:
-                for choice in chunk.choices:
-                    if choice.delta.content:
-                        yield choice.delta.content
+            # The context closes the HTTP response even when the caller stops reading early.
+            async with chunks:
+                async for chunk in chunks:
+                    for choice in chunk.choices:
+                        if choice.delta.content:
+                            yield choice.delta.content
         except openai.APIError as exc:
             raise _translate(exc) from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # openai's SSE decoder lets an event that is not UTF-8 JSON escape as the decode error itself.
+            raise ModelError(f"chat model sent a malformed stream: {exc}") from exc
 
     async def close(self) -> None:
         """Close the HTTP client."""

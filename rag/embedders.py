@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import openai
 import onnxruntime as ort
+import openai
 from tokenizers import Tokenizer
 
 from rag.config import EmbedderConfig
@@ -139,7 +139,8 @@ class OnnxEmbedder:
         weights = mask[:, :, None].astype(np.float32)
         mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(mean, axis=1, keepdims=True)
-        return (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
+        normalised: npt.NDArray[np.float32] = (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return normalised
 
 
 class OpenAIEmbedder:
@@ -187,7 +188,9 @@ class OpenAIEmbedder:
         except openai.APITimeoutError as exc:
             raise ModelTimeout(f"embedding API timed out: {exc}") from exc
         except openai.APIStatusError as exc:
-            raise ModelError(f"embedding API answered {exc.status_code}: {exc.message}", status=exc.status_code) from exc
+            raise ModelError(
+                f"embedding API answered {exc.status_code}: {exc.message}", status=exc.status_code
+            ) from exc
         except openai.APIError as exc:
             raise ModelError(f"embedding API failed: {exc}") from exc
         ordered = sorted(response.data, key=lambda item: item.index)

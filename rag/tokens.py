@@ -28,8 +28,10 @@ class TokenCounter:
         return len(self._encoding.encode(text, disallowed_special=()))
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of `text` that fits in `max_tokens` tokens."""
+        """The longest prefix of `text` that fits in `max_tokens` tokens, never ending mid-character."""
         tokens = self._encoding.encode(text, disallowed_special=())
         if len(tokens) <= max_tokens:
             return text
-        return self._encoding.decode(tokens[:max_tokens])
+        # A token boundary can fall inside a multi-byte character (common in Chinese); a prefix
+        # of valid UTF-8 can only be incomplete at its end, so dropping the broken tail is exact.
+        return self._encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")

@@ -79,4 +79,3 @@ FAQ_QUESTIONS = CollectionSpec(
 )
 
 ALL = (CHUNKS, FAQ_QUESTIONS)
-

@@ -141,12 +141,17 @@ class WeaviateServer:
         }
         args = [
             str(self.config.binary.resolve()),
-            "--host", self.config.host,
-            "--port", str(http_port),
-            "--scheme", "http",
-            "--read-timeout", "600s",
-            "--write-timeout", "600s",
-        ]  # fmt: skip
+            "--host",
+            self.config.host,
+            "--port",
+            str(http_port),
+            "--scheme",
+            "http",
+            "--read-timeout",
+            "600s",
+            "--write-timeout",
+            "600s",
+        ]
         output: int | IO[bytes] | None = None
         if not self._log_to_terminal:
             self._log_file = (data_dir / _LOG_FILE).open("ab")
@@ -222,7 +227,8 @@ class WeaviateServer:
         log.warning("weaviate=orphan pid=%s action=terminate", server_pid)
         os.kill(server_pid, signal.SIGTERM)
         deadline = time.monotonic() + _STOP_GRACE_SECONDS
-        while _process_alive(server_pid) and time.monotonic() < deadline:
+        # Not our child, so there is no wait() to await: poll until it is gone.
+        while _process_alive(server_pid) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
         if _process_alive(server_pid):
             os.kill(server_pid, signal.SIGKILL)

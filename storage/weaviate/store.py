@@ -36,13 +36,16 @@ def endpoint_from_url(url: str, grpc_url: str | None = None) -> WeaviateEndpoint
         raise ValueError(f"WEAVIATE_URL {url!r} names no host")
     http_secure = http.scheme == "https"
     grpc = urlsplit(grpc_url) if grpc_url else None
+    grpc_secure = grpc.scheme == "https" if grpc else http_secure
+    # An explicit https gRPC URL without a port is a hosted endpoint on 443; otherwise Weaviate's default.
+    grpc_default_port = 443 if grpc and grpc_secure else 50051
     return WeaviateEndpoint(
         http_host=http.hostname,
         http_port=http.port or (443 if http_secure else 80),
         http_secure=http_secure,
         grpc_host=(grpc.hostname if grpc and grpc.hostname else http.hostname),
-        grpc_port=(grpc.port if grpc and grpc.port else 50051),
-        grpc_secure=(grpc.scheme == "https") if grpc else http_secure,
+        grpc_port=(grpc.port if grpc and grpc.port else grpc_default_port),
+        grpc_secure=grpc_secure,
     )
 
 
@@ -115,9 +118,7 @@ class WeaviateStore:
                 await self._client.collections.create(
                     spec.name,
                     properties=list(spec.properties),
-                    vector_config=Configure.Vectors.self_provided(
-                        vector_index_config=Configure.VectorIndex.hnsw()
-                    ),
+                    vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
                     inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
                 )
             except WeaviateBaseError:

@@ -62,7 +62,9 @@ async def db(database_url: str, request: pytest.FixtureRequest) -> AsyncIterator
 
 
 @pytest_asyncio.fixture(scope="session")
-async def weaviate_server(weaviate_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WeaviateServer]:
+async def weaviate_server(
+    weaviate_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[WeaviateServer]:
     """One local weaviate-server for the session, started by ragbot's own supervisor."""
     server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path_factory.mktemp("weaviate")))
     await server.start()

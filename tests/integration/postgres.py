@@ -18,7 +18,9 @@ _USER = "ragbot"
 
 
 def _find_binary(name: str) -> str:
-    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}")) or ([shutil.which(name)] if shutil.which(name) else [])
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}")) or (
+        [shutil.which(name)] if shutil.which(name) else []
+    )
     if not found:
         raise RuntimeError(f"PostgreSQL's {name} not found: run `make postgres` (Debian package postgresql)")
     return str(found[-1])
@@ -50,10 +52,24 @@ def running_postgres() -> Iterator[str]:
     initdb = [_find_binary("initdb"), "-D", str(data), "-U", _USER, "--auth=trust", "-E", "UTF8", "--no-sync"]
     subprocess.run(_as_server_user(initdb, home), check=True, capture_output=True)
     server_args = [
-        _find_binary("postgres"), "-D", str(data), "-p", str(port), "-k", str(home),
-        "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-        "-c", "full_page_writes=off", "-c", "max_connections=200",
-    ]  # fmt: skip
+        _find_binary("postgres"),
+        "-D",
+        str(data),
+        "-p",
+        str(port),
+        "-k",
+        str(home),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=200",
+    ]
     log = (home / "server.log").open("wb")
     process = subprocess.Popen(_as_server_user(server_args, home), stdout=log, stderr=subprocess.STDOUT)
     try:

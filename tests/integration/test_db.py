@@ -17,9 +17,18 @@ from storage.embedding_cache import SqlEmbeddingCache
 from storage.models import KnowledgeBase
 
 EXPECTED_TABLES = {
-    "knowledge_base", "document", "segment", "chunk", "faq", "conversation", "message",
-    "ingestion_job", "channel_binding", "embedding_cache", "alembic_version",
-}  # fmt: skip
+    "knowledge_base",
+    "document",
+    "segment",
+    "chunk",
+    "faq",
+    "conversation",
+    "message",
+    "ingestion_job",
+    "channel_binding",
+    "embedding_cache",
+    "alembic_version",
+}
 
 
 async def test_open_creates_every_table(db: Database) -> None:

@@ -42,9 +42,16 @@ async def _wait_dead(pid: int, seconds: float = 30.0) -> bool:
 
 def _chunk(kb_id: str, n: int) -> ChunkRecord:
     return ChunkRecord(
-        chunk_id=f"00000000-0000-4000-8000-{n:012d}", kb_id=kb_id, document_id="d", segment_id=None,
-        position=n, start=0, end=4, text="text", bm25_text="text",
-    )  # fmt: skip
+        chunk_id=f"00000000-0000-4000-8000-{n:012d}",
+        kb_id=kb_id,
+        document_id="d",
+        segment_id=None,
+        position=n,
+        start=0,
+        end=4,
+        text="text",
+        bm25_text="text",
+    )
 
 
 async def test_two_servers_run_side_by_side_and_one_finds_its_data_after_restart(
@@ -94,7 +101,8 @@ async def test_server_dies_with_a_crashed_parent(weaviate_binary: Path, tmp_path
         from storage.weaviate.server import WeaviateServer
 
         async def main():
-            server = WeaviateServer(WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r})))
+            config = WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r}))
+            server = WeaviateServer(config)
             await server.start()
             print(server.pid, flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -117,7 +125,8 @@ async def test_a_data_dir_owned_by_a_live_ragbot_is_not_taken_over(weaviate_bina
         from storage.weaviate.server import WeaviateServer
 
         async def main():
-            server = WeaviateServer(WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r})))
+            config = WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r}))
+            server = WeaviateServer(config)
             await server.start()
             print(server.pid, flush=True)
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
@@ -128,7 +137,8 @@ async def test_a_data_dir_owned_by_a_live_ragbot_is_not_taken_over(weaviate_bina
     owner = await asyncio.create_subprocess_exec(
         sys.executable, "-c", script, cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
-    assert owner.stdout is not None and owner.stdin is not None
+    assert owner.stdout is not None
+    assert owner.stdin is not None
     owned_pid = int(await asyncio.wait_for(owner.stdout.readline(), 120))
     try:
         second = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path))
@@ -157,7 +167,8 @@ async def test_an_orphan_whose_owner_is_gone_is_stopped_before_a_new_start(
     await server.start()
     try:
         assert orphan.wait(timeout=30) == -signal.SIGTERM
-        assert server.pid is not None and server.pid != orphan.pid
+        assert server.pid is not None
+        assert server.pid != orphan.pid
     finally:
         await server.stop()
 

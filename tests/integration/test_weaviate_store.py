@@ -28,9 +28,16 @@ def _tokens(text: str) -> str:
 def _chunks(kb_id: str, document_id: str, texts: list[str]) -> list[ChunkRecord]:
     return [
         ChunkRecord(
-            chunk_id=str(uuid.uuid4()), kb_id=kb_id, document_id=document_id, segment_id=None,
-            position=i, start=0, end=len(text), text=text, bm25_text=_tokens(text),
-        )  # fmt: skip
+            chunk_id=str(uuid.uuid4()),
+            kb_id=kb_id,
+            document_id=document_id,
+            segment_id=None,
+            position=i,
+            start=0,
+            end=len(text),
+            text=text,
+            bm25_text=_tokens(text),
+        )
         for i, text in enumerate(texts)
     ]
 
@@ -51,7 +58,9 @@ async def test_vector_search_ranks_the_paraphrase_first(
     assert 0.0 < hits[1].score < hits[0].score <= 1.0
 
 
-async def test_bm25_matches_jieba_tokens_in_chinese(store: WeaviateStore, indexed: list[ChunkRecord], kb_id: str) -> None:
+async def test_bm25_matches_jieba_tokens_in_chinese(
+    store: WeaviateStore, indexed: list[ChunkRecord], kb_id: str
+) -> None:
     hits = await store.search_bm25(Collection.CHUNKS, [kb_id], _tokens("退货政策"), limit=3)
     assert [hit.id for hit in hits] == [indexed[3].chunk_id]
     assert hits[0].properties["text"] == TEXTS[3]
@@ -105,9 +114,13 @@ async def test_delete_kb_empties_both_collections(
     store: WeaviateStore, embedder: OnnxEmbedder, indexed: list[ChunkRecord], kb_id: str
 ) -> None:
     question = FaqQuestionRecord(
-        variant_id=str(uuid.uuid4()), kb_id=kb_id, faq_id="faq-1", kind="standard",
-        text="How do refunds work?", bm25_text=_tokens("How do refunds work?"),
-    )  # fmt: skip
+        variant_id=str(uuid.uuid4()),
+        kb_id=kb_id,
+        faq_id="faq-1",
+        kind="standard",
+        text="How do refunds work?",
+        bm25_text=_tokens("How do refunds work?"),
+    )
     await store.upsert_faq_questions([question], await embedder.embed([question.text]))
     assert await store.count(Collection.FAQ_QUESTIONS, [kb_id]) == 1
     assert await store.delete_kb(kb_id) == len(TEXTS) + 1

@@ -1,0 +1,1 @@
+"""Unit tests: pure functions and hand-built fakes, no servers."""

@@ -1,0 +1,119 @@
+"""CachedEmbedder: embeds only texts the cache lacks, once each, and keeps the caller's order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from rag.embedders import CachedEmbedder, content_hash
+from rag.types import Vector
+
+
+def _vector(text: str) -> Vector:
+    """A vector that identifies its text, so a misplaced result is visible."""
+    return [float(len(text)), float(sum(map(ord, text)))]
+
+
+class MemoryCache:
+    """EmbeddingCache kept in a dict keyed by (provider, model, hash)."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[tuple[str, str, str], list[float]] = {}
+
+    async def get_many(self, provider: str, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
+        return {h: self.vectors[(provider, model, h)] for h in hashes if (provider, model, h) in self.vectors}
+
+    async def put_many(self, provider: str, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        for digest, vector in vectors.items():
+            self.vectors[(provider, model, digest)] = list(vector)
+
+
+class CountingEmbedder:
+    """Embedder that records every batch it is asked to embed."""
+
+    def __init__(self, provider: str = "local", model_id: str = "mini") -> None:
+        self.provider = provider
+        self.model_id = model_id
+        self.dimension = 2
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.calls.append(list(texts))
+        return [_vector(text) for text in texts]
+
+
+@pytest.fixture
+def cache() -> MemoryCache:
+    return MemoryCache()
+
+
+@pytest.fixture
+def inner() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def cached(inner: CountingEmbedder, cache: MemoryCache) -> CachedEmbedder:
+    return CachedEmbedder(inner, cache)
+
+
+def test_content_hash_is_sha256_of_utf8() -> None:
+    assert content_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert content_hash("知识") != content_hash("知识 ")
+
+
+def test_cached_embedder_reports_the_inner_model() -> None:
+    cached = CachedEmbedder(CountingEmbedder(provider="openai", model_id="text-embedding-3-small"), MemoryCache())
+    assert (cached.provider, cached.model_id, cached.dimension) == ("openai", "text-embedding-3-small", 2)
+
+
+async def test_second_call_embeds_nothing_and_counts_hits(cached: CachedEmbedder, inner: CountingEmbedder) -> None:
+    first = await cached.embed(["alpha", "beta"])
+    second = await cached.embed(["alpha", "beta"])
+    assert first == second == [_vector("alpha"), _vector("beta")]
+    assert inner.calls == [["alpha", "beta"]]
+    assert (cached.hits, cached.misses) == (2, 2)
+
+
+async def test_vectors_are_stored_under_provider_model_and_content_hash(
+    cached: CachedEmbedder, cache: MemoryCache
+) -> None:
+    await cached.embed(["alpha"])
+    assert cache.vectors == {("local", "mini", content_hash("alpha")): _vector("alpha")}
+
+
+async def test_duplicate_texts_in_one_call_are_embedded_once(cached: CachedEmbedder, inner: CountingEmbedder) -> None:
+    vectors = await cached.embed(["same", "other", "same"])
+    assert inner.calls == [["same", "other"]]
+    assert vectors == [_vector("same"), _vector("other"), _vector("same")]
+    assert cached.misses == 2
+
+
+async def test_order_is_kept_when_cached_and_new_texts_mix(cached: CachedEmbedder, inner: CountingEmbedder) -> None:
+    await cached.embed(["b", "dd"])
+    vectors = await cached.embed(["a", "b", "ccc", "dd"])
+    assert inner.calls[-1] == ["a", "ccc"]
+    assert vectors == [_vector("a"), _vector("b"), _vector("ccc"), _vector("dd")]
+    assert (cached.hits, cached.misses) == (2, 4)
+
+
+async def test_empty_input_embeds_nothing(cached: CachedEmbedder, inner: CountingEmbedder) -> None:
+    assert await cached.embed([]) == []
+    assert inner.calls == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "model_id"),
+    [("local", "other-model"), ("openai", "mini")],
+    ids=["different model", "different provider"],
+)
+async def test_vectors_of_another_provider_or_model_are_not_reused(
+    cached: CachedEmbedder, cache: MemoryCache, provider: str, model_id: str
+) -> None:
+    await cached.embed(["alpha"])
+    other_inner = CountingEmbedder(provider=provider, model_id=model_id)
+    other = CachedEmbedder(other_inner, cache)
+    await other.embed(["alpha"])
+    assert other_inner.calls == [["alpha"]]
+    assert (other.hits, other.misses) == (0, 1)
