@@ -1,4 +1,9 @@
-"""Fixtures every test tier shares: where the offline model, tiktoken files and Weaviate binary are."""
+"""Fixtures every test tier shares: the embedding model, tiktoken's files and the Weaviate binary.
+
+`make test` points the first two at offline copies in ../shared when that folder exists. Elsewhere
+they are fetched the way the product fetches them (model hub, tiktoken's own download), so the
+same command works on a machine with a network. Anything missing fails the test; nothing skips.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +12,47 @@ from pathlib import Path
 
 import pytest
 
+from rag.config import EmbedderConfig
+from rag.embedders import resolve_model_dir
+from rag.errors import EmbedderUnavailable
+
 ROOT = Path(__file__).resolve().parent.parent
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def required_path(variable: str, default: Path | None = None) -> Path:
-    """A path from the environment (set by `make test`); a missing one fails the test, never skips it."""
+def _configured_path(variable: str) -> Path | None:
     value = os.environ.get(variable)
-    path = Path(value) if value else default
-    if path is None or not path.exists():
-        pytest.fail(f"{variable} is not set to an existing path ({path}); run the tests through `make test`")
+    if not value:
+        return None
+    path = Path(value)
+    if not path.exists():
+        pytest.fail(f"{variable}={value} does not exist")
     return path
 
 
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
-    """The offline all-MiniLM-L6-v2 ONNX folder."""
-    return required_path("RAGBOT_TEST_MODEL_DIR")
+    """The all-MiniLM-L6-v2 ONNX folder: RAGBOT_TEST_MODEL_DIR, or downloaded as the product would."""
+    configured = _configured_path("RAGBOT_TEST_MODEL_DIR")
+    if configured is not None:
+        return configured
+    config = EmbedderConfig(provider="local", model=MODEL, model_dir=None, cache_dir=Path.home() / ".cache" / "ragbot")
+    try:
+        return resolve_model_dir(config)
+    except EmbedderUnavailable as exc:
+        pytest.fail(f"no embedding model: set RAGBOT_TEST_MODEL_DIR or allow the download ({exc})")
+
+
+@pytest.fixture(scope="session")
+def tiktoken_dir() -> Path | None:
+    """tiktoken's encoding files (TIKTOKEN_CACHE_DIR), or None to let tiktoken download them."""
+    return _configured_path("TIKTOKEN_CACHE_DIR")
 
 
 @pytest.fixture(scope="session")
 def weaviate_binary() -> Path:
     """The weaviate-server binary built by `make weaviate`."""
-    return required_path("RAGBOT_TEST_WEAVIATE_BINARY", ROOT / "bin" / "weaviate-server")
-
-
-@pytest.fixture(scope="session")
-def tiktoken_dir() -> Path:
-    """tiktoken's encoding files for offline machines."""
-    return required_path("TIKTOKEN_CACHE_DIR")
+    path = _configured_path("RAGBOT_TEST_WEAVIATE_BINARY") or ROOT / "bin" / "weaviate-server"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run the tests through `make test` (it runs `make weaviate`)")
+    return path

@@ -24,7 +24,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path) -> dict[str, str]:
+def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None) -> dict[str, str]:
     """A user's environment on the embedded defaults: no DATABASE_URL, no WEAVIATE_URL, no model."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS_PREFIXES)}
     env.update(
@@ -32,9 +32,10 @@ def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_di
         RAGBOT_PORT=str(_free_port()),
         WEAVIATE_BINARY=str(weaviate_binary),
         EMBEDDING_MODEL_DIR=str(model_dir),
-        TIKTOKEN_CACHE_DIR=str(tiktoken_dir),
         PYTHONPATH=str(ROOT),
     )
+    if tiktoken_dir is not None:
+        env["TIKTOKEN_CACHE_DIR"] = str(tiktoken_dir)
     return env
 
 

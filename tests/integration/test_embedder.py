@@ -11,21 +11,24 @@ from rag.embedders import CachedEmbedder, OnnxEmbedder
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 
+# Vectors sentence-transformers produced from the original weights (encode(normalize_embeddings=True)).
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "minilm_reference_embeddings.json"
 
-def _reference(model_dir: Path) -> tuple[list[str], np.ndarray]:
-    data = json.loads((model_dir / "reference_embeddings.json").read_text())
+
+def _reference() -> tuple[list[str], np.ndarray]:
+    data = json.loads(REFERENCE.read_text())
     return data["texts"], np.asarray(data["embeddings"], dtype=np.float32)
 
 
-async def test_reproduces_reference_embeddings(embedder: OnnxEmbedder, model_dir: Path) -> None:
-    texts, expected = _reference(model_dir)
+async def test_reproduces_reference_embeddings(embedder: OnnxEmbedder) -> None:
+    texts, expected = _reference()
     vectors = np.asarray(await embedder.embed(texts))
     assert vectors.shape == expected.shape == (len(texts), embedder.dimension)
     assert np.abs(vectors - expected).max() < 1e-5
 
 
 async def test_order_is_kept_whatever_the_batching(model_dir: Path, embedder: OnnxEmbedder) -> None:
-    texts, expected = _reference(model_dir)
+    texts, expected = _reference()
     texts, expected = texts[::-1] * 3, np.concatenate([expected[::-1]] * 3)
     small_batches = OnnxEmbedder(model_dir, model_id="m", batch_size=2)
     vectors = np.asarray(await small_batches.embed(texts))

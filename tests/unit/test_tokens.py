@@ -13,10 +13,11 @@ CHINESE = "我们的知识库包含了很多关于产品的文档和常见问题
 
 
 @pytest.fixture
-def counter(tiktoken_dir: Path, monkeypatch: pytest.MonkeyPatch) -> TokenCounter:
-    """cl100k_base from TIKTOKEN_CACHE_DIR; `tiktoken_dir` fails the test when that variable is missing."""
-    # TokenCounter writes TIKTOKEN_CACHE_DIR into os.environ; monkeypatch restores it afterwards.
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_dir))
+def counter(tiktoken_dir: Path | None, monkeypatch: pytest.MonkeyPatch) -> TokenCounter:
+    """cl100k_base from TIKTOKEN_CACHE_DIR when set, else downloaded by tiktoken itself."""
+    if tiktoken_dir is not None:
+        # TokenCounter writes TIKTOKEN_CACHE_DIR into os.environ; monkeypatch restores it afterwards.
+        monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tiktoken_dir))
     return TokenCounter("cl100k_base", cache_dir=tiktoken_dir)
 
 
