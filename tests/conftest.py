@@ -56,3 +56,29 @@ def weaviate_binary() -> Path:
     if not path.is_file():
         pytest.fail(f"{path} is missing: run the tests through `make test` (it runs `make weaviate`)")
     return path
+
+
+_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "store", "weaviate_binary")}
+_services_by_test: dict[str, set[str]] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Note which real servers each test uses, for the closing summary."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        services = {service for service, fixtures in _SERVER_FIXTURES.items() if names & set(fixtures)}
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "database_url" in callspec.params:
+            services.add(str(callspec.params["database_url"]))
+        _services_by_test[item.nodeid] = services
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how many passed tests ran against each real server, so a silently skipped tier shows."""
+    counts = dict.fromkeys(("weaviate", "postgresql", "sqlite"), 0)
+    for report in terminalreporter.stats.get("passed", []):
+        for service in _services_by_test.get(report.nodeid, ()):
+            counts[service] += 1
+    terminalreporter.write_line(
+        "real servers: " + ", ".join(f"{count} passed against {service}" for service, count in counts.items())
+    )
