@@ -93,22 +93,27 @@ async def test_stop_ends_the_process_and_removes_the_pid_file(weaviate_binary: P
     assert not (tmp_path / "ragbot-weaviate.pid").exists()
 
 
-async def test_server_dies_with_a_crashed_parent(weaviate_binary: Path, tmp_path: Path) -> None:
-    script = textwrap.dedent(f"""
-        import asyncio, os, signal
+def _supervisor_script(binary: Path, data_dir: Path, then: str) -> str:
+    """A separate ragbot-like process: start a server on `data_dir`, print its pid, then run `then`."""
+    return textwrap.dedent(f"""
+        import asyncio, os, signal, sys
         from pathlib import Path
         from storage.weaviate.config import WeaviateServerConfig
         from storage.weaviate.server import WeaviateServer
 
         async def main():
-            config = WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r}))
+            config = WeaviateServerConfig(binary=Path({str(binary)!r}), data_dir=Path({str(data_dir)!r}))
             server = WeaviateServer(config)
             await server.start()
             print(server.pid, flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
+            {then}
 
         asyncio.run(main())
     """)
+
+
+async def test_server_dies_with_a_crashed_parent(weaviate_binary: Path, tmp_path: Path) -> None:
+    script = _supervisor_script(weaviate_binary, tmp_path, then="os.kill(os.getpid(), signal.SIGKILL)")
     parent = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
@@ -118,22 +123,8 @@ async def test_server_dies_with_a_crashed_parent(weaviate_binary: Path, tmp_path
 
 
 async def test_a_data_dir_owned_by_a_live_ragbot_is_not_taken_over(weaviate_binary: Path, tmp_path: Path) -> None:
-    script = textwrap.dedent(f"""
-        import asyncio, sys
-        from pathlib import Path
-        from storage.weaviate.config import WeaviateServerConfig
-        from storage.weaviate.server import WeaviateServer
-
-        async def main():
-            config = WeaviateServerConfig(binary=Path({str(weaviate_binary)!r}), data_dir=Path({str(tmp_path)!r}))
-            server = WeaviateServer(config)
-            await server.start()
-            print(server.pid, flush=True)
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-            await server.stop()
-
-        asyncio.run(main())
-    """)
+    wait_then_stop = "await asyncio.to_thread(sys.stdin.readline); await server.stop()"
+    script = _supervisor_script(weaviate_binary, tmp_path, then=wait_then_stop)
     owner = await asyncio.create_subprocess_exec(
         sys.executable, "-c", script, cwd=ROOT, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
