@@ -22,3 +22,49 @@ class ModelError(RagError):
 
 class ModelTimeout(ModelError):
     """The model API did not answer in time."""
+
+
+class ExtractionError(RagError):
+    """A file or URL could not be turned into text; the message is one line an admin can act on."""
+
+
+class UnsupportedType(ExtractionError):
+    """The content is of a type ragbot cannot read."""
+
+
+class DocumentTooLarge(ExtractionError):
+    """The file, or what it would unpack to, is over a size limit."""
+
+
+class EncryptedDocument(ExtractionError):
+    """The document is password-protected."""
+
+
+class CorruptDocument(ExtractionError):
+    """The content does not parse as the type it claims to be."""
+
+
+class NoTextFound(ExtractionError):
+    """The document holds no extractable text (for example a scanned PDF)."""
+
+
+class FetchError(ExtractionError):
+    """A URL could not be fetched within the limits and rules."""
+
+
+class FaqImportError(RagError):
+    """An FAQ sheet has problems; `problems` lists (row number, message), rows counted as a person sees them."""
+
+    def __init__(self, problems: list[tuple[int, str]]) -> None:
+        shown = "; ".join(f"row {row}: {message}" if row else message for row, message in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"{shown}{more}")
+        self.problems = problems
+
+
+class InvalidRule(RagError):
+    """A chunking rule value is out of range; names the field and the allowed range."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field

@@ -1,0 +1,1 @@
+"""Ingestion: extract, clean, split, parent-child, embed and index documents and FAQs."""
