@@ -54,7 +54,10 @@ test: install weaviate postgres lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/pytest -q
 
 bench: install weaviate
-	$(BIN)/python bench/embed.py
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"
+	$(BIN)/python -m bench.embed
+	$(BIN)/python -m bench.split
+	$(BIN)/python -m bench.ingest
 
 clean:
 	rm -rf $(VENV) bin/weaviate-server .pytest_cache .mypy_cache .ruff_cache

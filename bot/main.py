@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot import doctor
-from bot.errors import StartupError
+from bot import cli_knowledge, doctor
+from bot.errors import StartupError, UserFacingError
 from bot.server import create_app
 from bot.services import build_services
 from bot.settings import Settings, describe_validation_error
@@ -82,7 +82,22 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("serve", help="run the service (HTTP, adapters, jobs)")
     commands.add_parser("doctor", help="check every part and say how to fix what is broken")
     commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
+    cli_knowledge.add_commands(commands)
     return parser
+
+
+async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
+    """The knowledge-base, ingestion, FAQ, document and job commands, on running services."""
+    async with build_services(settings) as services:
+        if args.command == "kb":
+            return await cli_knowledge.run_kb(services, args)
+        if args.command == "ingest":
+            return await cli_knowledge.run_ingest(services, args.kb, args.sources)
+        if args.command == "faq":
+            return await cli_knowledge.run_ingest(services, args.kb, [str(args.file)], kind_for_files="faq")
+        if args.command == "docs":
+            return await cli_knowledge.run_docs(services, args)
+        return await cli_knowledge.run_jobs(services, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in describe_validation_error(exc):
             print(f"ragbot: {line}", file=sys.stderr)
         return EXIT_CONFIG
-    _configure_logging(settings.LOG_LEVEL)
+    # Admin commands talk to a person through their own output; their logs would only repeat it.
+    quiet = args.command not in ("serve", "weaviate") and settings.LOG_LEVEL != "DEBUG"
+    _configure_logging("ERROR" if quiet else settings.LOG_LEVEL)
     try:
         if args.command == "serve":
             asyncio.run(serve(settings))
@@ -102,6 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_doctor(settings))
         elif args.command == "weaviate":
             asyncio.run(run_weaviate(settings))
+        elif args.command == "faq" and args.faq_command == "template":
+            return cli_knowledge.print_template(args.format)
+        else:
+            return asyncio.run(run_admin(settings, args))
+    except UserFacingError as exc:
+        print(f"ragbot: {exc.user_message}", file=sys.stderr)
+        return 1
     except StartupError as exc:
         print(f"ragbot: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -8,15 +8,25 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from bot.errors import StartupError
+from bot.ingestion import IngestionWork
+from bot.jobs import JobRunner
+from bot.knowledge import KnowledgeBases
 from bot.preflight import check_settings
 from bot.settings import Settings
 from rag.chat_models import OpenAIChatModel
 from rag.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder
 from rag.errors import EmbedderUnavailable
+from rag.ingest.documents import DocumentIngestor
+from rag.ingest.faqs import FaqImporter
+from rag.lexical import LexicalAnalyzer
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
-from storage.errors import DatabaseUnavailable, IndexUnavailable
+from storage.errors import DatabaseUnavailable, IndexUnavailable, ServerInUse
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.jobs import JobRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoint_from_url
 
@@ -34,6 +44,28 @@ class Services:
     embedder: CachedEmbedder
     chat_model: OpenAIChatModel | None
     tokens: TokenCounter
+    lexical: LexicalAnalyzer
+    knowledge: KnowledgeBases
+    jobs: JobRunner
+    job_repo: JobRepo
+    documents: DocumentRepo
+    faqs: FaqRepo
+
+
+def _knowledge_parts(
+    settings: Settings, db: Database, store: WeaviateStore, embedder: CachedEmbedder, tokens: TokenCounter
+) -> tuple[LexicalAnalyzer, KnowledgeBases, JobRunner, JobRepo, DocumentRepo, FaqRepo]:
+    lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
+    documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
+    knowledge_bases = KnowledgeBaseRepo(db)
+    work = IngestionWork(
+        knowledge_bases,
+        DocumentIngestor(documents, store, embedder, lexical, tokens.encoding, settings.extract_limits()),
+        FaqImporter(faqs, store, embedder, lexical),
+        settings.ingestion_limits(),
+    )
+    runner = JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY)
+    return lexical, KnowledgeBases(knowledge_bases, documents, store), runner, job_repo, documents, faqs
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -69,19 +101,25 @@ async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> We
     return store
 
 
-async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple[WeaviateServer, WeaviateStore]:
+async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple[WeaviateServer | None, WeaviateStore]:
     server = WeaviateServer(settings.weaviate_server())
+    owned: WeaviateServer | None = server
     try:
         endpoint = await server.start()
+    except ServerInUse as exc:
+        # `ragbot serve` owns the server on this data dir: admin commands share it.
+        log.info("weaviate=attach reason=%s", exc)
+        endpoint, owned = server.attach_endpoint(exc), None
     except IndexUnavailable as exc:
         raise StartupError("WEAVIATE_BINARY", str(exc), "see `ragbot doctor`") from exc
-    stack.push_async_callback(server.stop)
+    if owned is not None:
+        stack.push_async_callback(owned.stop)
     try:
         store = await WeaviateStore.connect(endpoint, settings.weaviate())
     except IndexUnavailable as exc:
         raise StartupError("WEAVIATE_BINARY", str(exc), "see the server log in the data dir") from exc
     stack.push_async_callback(store.close)
-    return server, store
+    return owned, store
 
 
 @asynccontextmanager
@@ -114,13 +152,29 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         if chat_config is not None:
             chat_model = OpenAIChatModel(chat_config)
             stack.push_async_callback(chat_model.close)
-        tokens = TokenCounter(settings.TOKEN_ENCODING, settings.TIKTOKEN_CACHE_DIR)
+        try:
+            tokens = TokenCounter(settings.TOKEN_ENCODING, settings.TIKTOKEN_CACHE_DIR)
+        except (OSError, ValueError) as exc:
+            raise StartupError(
+                "TIKTOKEN_CACHE_DIR",
+                f"cannot load {settings.TOKEN_ENCODING}: {exc}",
+                "point it at tiktoken's encoding files",
+            ) from exc
+        cached = CachedEmbedder(embedder, SqlEmbeddingCache(db))
+        lexical, knowledge, jobs, job_repo, documents, faqs = _knowledge_parts(settings, db, store, cached, tokens)
+        await knowledge.repair_pending_deletes()
         yield Services(
             settings=settings,
             db=db,
             store=store,
             weaviate_server=server,
-            embedder=CachedEmbedder(embedder, SqlEmbeddingCache(db)),
+            embedder=cached,
             chat_model=chat_model,
             tokens=tokens,
+            lexical=lexical,
+            knowledge=knowledge,
+            jobs=jobs,
+            job_repo=job_repo,
+            documents=documents,
+            faqs=faqs,
         )

@@ -10,7 +10,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from bot.ingestion import IngestionLimits
 from rag.config import ChatModelConfig, EmbedderConfig
+from rag.ingest.extract import ExtractLimits
+from rag.ingest.fetch import AddressPolicy, FetchLimits
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
@@ -58,6 +61,12 @@ class Settings(BaseSettings):
     TIKTOKEN_CACHE_DIR: Path | None = None
     TOKEN_ENCODING: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
 
+    INGEST_CONCURRENCY: int = Field(default=2, ge=1, le=32)
+    INGEST_MAX_FILE_MB: float = Field(default=50.0, gt=0, le=2048)
+    URL_FETCH_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
+    URL_FETCH_ALLOWED_NETWORKS: str = ""
+    JIEBA_USER_DICT: Path | None = None
+
     @field_validator("DATABASE_URL")
     @classmethod
     def _database_url_is_supported(cls, value: str | None) -> str | None:
@@ -82,6 +91,15 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("URL_FETCH_ALLOWED_NETWORKS")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        try:
+            AddressPolicy.allowing(*value.split(","))
+        except ValueError as exc:
+            raise ValueError(f"{exc}: give comma-separated CIDR networks such as 10.0.0.0/8,192.168.0.0/16") from exc
+        return value
 
     @property
     def data_dir(self) -> Path:
@@ -124,6 +142,19 @@ class Settings(BaseSettings):
             api_key=self.EMBEDDING_API_KEY.get_secret_value() if self.EMBEDDING_API_KEY else None,
             dimension=self.EMBEDDING_DIMENSION,
         )
+
+    def ingestion_limits(self) -> IngestionLimits:
+        """Size, time and address limits for files and URLs."""
+        max_bytes = int(self.INGEST_MAX_FILE_MB * 1_000_000)
+        return IngestionLimits(
+            max_file_bytes=max_bytes,
+            fetch=FetchLimits(max_bytes=max_bytes, total_timeout=self.URL_FETCH_TIMEOUT),
+            address_policy=AddressPolicy.allowing(*self.URL_FETCH_ALLOWED_NETWORKS.split(",")),
+        )
+
+    def extract_limits(self) -> ExtractLimits:
+        """Limits extraction applies to one file (and what a zip container may unpack to)."""
+        return ExtractLimits(max_bytes=int(self.INGEST_MAX_FILE_MB * 1_000_000))
 
     def chat_model(self) -> ChatModelConfig | None:
         """The chat model, or None when none is configured (answers are then extractive)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from rag.types import ChatMessage, Vector
+from storage.records import ChunkRecord, FaqQuestionRecord
+from storage.weaviate.schema import Collection
 
 
 class Embedder(Protocol):
@@ -58,3 +60,37 @@ class ChatModel(Protocol):
     def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
         """The answer as text deltas, as the model writes them."""
         ...
+
+
+class VectorStore(Protocol):
+    """The index operations ingestion and retrieval need (met by storage.weaviate.WeaviateStore)."""
+
+    async def upsert_chunks(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Sequence[float]]) -> None:
+        """Insert or replace chunks by id."""
+        ...
+
+    async def upsert_faq_questions(
+        self, questions: Sequence[FaqQuestionRecord], vectors: Sequence[Sequence[float]]
+    ) -> None:
+        """Insert or replace FAQ question variants by id."""
+        ...
+
+    async def delete_ids(self, collection: Collection, object_ids: Sequence[str]) -> int:
+        """Remove objects by id."""
+        ...
+
+    async def delete_document(self, kb_id: str, document_id: str) -> int:
+        """Remove every chunk of a document."""
+        ...
+
+    async def delete_kb(self, kb_id: str) -> int:
+        """Remove everything a knowledge base holds."""
+        ...
+
+
+Progress = Callable[[str, int, int], Awaitable[None]]
+"""Called with (stage, done, total) as work advances."""
+
+
+async def no_progress(stage: str, done: int, total: int) -> None:
+    """A Progress that reports nowhere."""

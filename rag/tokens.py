@@ -19,6 +19,11 @@ class TokenCounter:
         self._encoding = tiktoken.get_encoding(encoding)
 
     @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The tiktoken encoding itself (the token splitter needs it)."""
+        return self._encoding
+
+    @property
     def name(self) -> str:
         """The encoding's name."""
         return self._encoding.name

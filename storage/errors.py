@@ -31,6 +31,14 @@ class WeaviateBinaryMissing(IndexUnavailable):
         self.path = path
 
 
+class ServerInUse(IndexUnavailable):
+    """The local data dir is served by another live ragbot's Weaviate; `endpoint` says where it answers."""
+
+    def __init__(self, message: str, endpoint: dict[str, int | str] | None) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
 class IndexWriteError(StorageError):
     """Some objects of a batch were not stored; every per-object error is kept."""
 

@@ -53,7 +53,9 @@ class Document(SQLModel, table=True):
     source_uri: str = Field(max_length=2048)
     mime_type: str = Field(default="", max_length=128)
     content_hash: str = Field(default="", max_length=64, index=True)
+    rule_hash: str = Field(default="", max_length=16)
     status: str = Field(default="pending", max_length=16)
+    text: str = ""
     segment_count: int = 0
     chunk_count: int = 0
     char_count: int = 0
@@ -100,6 +102,7 @@ class Faq(SQLModel, table=True):
     """A curated question with its variants, negative questions and answers."""
 
     __tablename__ = "faq"
+    __table_args__ = (UniqueConstraint("kb_id", "question"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)

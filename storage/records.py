@@ -32,6 +32,7 @@ class ChunkRecord:
     text: str
     bm25_text: str
     chunk_type: str = "text"
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +54,93 @@ class SearchHit:
     id: str
     score: float
     properties: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """A document of a knowledge base, without its text."""
+
+    id: str
+    kb_id: str
+    title: str
+    source_uri: str
+    mime_type: str
+    content_hash: str
+    rule_hash: str
+    status: str
+    segment_count: int
+    chunk_count: int
+    char_count: int
+    meta: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecord:
+    """A parent chunk with the ids of the child chunks inside it."""
+
+    segment_id: str
+    document_id: str
+    kb_id: str
+    position: int
+    start: int
+    end: int
+    text: str
+    child_ids: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentVersion:
+    """Everything one ingestion of a document writes: its row fields, parents and children."""
+
+    kb_id: str
+    source_uri: str
+    title: str
+    mime_type: str
+    content_hash: str
+    rule_hash: str
+    text: str
+    segments: tuple[SegmentRecord, ...]
+    chunks: tuple[ChunkRecord, ...]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FaqRecord:
+    """An FAQ entry as stored."""
+
+    id: str
+    kb_id: str
+    question: str
+    similar_questions: tuple[str, ...]
+    negative_questions: tuple[str, ...]
+    answers: tuple[str, ...]
+    enabled: bool
+    content_hash: str
+
+
+JobStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A durable ingestion job and its progress."""
+
+    id: str
+    kb_id: str
+    kind: str
+    source: str
+    status: JobStatus
+    stage: str
+    done: int
+    total: int
+    error: str
+    requested_by: str
+    requested_from: dict[str, Any]
+    result: dict[str, Any]
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import json
 import logging
 import os
 import signal
@@ -18,12 +19,13 @@ from typing import IO
 
 import aiohttp
 
-from storage.errors import IndexUnavailable, WeaviateBinaryMissing
+from storage.errors import IndexUnavailable, ServerInUse, WeaviateBinaryMissing
 from storage.weaviate.config import WeaviateEndpoint, WeaviateServerConfig
 
 log = logging.getLogger(__name__)
 
 _PID_FILE = "ragbot-weaviate.pid"
+_ENDPOINT_FILE = "ragbot-weaviate.endpoint.json"
 _NODE_NAME_FILE = "ragbot-node-name"
 _LOG_FILE = "weaviate.log"
 _STOP_GRACE_SECONDS = 20.0
@@ -174,7 +176,28 @@ class WeaviateServer:
             await self.stop()
             raise
         self.endpoint = endpoint
+        (data_dir / _ENDPOINT_FILE).write_text(json.dumps({"http_port": http_port, "grpc_port": grpc_port}))
         return endpoint
+
+    def attach_endpoint(self, error: ServerInUse) -> WeaviateEndpoint:
+        """The endpoint of the server another live ragbot runs on this data dir (to share it, not own it)."""
+        if not error.endpoint:
+            raise error
+        return WeaviateEndpoint(
+            self.config.host,
+            int(error.endpoint["http_port"]),
+            False,
+            self.config.host,
+            int(error.endpoint["grpc_port"]),
+            False,
+        )
+
+    def _read_endpoint(self) -> dict[str, int | str] | None:
+        try:
+            data = json.loads((self.config.data_dir / _ENDPOINT_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     async def wait(self) -> int:
         """Wait for the server to exit and return its exit code."""
@@ -193,8 +216,9 @@ class WeaviateServer:
                 log.warning("weaviate=kill pid=%s reason=no exit after SIGTERM", process.pid)
                 process.kill()
                 await process.wait()
-        with contextlib.suppress(FileNotFoundError):
-            (self.config.data_dir / _PID_FILE).unlink()
+        if process is not None:
+            for name in (_PID_FILE, _ENDPOINT_FILE):
+                (self.config.data_dir / name).unlink(missing_ok=True)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -220,9 +244,10 @@ class WeaviateServer:
             pid_file.unlink(missing_ok=True)
             return
         if owner_pid != os.getpid() and _process_alive(owner_pid) and _parent_of(server_pid) == owner_pid:
-            raise IndexUnavailable(
+            raise ServerInUse(
                 f"Weaviate data dir {self.config.data_dir} is in use by another ragbot (pid {owner_pid}): "
-                "stop it or set RAGBOT_DATA_DIR to another folder"
+                "stop it or set RAGBOT_DATA_DIR to another folder",
+                self._read_endpoint(),
             )
         log.warning("weaviate=orphan pid=%s action=terminate", server_pid)
         os.kill(server_pid, signal.SIGTERM)

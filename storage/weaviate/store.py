@@ -238,11 +238,13 @@ class WeaviateStore:
         where = Filter.by_property("kb_id").equal(kb_id) & Filter.by_property("document_id").equal(document_id)
         return await self._delete_where(Collection.CHUNKS, where)
 
-    async def delete_chunks(self, chunk_ids: Sequence[str]) -> int:
-        """Remove chunks by id (the old version of a re-ingested document)."""
-        if not chunk_ids:
-            return 0
-        return await self._delete_where(Collection.CHUNKS, Filter.by_id().contains_any(list(chunk_ids)))
+    async def delete_ids(self, collection: Collection, object_ids: Sequence[str]) -> int:
+        """Remove objects by id (the replaced version of a document or FAQ)."""
+        removed = 0
+        for start in range(0, len(object_ids), _INSERT_BATCH):
+            batch = list(object_ids[start : start + _INSERT_BATCH])
+            removed += await self._delete_where(collection, Filter.by_id().contains_any(batch))
+        return removed
 
     async def delete_faq(self, kb_id: str, faq_id: str) -> int:
         """Remove every question variant of one FAQ."""

@@ -3,77 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SETTINGS_PREFIXES = ("RAGBOT_", "DATABASE_", "WEAVIATE_", "EMBEDDING_", "CHAT_MODEL", "LOG_LEVEL", "TOKEN_")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None) -> dict[str, str]:
-    """A user's environment on the embedded defaults: no DATABASE_URL, no WEAVIATE_URL, no model."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS_PREFIXES)}
-    env.update(
-        RAGBOT_DATA_DIR=str(tmp_path / "data"),
-        RAGBOT_PORT=str(_free_port()),
-        WEAVIATE_BINARY=str(weaviate_binary),
-        EMBEDDING_MODEL_DIR=str(model_dir),
-        PYTHONPATH=str(ROOT),
-    )
-    if tiktoken_dir is not None:
-        env["TIKTOKEN_CACHE_DIR"] = str(tiktoken_dir)
-    return env
-
-
-async def _ragbot(env: dict[str, str], cwd: Path, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bot.main",
-        *args,
-        env=env,
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def _wait_until_ready(url: str, process: asyncio.subprocess.Process) -> None:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
-        for _ in range(600):
-            if process.returncode is not None:
-                raise AssertionError("ragbot serve exited during start-up")
-            try:
-                async with http.get(f"{url}/readyz") as response:
-                    if response.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.2)
-    raise AssertionError("ragbot serve was not ready within 120s")
+from tests.e2e.cli import ragbot, wait_until_ready
 
 
 async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(
     user_env: dict[str, str], tmp_path: Path
 ) -> None:
-    process = await _ragbot(user_env, tmp_path, "serve")
+    process = await ragbot(user_env, tmp_path, "serve")
     url = f"http://127.0.0.1:{user_env['RAGBOT_PORT']}"
     try:
-        await _wait_until_ready(url, process)
+        await wait_until_ready(url, process)
         async with aiohttp.ClientSession() as http, http.get(f"{url}/healthz") as response:
             assert response.status == 200
             health = await response.json()
@@ -121,7 +68,7 @@ BAD_SETTINGS = [
 async def test_bad_setting_stops_start_up_with_one_line_and_writes_nothing(
     user_env: dict[str, str], tmp_path: Path, overrides: dict[str, str], variable: str
 ) -> None:
-    process = await _ragbot({**user_env, **overrides}, tmp_path, "serve")
+    process = await ragbot({**user_env, **overrides}, tmp_path, "serve")
     _, stderr = await asyncio.wait_for(process.communicate(), 120)
     lines = stderr.decode().strip().splitlines()
     assert process.returncode == 2
@@ -133,7 +80,7 @@ async def test_bad_setting_stops_start_up_with_one_line_and_writes_nothing(
 async def test_port_in_use_stops_start_up_naming_the_port(
     user_env: dict[str, str], tmp_path: Path, busy_port: int
 ) -> None:
-    process = await _ragbot({**user_env, "RAGBOT_PORT": str(busy_port)}, tmp_path, "serve")
+    process = await ragbot({**user_env, "RAGBOT_PORT": str(busy_port)}, tmp_path, "serve")
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert stderr.decode().strip() == (
@@ -146,7 +93,7 @@ async def test_port_in_use_stops_start_up_naming_the_port(
 async def test_unwritable_data_dir_stops_start_up(user_env: dict[str, str], tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    process = await _ragbot({**user_env, "RAGBOT_DATA_DIR": str(blocker / "data")}, tmp_path, "serve")
+    process = await ragbot({**user_env, "RAGBOT_DATA_DIR": str(blocker / "data")}, tmp_path, "serve")
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert stderr.decode().startswith("ragbot: RAGBOT_DATA_DIR:")
@@ -154,14 +101,14 @@ async def test_unwritable_data_dir_stops_start_up(user_env: dict[str, str], tmp_
 
 async def test_typo_in_dotenv_names_the_unknown_key(user_env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("DATABSE_URL=postgresql://u@h/db\n")
-    process = await _ragbot(user_env, tmp_path, "serve")
+    process = await ragbot(user_env, tmp_path, "serve")
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 2
     assert stderr.decode().strip() == "ragbot: DATABSE_URL: is not a ragbot setting (typo in .env?)"
 
 
 async def test_doctor_reports_each_part_and_the_missing_model(user_env: dict[str, str], tmp_path: Path) -> None:
-    process = await _ragbot(user_env, tmp_path, "doctor")
+    process = await ragbot(user_env, tmp_path, "doctor")
     stdout, stderr = await asyncio.wait_for(process.communicate(), 180)
     report = stdout.decode()
     assert process.returncode == 0, report + stderr.decode()
@@ -178,7 +125,7 @@ async def test_doctor_reports_each_part_and_the_missing_model(user_env: dict[str
 
 async def test_doctor_names_the_fix_for_a_broken_part(user_env: dict[str, str], tmp_path: Path) -> None:
     env = {**user_env, "DATABASE_URL": "postgresql://u@127.0.0.1:1/db", "WEAVIATE_URL": "http://127.0.0.1:1"}
-    process = await _ragbot(env, tmp_path, "doctor")
+    process = await ragbot(env, tmp_path, "doctor")
     stdout, _ = await asyncio.wait_for(process.communicate(), 120)
     report = stdout.decode()
     assert process.returncode == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.errors import IndexUnavailable, WeaviateBinaryMissing
+from storage.errors import IndexUnavailable, ServerInUse, WeaviateBinaryMissing
 from storage.records import ChunkRecord
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 from storage.weaviate.schema import Collection
@@ -133,9 +133,12 @@ async def test_a_data_dir_owned_by_a_live_ragbot_is_not_taken_over(weaviate_bina
     owned_pid = int(await asyncio.wait_for(owner.stdout.readline(), 120))
     try:
         second = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path))
-        with pytest.raises(IndexUnavailable, match="in use by another ragbot"):
+        with pytest.raises(ServerInUse, match="in use by another ragbot") as in_use:
             await second.start()
         assert _alive(owned_pid)
+        shared = await WeaviateStore.connect(second.attach_endpoint(in_use.value), WeaviateConfig())
+        assert await shared.count(Collection.CHUNKS, ["nothing-here"]) == 0
+        await shared.close()
     finally:
         owner.stdin.write(b"stop\n")
         await owner.stdin.drain()

@@ -106,7 +106,7 @@ async def test_delete_document_leaves_other_documents(
 
 
 async def test_delete_chunks_by_id(store: WeaviateStore, indexed: list[ChunkRecord], kb_id: str) -> None:
-    assert await store.delete_chunks([indexed[0].chunk_id, indexed[1].chunk_id]) == 2
+    assert await store.delete_ids(Collection.CHUNKS, [indexed[0].chunk_id, indexed[1].chunk_id]) == 2
     assert await store.count(Collection.CHUNKS, [kb_id]) == len(TEXTS) - 2
 
 

@@ -9,7 +9,7 @@ import pytest
 from rag.tokens import TokenCounter
 
 # Full-width punctuation on purpose: this is how Chinese documents are written.
-CHINESE = "我们的知识库包含了很多关于产品的文档和常见问题解答，机器人会从中找到答案。"  # noqa: RUF001
+CHINESE = "我们的知识库包含了很多关于产品的文档和常见问题解答，机器人会从中找到答案。"
 
 
 @pytest.fixture

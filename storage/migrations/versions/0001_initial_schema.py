@@ -74,7 +74,9 @@ def upgrade() -> None:
     sa.Column('source_uri', sqlmodel.sql.sqltypes.AutoString(length=2048), nullable=False),
     sa.Column('mime_type', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('content_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+    sa.Column('rule_hash', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+    sa.Column('text', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('segment_count', sa.Integer(), nullable=False),
     sa.Column('chunk_count', sa.Integer(), nullable=False),
     sa.Column('char_count', sa.Integer(), nullable=False),
@@ -101,7 +103,8 @@ def upgrade() -> None:
     sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
     sa.Column('updated_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['kb_id'], ['knowledge_base.id'], ),
-    sa.PrimaryKeyConstraint('id')
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('kb_id', 'question')
     )
     with op.batch_alter_table('faq', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_faq_kb_id'), ['kb_id'], unique=False)

@@ -1,0 +1,134 @@
+"""Ingestion throughput: SciFact abstracts to indexed chunks with the local embedder, and where the time goes.
+
+Runs the product's DocumentIngestor (extract, clean, split, jieba BM25 text, cached embedding,
+Weaviate upsert, SQL version write) against a local Weaviate and a fresh SQLite store, with a
+cold embedding cache. Reports documents/s and chunks/s, and the share of wall time spent outside
+the embedder's model calls (goal: <= 15 %).
+
+    .venv/bin/python bench/ingest.py [--docs N] [--model-dir DIR] [--eval-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.embed import _commit, _machine, _percentile
+from rag.embedders import CachedEmbedder, OnnxEmbedder
+from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.lexical import LexicalAnalyzer
+from rag.tokens import TokenCounter
+from rag.types import Vector
+from storage.db import Database, DatabaseConfig
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.repos.documents import DocumentRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class TimedEmbedder:
+    """The ONNX embedder, accumulating the seconds spent inside its model calls."""
+
+    provider = "local"
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+        self.texts = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        start = time.perf_counter()
+        vectors = await self.inner.embed(texts)
+        self.seconds += time.perf_counter() - start
+        self.texts += len(texts)
+        return vectors
+
+
+def _documents(eval_dir: Path, count: int) -> list[SourceFile]:
+    rows = [json.loads(line) for line in (eval_dir / "scifact" / "corpus.jsonl").read_text().splitlines()[:count]]
+    return [
+        SourceFile(
+            f"{row['title']}\n\n{row['text']}".encode(), source_uri=f"scifact:{row['id']}", filename=f"{row['id']}.txt"
+        )
+        for row in rows
+    ]
+
+
+async def _run(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="ragbot-bench-ingest-"))
+    server = WeaviateServer(WeaviateServerConfig(binary=args.weaviate_binary, data_dir=work / "weaviate"))
+    endpoint = await server.start()
+    db = Database(DatabaseConfig(url=f"sqlite:///{work / 'bench.sqlite3'}"))
+    await db.open()
+    store = await WeaviateStore.connect(endpoint, WeaviateConfig())
+    try:
+        timed = TimedEmbedder(OnnxEmbedder(args.model_dir, model_id="sentence-transformers/all-MiniLM-L6-v2"))
+        embedder = CachedEmbedder(timed, SqlEmbeddingCache(db))
+        tokens = TokenCounter(
+            "cl100k_base", Path(os.environ["TIKTOKEN_CACHE_DIR"]) if "TIKTOKEN_CACHE_DIR" in os.environ else None
+        )
+        lexical = LexicalAnalyzer()
+        lexical.tokens("warm up")  # jieba's dictionary load is start-up work, not per-document work
+        ingestor = DocumentIngestor(DocumentRepo(db), store, embedder, lexical, tokens.encoding)
+        kb = await KnowledgeBaseRepo(db).create("bench", chunking={"segment": {"max_tokens": 256, "overlap": 25}})
+        sources = _documents(args.eval_dir, args.docs)
+        per_document: list[float] = []
+        chunks = 0
+        start = time.perf_counter()
+        for source in sources:
+            began = time.perf_counter()
+            result = await ingestor.ingest(kb, source)
+            per_document.append(time.perf_counter() - began)
+            chunks += result.chunks
+        wall = time.perf_counter() - start
+    finally:
+        await store.close()
+        await db.close()
+        await server.stop()
+    outside = wall - timed.seconds
+    print(f"commit {_commit()} · {_machine()} · {len(sources)} SciFact abstracts, 256-token chunks, cold cache\n")
+    print(
+        "| documents | chunks | wall (s) | docs/s | chunks/s | per-doc median (ms) | per-doc p95 (ms) | embedder (s) | outside embedder |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        f"| {len(sources)} | {chunks} | {wall:.1f} | {len(sources) / wall:.2f} | {chunks / wall:.1f} | "
+        f"{statistics.median(per_document) * 1000:.0f} | {_percentile(per_document, 0.95) * 1000:.0f} | "
+        f"{timed.seconds:.1f} | {outside / wall:.1%} |"
+    )
+
+
+def main() -> None:
+    """Measure and print a markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=300)
+    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
+    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
+    args = parser.parse_args()
+    if args.model_dir is None:
+        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
+    asyncio.run(_run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""What each kind of ingestion job does: read or fetch its source, then ingest a document or import FAQs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rag.errors import DocumentTooLarge, ExtractionError
+from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.ingest.extractors.limits import format_size
+from rag.ingest.faq_import import parse_faq_file
+from rag.ingest.faqs import FaqImporter
+from rag.ingest.fetch import AddressPolicy, FetchLimits, fetch_url
+from rag.ports import Progress
+from storage.records import JobRecord
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+
+log = logging.getLogger(__name__)
+
+JobKind = Literal["file", "url", "upload", "faq"]
+JOB_KINDS: tuple[JobKind, ...] = ("file", "url", "upload", "faq")
+
+
+@dataclass(frozen=True, slots=True)
+class IngestionLimits:
+    """Size and network limits for sources."""
+
+    max_file_bytes: int
+    fetch: FetchLimits
+    address_policy: AddressPolicy
+
+
+def _read_file(path: Path, max_bytes: int) -> bytes:
+    if not path.is_file():
+        raise ExtractionError(f"{path} is not a readable file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DocumentTooLarge(f"{path.name} is {format_size(size)}, over the {format_size(max_bytes)} limit")
+    return path.read_bytes()
+
+
+class IngestionWork:
+    """Runs one job's work; raises rag errors with a one-line reason when the source is bad."""
+
+    def __init__(
+        self,
+        knowledge_bases: KnowledgeBaseRepo,
+        documents: DocumentIngestor,
+        faqs: FaqImporter,
+        limits: IngestionLimits,
+    ) -> None:
+        self._knowledge_bases = knowledge_bases
+        self._documents = documents
+        self._faqs = faqs
+        self._limits = limits
+
+    async def __call__(self, job: JobRecord, progress: Progress) -> dict[str, Any]:
+        """Do the job; the returned counts are stored as its result."""
+        kb = await self._knowledge_bases.get(job.kb_id)
+        if job.kind == "faq":
+            path = Path(job.source)
+            data = await asyncio.to_thread(_read_file, path, self._limits.max_file_bytes)
+            entries = await asyncio.to_thread(parse_faq_file, data, _original_name(path))
+            return asdict(await self._faqs.import_entries(kb, entries, progress))
+        source = await self._source(job, progress)
+        return asdict(await self._documents.ingest(kb, source, progress))
+
+    async def _source(self, job: JobRecord, progress: Progress) -> SourceFile:
+        if job.kind == "url":
+            await progress("fetch", 0, 1)
+            fetched = await fetch_url(job.source, limits=self._limits.fetch, policy=self._limits.address_policy)
+            return SourceFile(
+                fetched.data, source_uri=job.source, filename=fetched.filename, content_type=fetched.content_type
+            )
+        path = Path(job.source)
+        data = await asyncio.to_thread(_read_file, path, self._limits.max_file_bytes)
+        if job.kind == "upload":
+            name = _original_name(path)
+            return SourceFile(data, source_uri=f"upload:{name}", filename=name)
+        absolute = await asyncio.to_thread(path.resolve)
+        return SourceFile(data, source_uri=absolute.as_uri(), filename=path.name)
+
+
+def _original_name(path: Path) -> str:
+    # Uploads are stored as <data>/uploads/<job-folder>/<original name>.
+    return path.name
+
+
+def describe_result(job: JobRecord) -> str:
+    """A short human summary of a finished job."""
+    if job.status == "failed":
+        return f"failed: {job.error}"
+    result = job.result
+    if job.kind == "faq":
+        return (
+            f"{result.get('created', 0)} FAQs added, {result.get('updated', 0)} updated, "
+            f"{result.get('unchanged', 0)} unchanged"
+        )
+    if result.get("unchanged"):
+        return f"unchanged ({result.get('chunks', 0)} chunks already indexed)"
+    return f"{result.get('chunks', 0)} chunks in {result.get('segments', 0) or result.get('chunks', 0)} parts indexed"
+
+
+def job_summary(job: JobRecord) -> str:
+    """One JSON line describing a job (for logs and `ragbot jobs --json`)."""
+    return json.dumps(
+        {
+            "id": job.id,
+            "kind": job.kind,
+            "source": job.source,
+            "status": job.status,
+            "stage": job.stage,
+            "error": job.error,
+        },
+        ensure_ascii=False,
+    )

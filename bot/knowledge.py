@@ -1,0 +1,117 @@
+"""Knowledge-base operations that span SQL and the index: create, rename, delete, documents, crash repair."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.errors import UserFacingError
+from rag.errors import InvalidRule
+from rag.ingest.rules import parse_rule
+from rag.ports import VectorStore
+from storage.errors import DuplicateName, NotFound
+from storage.records import DocumentRecord, KnowledgeBaseRecord
+from storage.repos.documents import DocumentRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.schema import Collection
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_LENGTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBaseInfo:
+    """A knowledge base with what it holds."""
+
+    kb: KnowledgeBaseRecord
+    counts: dict[str, int]
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise UserFacingError("A knowledge base needs a name.")
+    if len(name) > MAX_NAME_LENGTH or any(char.isspace() and char != " " for char in name):
+        raise UserFacingError(f"Knowledge base names are at most {MAX_NAME_LENGTH} characters on one line.")
+    return name
+
+
+class KnowledgeBases:
+    """The operations admins run on knowledge bases and their documents."""
+
+    def __init__(self, repo: KnowledgeBaseRepo, documents: DocumentRepo, store: VectorStore) -> None:
+        self._repo = repo
+        self._documents = documents
+        self._store = store
+
+    async def create(self, name: str, rule: dict[str, Any] | None = None, description: str = "") -> KnowledgeBaseRecord:
+        """A new knowledge base; the rule is validated with errors that name the field."""
+        try:
+            chunking = parse_rule(rule).to_dict()
+        except InvalidRule as exc:
+            raise UserFacingError(f"Invalid chunking rule: {exc}") from exc
+        try:
+            return await self._repo.create(_check_name(name), chunking=chunking, description=description)
+        except DuplicateName as exc:
+            raise UserFacingError(f"A knowledge base named {name!r} already exists.") from exc
+
+    async def find(self, name: str) -> KnowledgeBaseRecord:
+        """By name, with a message that lists what exists when it is not found."""
+        try:
+            return await self._repo.by_name(name)
+        except NotFound as exc:
+            names = ", ".join(kb.name for kb in await self._repo.all()) or "none yet"
+            raise UserFacingError(f"No knowledge base named {name!r} (existing: {names}).") from exc
+
+    async def all(self) -> list[KnowledgeBaseRecord]:
+        """Every knowledge base."""
+        return await self._repo.all()
+
+    async def info(self, name: str) -> KnowledgeBaseInfo:
+        """A knowledge base and its counts."""
+        kb = await self.find(name)
+        return KnowledgeBaseInfo(kb, await self._repo.stats(kb.id))
+
+    async def rename(self, name: str, new_name: str) -> KnowledgeBaseRecord:
+        """Give a knowledge base a new name."""
+        kb = await self.find(name)
+        try:
+            return await self._repo.rename(kb.id, _check_name(new_name))
+        except DuplicateName as exc:
+            raise UserFacingError(f"A knowledge base named {new_name!r} already exists.") from exc
+
+    async def delete(self, name: str) -> None:
+        """Remove the knowledge base from the index first, then from SQL (a retry finishes either half)."""
+        kb = await self.find(name)
+        removed = await self._store.delete_kb(kb.id)
+        await self._repo.delete(kb.id)
+        log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
+
+    async def documents(self, name: str) -> list[DocumentRecord]:
+        """The documents of a knowledge base."""
+        return await self._documents.in_kb((await self.find(name)).id)
+
+    async def delete_document(self, name: str, document_id: str) -> DocumentRecord:
+        """Remove one document from the index and SQL."""
+        kb = await self.find(name)
+        try:
+            document = await self._documents.get(document_id)
+        except NotFound as exc:
+            raise UserFacingError(f"No document {document_id!r} in {name!r}.") from exc
+        if document.kb_id != kb.id:
+            raise UserFacingError(f"No document {document_id!r} in {name!r}.")
+        await self._store.delete_document(kb.id, document.id)
+        await self._documents.delete(document.id)
+        return document
+
+    async def repair_pending_deletes(self) -> int:
+        """Remove chunks of replaced versions that a crash left in the index; returns how many."""
+        removed = 0
+        for document_id, chunk_ids in (await self._documents.pending_index_deletes()).items():
+            removed += await self._store.delete_ids(Collection.CHUNKS, chunk_ids)
+            await self._documents.forget_pending(document_id, chunk_ids)
+        if removed:
+            log.warning("repair=pending_deletes removed=%d", removed)
+        return removed

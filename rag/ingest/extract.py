@@ -1,0 +1,100 @@
+"""Turn an uploaded or fetched file into text: detect its type, enforce size limits, run its extractor.
+
+Extraction is CPU-bound and synchronous; async callers run it with `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rag.errors import ExtractionError, NoTextFound
+from rag.ingest.extractors import detect as mime
+from rag.ingest.extractors.detect import Detection, detect
+from rag.ingest.extractors.epub import extract_epub
+from rag.ingest.extractors.html import decode_markup, extract_html
+from rag.ingest.extractors.limits import ExtractLimits, check_file_size, check_zip_container
+from rag.ingest.extractors.mail import extract_eml
+from rag.ingest.extractors.pdf import extract_pdf
+from rag.ingest.extractors.sheets import extract_xlsx
+from rag.ingest.extractors.slides import extract_pptx
+from rag.ingest.extractors.text import extract_csv, extract_json, extract_plain
+from rag.ingest.extractors.word import extract_docx
+from rag.ingest.types import ExtractedDocument, Section
+
+__all__ = ["DEFAULT_LIMITS", "ExtractLimits", "detect_type", "extract"]
+
+DEFAULT_LIMITS = ExtractLimits()
+
+_NO_TEXT = {
+    mime.PDF: "no text found in the PDF (scanned images?): run OCR on it first",
+    mime.DOCX: "no text found in the Word document (images only?): add the text or run OCR on the images",
+    mime.PPTX: "no text found in the slides (images only?): add text or speaker notes to them",
+    mime.XLSX: "no data found in the Excel file: check that its sheets are not empty",
+    mime.EPUB: "no text found in the EPUB (images only?): upload a text edition",
+    mime.EML: "no text found in the e-mail: check that the file is the whole message",
+    mime.HTML: "no readable text found in the HTML page (built by JavaScript?): upload the content as a file",
+    mime.CSV: "no data found in the CSV file: check that it has rows",
+    mime.JSON: "the JSON file holds no values: check that it is the right file",
+    mime.MARKDOWN: "the Markdown file holds only whitespace: upload a file with content",
+    mime.TEXT: "the text file holds only whitespace: upload a file with content",
+}
+
+
+def detect_type(data: bytes, filename: str | None = None, content_type: str | None = None) -> str:
+    """The MIME type ragbot will read `data` as: content first, then the file name, then `content_type`.
+
+    Raises UnsupportedType (naming what the file is) for types ragbot cannot read, CorruptDocument for
+    a damaged container and EncryptedDocument for a password-protected Office file.
+    """
+    return detect(data, filename, content_type).mime_type
+
+
+def extract(
+    data: bytes,
+    *,
+    filename: str | None = None,
+    content_type: str | None = None,
+    limits: ExtractLimits = DEFAULT_LIMITS,
+) -> ExtractedDocument:
+    """The text of a file as ordered sections; never an empty success (NoTextFound instead)."""
+    if not data:
+        raise ExtractionError("file is empty: upload it again with its content")
+    check_file_size(data, limits)
+    detection = detect(data, filename, content_type)
+    if detection.mime_type in mime.ZIP_CONTAINERS:
+        check_zip_container(data, limits)
+    document = _extract(data, detection, limits)
+    sections = tuple(Section(text, section.metadata) for section in document.sections if (text := _clean(section.text)))
+    if not sections:
+        raise NoTextFound(_NO_TEXT[detection.mime_type])
+    return dataclasses.replace(document, sections=sections)
+
+
+def _extract(data: bytes, detection: Detection, limits: ExtractLimits) -> ExtractedDocument:
+    mime_type, decoded = detection.mime_type, detection.decoded
+    if mime_type == mime.PDF:
+        return extract_pdf(data, max_pages=limits.max_pages, mime_type=mime_type)
+    if mime_type == mime.DOCX:
+        return extract_docx(data, mime_type=mime_type)
+    if mime_type == mime.PPTX:
+        return extract_pptx(data, max_pages=limits.max_pages, mime_type=mime_type)
+    if mime_type == mime.XLSX:
+        return extract_xlsx(data, mime_type=mime_type)
+    if mime_type == mime.EPUB:
+        return extract_epub(data, mime_type=mime_type)
+    if mime_type == mime.EML:
+        return extract_eml(data, mime_type=mime_type)
+    # Every other type is text, so detection has decoded it already.
+    assert decoded is not None
+    if mime_type == mime.HTML:
+        return extract_html(decode_markup(data, decoded) or decoded.text, mime_type)
+    if mime_type == mime.CSV:
+        return extract_csv(decoded, mime_type)
+    if mime_type == mime.JSON:
+        return extract_json(decoded, mime_type)
+    return extract_plain(decoded, mime_type)
+
+
+def _clean(text: str) -> str:
+    """Unix newlines, no NUL characters (PostgreSQL text cannot hold them), no surrounding blank space."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()

@@ -1,0 +1,1 @@
+"""Per-format extractors behind `rag.ingest.extract`: each turns one file type into an ExtractedDocument."""

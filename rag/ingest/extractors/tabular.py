@@ -1,0 +1,46 @@
+"""Rows of a table (CSV, spreadsheet) as 'column: value | column: value' lines named by a header row."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+
+
+def format_rows(rows: Iterable[Sequence[object]]) -> list[str]:
+    """The first non-empty row names the columns; every later row becomes one line of its non-empty cells.
+
+    A table that is only a header row yields that row joined by ' | ', so its words are not lost.
+    """
+    header: list[str] | None = None
+    lines: list[str] = []
+    for row in rows:
+        cells = [format_cell(value) for value in row]
+        if not any(cells):
+            continue
+        if header is None:
+            header = cells
+            continue
+        pairs = [f"{_column_name(header, index)}: {cell}" for index, cell in enumerate(cells) if cell]
+        lines.append(" | ".join(pairs))
+    if header is not None and not lines:
+        return [" | ".join(cell for cell in header if cell)]
+    return lines
+
+
+def format_cell(value: object) -> str:
+    """A cell value as one line of text: whole floats without '.0', midnight datetimes as dates."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat() if value.time() == dt.time() else value.isoformat(sep=" ")
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return " ".join(str(value).split())
+
+
+def _column_name(header: list[str], index: int) -> str:
+    if index < len(header) and header[index]:
+        return header[index]
+    return f"column {index + 1}"

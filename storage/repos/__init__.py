@@ -1,0 +1,1 @@
+"""Repositories: SQL access that returns records, never rows."""

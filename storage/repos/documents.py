@@ -1,0 +1,225 @@
+"""Documents with their segments (parents) and chunks (children); versions replace each other atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import delete
+from sqlmodel import col, select
+
+from storage.db import Database
+from storage.errors import NotFound
+from storage.models import Chunk, Document, Segment, utcnow
+from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, SegmentRecord
+
+PENDING_DELETE = "pending_index_delete"
+_IN_BATCH = 500
+
+
+def _record(row: Document) -> DocumentRecord:
+    return DocumentRecord(
+        id=row.id,
+        kb_id=row.kb_id,
+        title=row.title,
+        source_uri=row.source_uri,
+        mime_type=row.mime_type,
+        content_hash=row.content_hash,
+        rule_hash=row.rule_hash,
+        status=row.status,
+        segment_count=row.segment_count,
+        chunk_count=row.chunk_count,
+        char_count=row.char_count,
+        meta=dict(row.meta),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def _chunk_record(row: Chunk, bm25_text: str = "") -> ChunkRecord:
+    return ChunkRecord(
+        chunk_id=row.id,
+        kb_id=row.kb_id,
+        document_id=row.document_id,
+        segment_id=row.segment_id,
+        position=row.position,
+        start=row.start_offset,
+        end=row.end_offset,
+        text=row.text,
+        bm25_text=bm25_text,
+        chunk_type=str(row.meta.get("chunk_type", "text")),
+        metadata={key: value for key, value in row.meta.items() if key != "chunk_type"},
+    )
+
+
+class DocumentRepo:
+    """The document, segment and chunk tables."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def find(self, kb_id: str, source_uri: str) -> DocumentRecord | None:
+        """The document ingested from `source_uri` into the knowledge base, if any."""
+        async with self._db.session() as session:
+            row = (
+                await session.exec(select(Document).where(Document.kb_id == kb_id, Document.source_uri == source_uri))
+            ).first()
+        return _record(row) if row else None
+
+    async def get(self, document_id: str) -> DocumentRecord:
+        """By id; raises NotFound."""
+        async with self._db.session() as session:
+            row = await session.get(Document, document_id)
+        if row is None:
+            raise NotFound("document", document_id)
+        return _record(row)
+
+    async def in_kb(self, kb_id: str) -> list[DocumentRecord]:
+        """The knowledge base's documents, newest first."""
+        async with self._db.session() as session:
+            rows = (
+                await session.exec(
+                    select(Document).where(Document.kb_id == kb_id).order_by(col(Document.updated_at).desc())
+                )
+            ).all()
+        return [_record(row) for row in rows]
+
+    async def store_version(self, version: DocumentVersion, document_id: str) -> tuple[DocumentRecord, list[str]]:
+        """Make `version` the document's content in one transaction (`document_id` names a new document).
+
+        Returns the document and the chunk ids of the version it replaced; those ids stay listed
+        under the document's `pending_index_delete` until `forget_pending` confirms the index
+        no longer holds them, so a crash in between is repaired on the next start.
+        """
+        async with self._db.session() as session:
+            row = (
+                await session.exec(
+                    select(Document).where(Document.kb_id == version.kb_id, Document.source_uri == version.source_uri)
+                )
+            ).first()
+            old_ids: list[str] = []
+            if row is None:
+                row = Document(id=document_id, kb_id=version.kb_id, source_uri=version.source_uri)
+            else:
+                old_ids = list((await session.exec(select(Chunk.id).where(Chunk.document_id == row.id))).all())
+                await session.exec(delete(Chunk).where(col(Chunk.document_id) == row.id))
+                await session.exec(delete(Segment).where(col(Segment.document_id) == row.id))
+            pending = sorted(set(row.meta.get(PENDING_DELETE, [])) | set(old_ids))
+            row.title = version.title
+            row.mime_type = version.mime_type
+            row.content_hash = version.content_hash
+            row.rule_hash = version.rule_hash
+            row.text = version.text
+            row.status = "indexed"
+            row.segment_count = len(version.segments)
+            row.chunk_count = len(version.chunks)
+            row.char_count = len(version.text)
+            row.meta = {**version.meta, PENDING_DELETE: pending}
+            row.updated_at = utcnow()
+            session.add(row)
+            await session.flush()
+            session.add_all(
+                Segment(
+                    id=segment.segment_id,
+                    document_id=row.id,
+                    kb_id=version.kb_id,
+                    position=segment.position,
+                    text=segment.text,
+                    start_offset=segment.start,
+                    end_offset=segment.end,
+                    child_ids=list(segment.child_ids),
+                    meta=dict(segment.metadata),
+                )
+                for segment in version.segments
+            )
+            await session.flush()
+            session.add_all(
+                Chunk(
+                    id=chunk.chunk_id,
+                    segment_id=chunk.segment_id,
+                    document_id=row.id,
+                    kb_id=version.kb_id,
+                    position=chunk.position,
+                    text=chunk.text,
+                    start_offset=chunk.start,
+                    end_offset=chunk.end,
+                    content_hash="",
+                    meta={**chunk.metadata, "chunk_type": chunk.chunk_type},
+                )
+                for chunk in version.chunks
+            )
+        return _record(row), pending
+
+    async def forget_pending(self, document_id: str, chunk_ids: Sequence[str]) -> None:
+        """Record that the index no longer holds these replaced chunks."""
+        async with self._db.session() as session:
+            row = await session.get(Document, document_id)
+            if row is None:
+                return
+            remaining = sorted(set(row.meta.get(PENDING_DELETE, [])) - set(chunk_ids))
+            row.meta = {**row.meta, PENDING_DELETE: remaining}
+            session.add(row)
+
+    async def pending_index_deletes(self) -> dict[str, list[str]]:
+        """Replaced chunk ids the index may still hold, by document (crash repair)."""
+        async with self._db.session() as session:
+            rows = (await session.exec(select(Document))).all()
+        return {row.id: list(row.meta[PENDING_DELETE]) for row in rows if row.meta.get(PENDING_DELETE)}
+
+    async def chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
+        """The stored chunks among `chunk_ids` (ids the index returns but SQL lacks are dropped)."""
+        found: list[ChunkRecord] = []
+        unique = list(dict.fromkeys(chunk_ids))
+        async with self._db.session() as session:
+            for start in range(0, len(unique), _IN_BATCH):
+                batch = unique[start : start + _IN_BATCH]
+                rows = (await session.exec(select(Chunk).where(col(Chunk.id).in_(batch)))).all()
+                found.extend(_chunk_record(row) for row in rows)
+        return found
+
+    async def document_chunks(self, document_id: str) -> list[ChunkRecord]:
+        """Every chunk of a document, in position order."""
+        async with self._db.session() as session:
+            rows = (
+                await session.exec(select(Chunk).where(Chunk.document_id == document_id).order_by(col(Chunk.position)))
+            ).all()
+        return [_chunk_record(row) for row in rows]
+
+    async def segments(self, document_id: str) -> list[SegmentRecord]:
+        """Every parent of a document, in position order."""
+        async with self._db.session() as session:
+            rows = (
+                await session.exec(
+                    select(Segment).where(Segment.document_id == document_id).order_by(col(Segment.position))
+                )
+            ).all()
+        return [
+            SegmentRecord(
+                segment_id=row.id,
+                document_id=row.document_id,
+                kb_id=row.kb_id,
+                position=row.position,
+                start=row.start_offset,
+                end=row.end_offset,
+                text=row.text,
+                child_ids=tuple(row.child_ids),
+                metadata=dict(row.meta),
+            )
+            for row in rows
+        ]
+
+    async def text(self, document_id: str) -> str:
+        """The cleaned text the chunks' offsets point into."""
+        async with self._db.session() as session:
+            row = await session.get(Document, document_id)
+        if row is None:
+            raise NotFound("document", document_id)
+        return row.text
+
+    async def delete(self, document_id: str) -> None:
+        """Remove the document and its segments and chunks."""
+        async with self._db.session() as session:
+            if await session.get(Document, document_id) is None:
+                raise NotFound("document", document_id)
+            await session.exec(delete(Chunk).where(col(Chunk.document_id) == document_id))
+            await session.exec(delete(Segment).where(col(Segment.document_id) == document_id))
+            await session.exec(delete(Document).where(col(Document.id) == document_id))

@@ -1,0 +1,67 @@
+"""Running the `ragbot` command as a user would, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS_PREFIXES = (
+    "RAGBOT_",
+    "DATABASE_",
+    "WEAVIATE_",
+    "EMBEDDING_",
+    "CHAT_MODEL",
+    "LOG_LEVEL",
+    "TOKEN_",
+    "URL_FETCH_",
+)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def ragbot(env: dict[str, str], cwd: Path, *args: str) -> asyncio.subprocess.Process:
+    """Start `python -m bot.main ARGS` with pipes for its output."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.main",
+        *args,
+        env=env,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def run_ragbot(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, str, str]:
+    """Run a ragbot command to its end: exit code, stdout, stderr."""
+    process = await ragbot(env, cwd, *args)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+async def wait_until_ready(url: str, process: asyncio.subprocess.Process) -> None:
+    """Poll /readyz until it answers 200; fail if the process exits or 120 s pass."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+        for _ in range(600):
+            if process.returncode is not None:
+                raise AssertionError("ragbot serve exited during start-up")
+            try:
+                async with http.get(f"{url}/readyz") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.2)
+    raise AssertionError("ragbot serve was not ready within 120s")

@@ -1,0 +1,26 @@
+"""End-to-end fixtures: a user's environment on the embedded defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port
+
+
+@pytest.fixture
+def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None) -> dict[str, str]:
+    """A user's environment on the embedded defaults: no DATABASE_URL, no WEAVIATE_URL, no model."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(SETTINGS_PREFIXES)}
+    env.update(
+        RAGBOT_DATA_DIR=str(tmp_path / "data"),
+        RAGBOT_PORT=str(free_port()),
+        WEAVIATE_BINARY=str(weaviate_binary),
+        EMBEDDING_MODEL_DIR=str(model_dir),
+        PYTHONPATH=str(ROOT),
+    )
+    if tiktoken_dir is not None:
+        env["TIKTOKEN_CACHE_DIR"] = str(tiktoken_dir)
+    return env

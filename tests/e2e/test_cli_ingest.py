@@ -1,0 +1,95 @@
+"""The admin commands as a user runs them, beside a running `ragbot serve` on the same data dir."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from tests.e2e.cli import ragbot, run_ragbot, wait_until_ready
+
+_run = run_ragbot
+
+
+@pytest_asyncio.fixture
+async def serving(user_env: dict[str, str], tmp_path: Path) -> AsyncIterator[dict[str, str]]:
+    """`ragbot serve` running; admin commands share its Weaviate instead of starting their own."""
+    process = await ragbot(user_env, tmp_path, "serve")
+    try:
+        await wait_until_ready(f"http://127.0.0.1:{user_env['RAGBOT_PORT']}", process)
+        yield user_env
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.communicate(), 60)
+
+
+async def test_an_admin_builds_a_knowledge_base_from_the_terminal(serving: dict[str, str], tmp_path: Path) -> None:
+    env = serving
+    docs = tmp_path / "handbook"
+    (docs / "policies").mkdir(parents=True)
+    (docs / "policies" / "leave.md").write_text("# Leave\n\nEveryone gets 25 days of paid leave a year.\n")
+    (docs / "hours.txt").write_text("The office is open from 9 to 17 on weekdays.\n")
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
+    (docs / ".hidden.md").write_text("never ingested")
+    faq = tmp_path / "faq.csv"
+    faq.write_text("question,answer,similar_questions\nHow many leave days?,25 a year,annual leave|holiday allowance\n")
+
+    code, out, err = await _run(env, tmp_path, "kb", "create", "handbook", "--max-tokens", "200", "--overlap", "20")
+    assert code == 0, err
+    assert out.startswith("created handbook")
+
+    code, _, err = await _run(env, tmp_path, "kb", "create", "handbook")
+    assert code == 1
+    assert err.strip() == "ragbot: A knowledge base named 'handbook' already exists."
+
+    code, _, err = await _run(env, tmp_path, "kb", "create", "tiny", "--max-tokens", "10")
+    assert code == 1
+    assert "segment.max_tokens: must be 50..2000, got 10" in err
+
+    code, _, err = await _run(env, tmp_path, "ingest", str(docs), "--kb", "handbook")
+    assert code == 1, "one of the three files is unsupported"
+    assert "2 of 3 ingested into handbook" in err
+    assert "logo.png: failed: PNG image files are not supported" in err
+
+    code, _, err = await _run(env, tmp_path, "ingest", str(docs / "hours.txt"), "--kb", "handbook")
+    assert code == 0, err
+    assert "unchanged" in err
+
+    code, _, err = await _run(env, tmp_path, "faq", "import", str(faq), "--kb", "handbook")
+    assert code == 0, err
+    assert "1 FAQs added" in err
+
+    code, out, err = await _run(env, tmp_path, "kb", "info", "handbook")
+    assert code == 0, err
+    info = json.loads(out)
+    assert (info["documents"], info["faqs"]) == (2, 1)
+    assert info["chunking"]["segment"]["max_tokens"] == 200
+
+    code, out, _ = await _run(env, tmp_path, "docs", "list", "--kb", "handbook")
+    rows = [line.split("\t") for line in out.strip().splitlines()]
+    assert sorted(row[1] for row in rows) == ["hours.txt", "leave.md"]
+    leave_id = next(row[0] for row in rows if row[1] == "leave.md")
+
+    code, out, _ = await _run(env, tmp_path, "docs", "delete", leave_id, "--kb", "handbook")
+    assert code == 0
+    assert out.strip() == "deleted leave.md"
+
+    code, out, _ = await _run(env, tmp_path, "jobs", "--kb", "handbook")
+    statuses = sorted(line.split("\t")[1] for line in out.strip().splitlines())
+    assert statuses == ["failed", "succeeded", "succeeded", "succeeded", "succeeded"]
+
+    code, out, _ = await _run(env, tmp_path, "kb", "delete", "handbook")
+    assert code == 1
+    assert "--yes" in out
+    code, out, _ = await _run(env, tmp_path, "kb", "delete", "handbook", "--yes")
+    assert code == 0
+    code, out, _ = await _run(env, tmp_path, "kb", "list")
+    assert out == ""
+
+    code, _, err = await _run(env, tmp_path, "ingest", str(docs), "--kb", "nope")
+    assert code == 1
+    assert err.strip() == "ragbot: No knowledge base named 'nope' (existing: none yet)."

@@ -1,0 +1,1 @@
+"""FAQ import: parsing and validating FAQ sheets."""
