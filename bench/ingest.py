@@ -107,7 +107,8 @@ async def _run(args: argparse.Namespace) -> None:
     outside = wall - timed.seconds
     print(f"commit {_commit()} · {_machine()} · {len(sources)} SciFact abstracts, 256-token chunks, cold cache\n")
     print(
-        "| documents | chunks | wall (s) | docs/s | chunks/s | per-doc median (ms) | per-doc p95 (ms) | embedder (s) | outside embedder |"
+        "| documents | chunks | wall (s) | docs/s | chunks/s | per-doc median (ms) | per-doc p95 (ms) "
+        "| embedder (s) | outside embedder |"
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print(

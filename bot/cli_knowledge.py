@@ -108,7 +108,7 @@ async def run_kb(services: Services, args: argparse.Namespace, out: TextIO = sys
             out.write(f"{kb.name}\t{counts['documents']} documents\t{counts['chunks']} chunks\t{counts['faqs']} FAQs\n")
     elif args.kb_command == "info":
         info = await knowledge.info(args.name)
-        summary = {"id": info.kb.id, "name": info.kb.name, "description": info.kb.description}
+        summary: dict[str, Any] = {"id": info.kb.id, "name": info.kb.name, "description": info.kb.description}
         summary |= {"chunking": info.kb.chunking, **info.counts}
         out.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     elif args.kb_command == "rename":

@@ -199,7 +199,7 @@ class Splitter:
                 continue
             # The next chunk starts at the first boundary leaving at most `overlap` of this chunk and
             # room for the next piece (langchain drops whole pieces from the front until both hold).
-            found = text.find(separator, max(j - overlap, piece_end - max_size) - width, j)
+            found = text.find(separator, max(i, j - overlap - width, piece_end - max_size - width), j)
             if found >= 0:
                 # The first piece from i ends at j at the latest, inside this chunk: it fits.
                 i, piece_end = found + width, j

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
 import pytest_asyncio
 import tiktoken
 from aiohttp import web
@@ -52,8 +51,8 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
     ("broken.pdf", make_pdf(["a page of text"])[:200], "PDF"),
     ("scan.pdf", make_pdf_without_text(), "OCR"),
     ("bomb.docx", make_zip_bomb(unpacked_mb=300), "unpack"),
-    ("questions.csv", "question,notes\nWhere?,x\n".encode(), "missing required column(s) answer"),
-    ("answers.csv", "question,answer\nWhere?,Here\nWhen?,\nWho?,Me\nHow?, \n".encode(), "row 3"),
+    ("questions.csv", b"question,notes\nWhere?,x\n", "missing required column(s) answer"),
+    ("answers.csv", b"question,answer\nWhere?,Here\nWhen?,\nWho?,Me\nHow?, \n", "row 3"),
 ]
 
 
@@ -88,7 +87,7 @@ async def site() -> AsyncIterator[str]:
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
     await tcp.start()
-    port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
+    port = tcp._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
