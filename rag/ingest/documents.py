@@ -101,8 +101,9 @@ class DocumentIngestor:
             raise NoTextFound("no text left after cleaning: the document is empty or only whitespace")
         document_id = existing.id if existing else _stable_id(kb.id, source.source_uri)
         version_key = (kb.id, source.source_uri, content_hash, rule_hash)
-        segments, chunks = self._records(
-            kb.id, document_id, version_key, cleaned, parents, parent_child=rule.mode == "parent_child"
+        # jieba runs inside _records: a few ms a chunk, kept off the event loop.
+        segments, chunks = await asyncio.to_thread(
+            self._records, kb.id, document_id, version_key, cleaned, parents, parent_child=rule.mode == "parent_child"
         )
         title = extracted.title or source.filename or source.source_uri
         vectors = await self._embed(chunks, progress)
@@ -127,9 +128,10 @@ class DocumentIngestor:
             # SQL still points at the previous version: drop what was just indexed for this one.
             await self._store.delete_ids(Collection.CHUNKS, [chunk.chunk_id for chunk in chunks])
             raise
-        stale = [chunk_id for chunk_id in replaced if chunk_id not in {chunk.chunk_id for chunk in chunks}]
-        await self._store.delete_ids(Collection.CHUNKS, stale)
-        await self._documents.forget_pending(document.id, replaced)
+        if replaced:
+            kept = {chunk.chunk_id for chunk in chunks}
+            await self._store.delete_ids(Collection.CHUNKS, [chunk_id for chunk_id in replaced if chunk_id not in kept])
+            await self._documents.forget_pending(document.id, replaced)
         await progress("index", len(chunks), len(chunks))
         log.info("ingest=done kb=%s document=%s segments=%d chunks=%d", kb.id, document.id, len(segments), len(chunks))
         return IngestResult(document.id, title, False, len(segments), len(chunks), len(cleaned.text))
