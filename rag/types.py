@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 Vector = list[float]
 
@@ -14,3 +15,27 @@ class ChatMessage:
 
     role: Literal["system", "user", "assistant"]
     content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One retrieved passage or FAQ as it moves through search, rerank and merge.
+
+    `score` is the current score (fused, then reranked); `base_score` keeps the retrieval score,
+    `model_score` the reranker's. `legs` says which searches found it (vector, bm25, faq, history, direct).
+    """
+
+    id: str
+    kind: Literal["chunk", "faq"]
+    kb_id: str
+    text: str
+    score: float
+    legs: frozenset[str] = frozenset()
+    document_id: str | None = None
+    segment_id: str | None = None
+    position: int = 0
+    start: int = 0
+    end: int = 0
+    base_score: float = 0.0
+    model_score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
