@@ -5,7 +5,7 @@ abstracts concatenated to >= 512 word pieces as long texts). Long passages are m
 product runs them (truncated at 256 word pieces, as sentence-transformers does) and, side by
 side in the same run, truncated at 512, to show what the truncation buys.
 
-    .venv/bin/python bench/embed.py [--model-dir DIR] [--eval-dir DIR] [--repeats N]
+    .venv/bin/python -m bench.embed [--model-dir DIR] [--eval-dir DIR] [--repeats N]
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
+from bench.common import commit, machine, percentile
 from rag.embedders import OnnxEmbedder
 
 BATCH = 64
@@ -39,11 +38,6 @@ def _long_texts(eval_dir: Path, words: int = 600) -> list[str]:
     return [" ".join(stream[i * words : (i + 1) * words]) for i in range(BATCH)]
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def _measure(embedder: OnnxEmbedder, texts: list[str], repeats: int) -> dict[str, float]:
     embedder.embed_sync(texts)  # warm-up: first run allocates onnxruntime buffers
     seconds = []
@@ -54,25 +48,9 @@ def _measure(embedder: OnnxEmbedder, texts: list[str], repeats: int) -> dict[str
     median = statistics.median(seconds)
     return {
         "batch_median_s": median,
-        "batch_p95_s": _percentile(seconds, 0.95),
+        "batch_p95_s": percentile(seconds, 0.95),
         "texts_per_s": len(texts) / median,
     }
-
-
-def _machine() -> str:
-    cpu = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, {cpu}"
-
-
-def _commit() -> str:
-    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return result.stdout.strip() or "unknown"
 
 
 def main() -> None:
@@ -93,7 +71,7 @@ def main() -> None:
         ("long, truncated at 256 (product)", _measure(at_256, long, args.repeats)),
         ("long, truncated at 512", _measure(at_512, long, max(3, args.repeats // 3))),
     ]
-    print(f"commit {_commit()} · {_machine()} · batch {BATCH} · {args.repeats} repeats\n")
+    print(f"commit {commit()} · {machine()} · batch {BATCH} · {args.repeats} repeats\n")
     print("| texts | batch median (s) | batch p95 (s) | texts/s (median) |")
     print("| --- | ---: | ---: | ---: |")
     for name, result in rows:

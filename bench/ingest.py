@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.embed import _commit, _machine, _percentile
+from bench.common import commit, machine, percentile
 from rag.embedders import CachedEmbedder, OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
@@ -89,7 +89,7 @@ async def _measure(
     outside = (wall - timed.seconds) / wall
     return (
         f"| {len(sources)} | {chunks} | {wall:.1f} | {len(sources) / wall:.2f} | {chunks / wall:.1f} | "
-        f"{statistics.median(per_document) * 1000:.0f} | {_percentile(per_document, 0.95) * 1000:.0f} | "
+        f"{statistics.median(per_document) * 1000:.0f} | {percentile(per_document, 0.95) * 1000:.0f} | "
         f"{timed.seconds:.1f} | {outside:.1%} |"
     )
 
@@ -125,7 +125,7 @@ async def _run(args: argparse.Namespace) -> None:
         await store.close()
         await db.close()
         await server.stop()
-    print(f"commit {_commit()} · {_machine()} · {args.docs} SciFact abstracts per row, 256-token chunks, cold cache\n")
+    print(f"commit {commit()} · {machine()} · {args.docs} SciFact abstracts per row, 256-token chunks, cold cache\n")
     print(
         "| document size | documents | chunks | wall (s) | docs/s | chunks/s | per-doc median (ms) "
         "| per-doc p95 (ms) | embedder (s) | outside embedder |"

@@ -7,17 +7,14 @@ Ours counts tokens with token_length() (the product's cached counter); langchain
 what the cache alone is worth, our token_length too. Passes alternate (ours, theirs, ours, ...) so
 both see the same machine noise.
 
-    TIKTOKEN_CACHE_DIR=../shared/tiktoken .venv/bin/python bench/split.py [--eval-dir DIR] [--repeats N]
+    TIKTOKEN_CACHE_DIR=../shared/tiktoken .venv/bin/python -m bench.split [--eval-dir DIR] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +22,7 @@ from pathlib import Path
 import tiktoken
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from bench.common import commit, machine, percentile
 from rag.ingest.split import DEFAULT_SEPARATORS, split_recursive, token_length
 from rag.ingest.types import LengthFunction, TextChunk
 
@@ -38,11 +36,6 @@ def _documents(eval_dir: Path) -> list[str]:
     lines = (eval_dir / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line.strip()]
     return [f"{row['title']}\n\n{row['text']}" for row in rows]
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def _ours(max_size: int, overlap: int, length: LengthFunction) -> Splitter:
@@ -93,7 +86,7 @@ def _compare(
     first = next(iter(splitters))
     results = {}
     for name in splitters:
-        median, slow = statistics.median(seconds[name]), _percentile(seconds[name], 0.95)
+        median, slow = statistics.median(seconds[name]), percentile(seconds[name], 0.95)
         sizes = sorted(length(chunk) for document in chunks[name] for chunk in document)
         same = sum(ours == theirs for ours, theirs in zip(chunks[first], chunks[name], strict=True))
         results[name] = {
@@ -103,29 +96,13 @@ def _compare(
             "chars_s": characters / median,
             "chars_s_p95": characters / slow,
             "min": sizes[0],
-            "p10": _percentile(sizes, 0.10),
-            "median": _percentile(sizes, 0.5),
-            "p90": _percentile(sizes, 0.90),
+            "p10": percentile(sizes, 0.10),
+            "median": percentile(sizes, 0.5),
+            "p90": percentile(sizes, 0.90),
             "max": sizes[-1],
             "count": len(sizes),
         }
     return results
-
-
-def _machine() -> str:
-    cpu = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, {cpu}"
-
-
-def _commit() -> str:
-    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return result.stdout.strip() or "unknown"
 
 
 def main() -> None:
@@ -169,7 +146,7 @@ def main() -> None:
     ]
     characters = sum(map(len, documents))
     print(
-        f"commit {_commit()} · {_machine()} · SciFact corpus: {len(documents)} documents, "
+        f"commit {commit()} · {machine()} · SciFact corpus: {len(documents)} documents, "
         f"{characters / 1e6:.2f} M characters · {args.repeats} passes (characters), "
         f"{args.token_repeats} passes (tokens), interleaved\n"
     )
