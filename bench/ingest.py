@@ -5,7 +5,7 @@ Weaviate upsert, SQL version write) against a local Weaviate and a fresh SQLite 
 cold embedding cache. Reports documents/s and chunks/s, and the share of wall time spent outside
 the embedder's model calls (goal: <= 15 %).
 
-    .venv/bin/python bench/ingest.py [--docs N] [--model-dir DIR] [--eval-dir DIR]
+    .venv/bin/python -m bench.ingest [--docs N] [--model-dir DIR] [--eval-dir DIR]
 """
 
 from __future__ import annotations

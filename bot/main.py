@@ -46,6 +46,8 @@ async def serve(settings: Settings) -> None:
         runner = web.AppRunner(create_app(services), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+        # Jobs queued or interrupted before this start are picked up here.
+        await services.jobs.start()
         try:
             await site.start()
             log.info("serve=listening url=http://%s:%s", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
@@ -53,6 +55,7 @@ async def serve(settings: Settings) -> None:
             log.info("serve=stopping")
         finally:
             await runner.cleanup()
+            await services.jobs.stop()
 
 
 async def run_weaviate(settings: Settings) -> None:

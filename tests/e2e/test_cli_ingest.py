@@ -93,3 +93,36 @@ async def test_an_admin_builds_a_knowledge_base_from_the_terminal(serving: dict[
     code, _, err = await _run(env, tmp_path, "ingest", str(docs), "--kb", "nope")
     assert code == 1
     assert err.strip() == "ragbot: No knowledge base named 'nope' (existing: none yet)."
+
+
+async def test_serve_resumes_a_job_that_a_crash_left_running(user_env: dict[str, str], tmp_path: Path) -> None:
+    import sqlite3
+
+    from tests.e2e.cli import free_port
+
+    (tmp_path / "hours.txt").write_text("The office is open from 9 to 17 on weekdays.\n")
+    code, _, err = await run_ragbot(user_env, tmp_path, "kb", "create", "office")
+    assert code == 0, err
+    database = Path(user_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
+    with sqlite3.connect(database) as connection:
+        kb_id = connection.execute("SELECT id FROM knowledge_base").fetchone()[0]
+        connection.execute(
+            "INSERT INTO ingestion_job (id, kb_id, kind, source, status, stage, done, total, error, requested_by,"
+            " requested_from, result, attempts, created_at) VALUES ('job-1', ?, 'file', ?, 'running', 'embed', 0, 1,"
+            " '', 'cli', '{}', '{}', 1, '2026-01-01 00:00:00')",
+            (kb_id, str(tmp_path / "hours.txt")),
+        )
+    env = {**user_env, "RAGBOT_PORT": str(free_port())}
+    process = await ragbot(env, tmp_path, "serve")
+    try:
+        await wait_until_ready(f"http://127.0.0.1:{env['RAGBOT_PORT']}", process)
+        for _ in range(600):
+            with sqlite3.connect(database) as connection:
+                status = connection.execute("SELECT status FROM ingestion_job WHERE id = 'job-1'").fetchone()[0]
+            if status in ("succeeded", "failed"):
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.communicate(), 60)
+    assert status == "succeeded"
