@@ -8,11 +8,12 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot import cli_knowledge, doctor
+from bot import cli_knowledge, doctor, eval_cli
 from bot.errors import StartupError, UserFacingError
 from bot.server import create_app
 from bot.services import build_services
@@ -86,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="check every part and say how to fix what is broken")
     commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
     cli_knowledge.add_commands(commands)
+    evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
+    evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
     return parser
 
 
@@ -100,6 +103,8 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
             return await cli_knowledge.run_ingest(services, args.kb, [str(args.file)], kind_for_files="faq")
         if args.command == "docs":
             return await cli_knowledge.run_docs(services, args)
+        if args.command == "eval":
+            return await eval_cli.run_eval(services, args.folders)
         return await cli_knowledge.run_jobs(services, args)
 
 

@@ -45,27 +45,13 @@ class Services:
     chat_model: OpenAIChatModel | None
     tokens: TokenCounter
     lexical: LexicalAnalyzer
-    knowledge: KnowledgeBases
-    jobs: JobRunner
-    job_repo: JobRepo
     documents: DocumentRepo
     faqs: FaqRepo
-
-
-def _knowledge_parts(
-    settings: Settings, db: Database, store: WeaviateStore, embedder: CachedEmbedder, tokens: TokenCounter
-) -> tuple[LexicalAnalyzer, KnowledgeBases, JobRunner, JobRepo, DocumentRepo, FaqRepo]:
-    lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
-    documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
-    knowledge_bases = KnowledgeBaseRepo(db)
-    work = IngestionWork(
-        knowledge_bases,
-        DocumentIngestor(documents, store, embedder, lexical, tokens.encoding, settings.extract_limits()),
-        FaqImporter(faqs, store, embedder, lexical),
-        settings.ingestion_limits(),
-    )
-    runner = JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY)
-    return lexical, KnowledgeBases(knowledge_bases, documents, store), runner, job_repo, documents, faqs
+    job_repo: JobRepo
+    knowledge: KnowledgeBases
+    ingestor: DocumentIngestor
+    faq_importer: FaqImporter
+    jobs: JobRunner
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -161,7 +147,13 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 "point it at tiktoken's encoding files",
             ) from exc
         cached = CachedEmbedder(embedder, SqlEmbeddingCache(db))
-        lexical, knowledge, jobs, job_repo, documents, faqs = _knowledge_parts(settings, db, store, cached, tokens)
+        lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
+        documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
+        knowledge_bases = KnowledgeBaseRepo(db)
+        knowledge = KnowledgeBases(knowledge_bases, documents, store)
+        ingestor = DocumentIngestor(documents, store, cached, lexical, tokens.encoding, settings.extract_limits())
+        faq_importer = FaqImporter(faqs, store, cached, lexical)
+        work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
         await knowledge.repair_pending_deletes()
         yield Services(
             settings=settings,
@@ -172,9 +164,11 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             chat_model=chat_model,
             tokens=tokens,
             lexical=lexical,
-            knowledge=knowledge,
-            jobs=jobs,
-            job_repo=job_repo,
             documents=documents,
             faqs=faqs,
+            job_repo=job_repo,
+            knowledge=knowledge,
+            ingestor=ingestor,
+            faq_importer=faq_importer,
+            jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY),
         )

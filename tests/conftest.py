@@ -58,7 +58,7 @@ def weaviate_binary() -> Path:
     return path
 
 
-_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "store", "weaviate_binary")}
+_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "weaviate_binary")}
 _services_by_test: dict[str, set[str]] = {}
 
 

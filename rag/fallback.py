@@ -1,0 +1,137 @@
+"""Answers without a chat model: an FAQ answer or quoted passages, an apology, fixed text, and source lines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from rag.types import Candidate
+
+NO_ANSWER_EN: Final = "Sorry, I couldn't find anything about that in the knowledge base."
+NO_ANSWER_ZH: Final = "抱歉，我在知识库中没有找到与这个问题相关的内容。"
+
+_TITLE_CHARS: Final = 120  # a source line stays one readable line in any chat client
+# A sentence ends after ASCII . ! ? or an ellipsis followed by whitespace, after full-width 。！？, or at a line end.
+_SENTENCE: Final = re.compile(r".*?(?:[.!?…](?=\s|$)|[。！？]|\n|$)", re.DOTALL)
+# CJK Unified Ideographs with extension A and the compatibility block; extension B+ is rare in questions.
+_HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def fixed_answer(text: str) -> str:
+    """A configured fixed reply, stripped; ValueError when it is empty (a misconfiguration, not an answer)."""
+    answer = text.strip()
+    if not answer:
+        raise ValueError("the fixed fallback answer is empty")
+    return answer
+
+
+def is_mainly_chinese(text: str) -> bool:
+    """More than half of the letters in `text` are Chinese characters (Han)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    return bool(letters) and 2 * sum(1 for ch in letters if _HAN.match(ch)) > len(letters)
+
+
+def no_answer_text(language_hint: str) -> str:
+    """A short apology for finding nothing: in Chinese when `language_hint` (the question) is mainly Chinese."""
+    return NO_ANSWER_ZH if is_mainly_chinese(language_hint) else NO_ANSWER_EN
+
+
+def faq_answers(candidate: Candidate) -> list[str]:
+    """An FAQ's answers from metadata["answers"], non-empty and stripped (empty for a plain chunk)."""
+    answers = candidate.metadata.get("answers")
+    if candidate.kind != "faq" or not isinstance(answers, list | tuple):
+        return []
+    return [text for answer in answers if (text := str(answer).strip())]
+
+
+def _sentences(text: str) -> list[str]:
+    return [piece for piece in _SENTENCE.findall(text) if piece]
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" for line in text.split("\n"))
+
+
+def _quoted_passage(text: str, marker: str, room: int) -> str | None:
+    """The longest run of whole sentences of `text` quoted with `marker` in `room` characters, or None."""
+    best: str | None = None
+    taken = ""
+    for sentence in _sentences(text):
+        taken += sentence
+        rendered = _quote(taken.strip()) + marker
+        if len(rendered) > room:
+            break
+        best = rendered
+    return best
+
+
+def _clipped(text: str, marker: str, room: int) -> str:
+    """`text` quoted and cut at a word (or, without spaces, a character) with an ellipsis, to fit `room`."""
+    text = " ".join(text.split())
+    if len("> ") + len(text) + len(marker) <= room:
+        return f"> {text}{marker}"
+    space = room - len("> ") - len("…") - len(marker)
+    if space <= 0:
+        return ""
+    head = text[:space]
+    if " " in head[space // 2 :]:
+        head = head[: head.rindex(" ")]
+    return f"> {head.rstrip()}…{marker}"
+
+
+def extractive_answer(query: str, passages: Sequence[Candidate], *, max_chars: int = 1200) -> str:
+    """An answer made from the sources themselves.
+
+    When the top passage is an FAQ, its first answer verbatim and whole (curated text is never cut).
+    Otherwise the top passages as blockquotes cut at sentence ends, each followed by its source number ([1]
+    is `passages[0]`, as in `format_sources`), `max_chars` at most in all. With nothing to quote, the
+    no-answer apology in the question's language.
+    """
+    if passages and (answers := faq_answers(passages[0])):
+        return answers[0]
+    if passages and passages[0].kind == "faq" and passages[0].text.strip():
+        return passages[0].text.strip()
+    blocks: list[str] = []
+    used = 0
+    for number, candidate in enumerate(passages, start=1):
+        answers = faq_answers(candidate)
+        text = "\n".join(line.strip() for line in (answers[0] if answers else candidate.text).splitlines())
+        text = re.sub(r"\n{2,}", "\n", text).strip()
+        if not text:
+            continue
+        separator = 2 if blocks else 0  # blank line between quotes
+        room = max_chars - used - separator
+        block = _quoted_passage(text, f" [{number}]", room)
+        if block is None and not blocks:
+            block = _clipped(text, f" [{number}]", room)  # always quote something from the best passage
+        if not block:
+            break
+        blocks.append(block)
+        used += separator + len(block)
+    return "\n\n".join(blocks) if blocks else no_answer_text(query)
+
+
+def format_sources(passages: Sequence[Candidate]) -> list[str]:
+    """One line per passage, numbered as cited: "[1] Title or file name, p. 3"."""
+    lines = []
+    for number, candidate in enumerate(passages, start=1):
+        meta = candidate.metadata
+        name = next(
+            (
+                " ".join(value.split())
+                for key in ("title", "filename")
+                if isinstance(value := meta.get(key), str) and value.strip()
+            ),
+            None,
+        )
+        if name is None and candidate.kind == "faq" and isinstance(question := meta.get("question"), str):
+            name = "FAQ: " + " ".join(question.split())
+        if not name:
+            name = candidate.document_id or candidate.id
+        if len(name) > _TITLE_CHARS:
+            name = name[: _TITLE_CHARS - 1].rstrip() + "…"
+        page = meta.get("page")
+        suffix = f", p. {page}" if isinstance(page, int | str) and str(page).strip() else ""
+        lines.append(f"[{number}] {name}{suffix}")
+    return lines

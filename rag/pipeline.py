@@ -1,0 +1,95 @@
+"""One turn's state and the pipeline that runs named stages over it, timing and logging each."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rag.types import Candidate, ChatMessage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class StageReport:
+    """What one stage did: how long it took and how many items went in and came out."""
+
+    name: str
+    ms: float
+    items_in: int
+    items_out: int
+    note: str = ""
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """One turn's mutable state; the values in it are frozen and re-scored with dataclasses.replace."""
+
+    query: str
+    kb_ids: tuple[str, ...]
+    history: list[tuple[str, str]] = field(default_factory=list)
+    rewritten: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+    reranked: list[Candidate] = field(default_factory=list)
+    merged: list[Candidate] = field(default_factory=list)
+    selected: list[Candidate] = field(default_factory=list)
+    messages: list[ChatMessage] = field(default_factory=list)
+    answer: AsyncIterator[str] | None = None
+    outcome: str = ""
+    reports: list[StageReport] = field(default_factory=list)
+
+    @property
+    def search_query(self) -> str:
+        """The rewritten question when there is one, else the question as asked."""
+        return self.rewritten or self.query
+
+
+class Stage(Protocol):
+    """A step of a pipeline; its docstring names the fields it reads and writes."""
+
+    name: str
+
+    async def run(self, turn: TurnContext) -> str:
+        """Do the step; returns a short note for the stage report (may be empty)."""
+        ...
+
+
+def _size(turn: TurnContext) -> int:
+    for items in (turn.selected, turn.merged, turn.reranked, turn.candidates):
+        if items:
+            return len(items)
+    return 0
+
+
+class Pipeline:
+    """A named list of stages run in order over one TurnContext."""
+
+    def __init__(self, name: str, stages: Sequence[Stage]) -> None:
+        self.name = name
+        self.stages = tuple(stages)
+
+    async def run(self, turn: TurnContext) -> TurnContext:
+        """Run every stage; an exception carries the stage's name as a note."""
+        for stage in self.stages:
+            before = _size(turn)
+            started = time.perf_counter()
+            try:
+                note = await stage.run(turn)
+            except Exception as exc:
+                exc.add_note(f"pipeline={self.name} stage={stage.name}")
+                raise
+            report = StageReport(stage.name, (time.perf_counter() - started) * 1000, before, _size(turn), note)
+            turn.reports.append(report)
+            log.info(
+                "pipeline=%s stage=%s ms=%.1f in=%d out=%d %s",
+                self.name,
+                report.name,
+                report.ms,
+                report.items_in,
+                report.items_out,
+                report.note,
+            )
+        return turn

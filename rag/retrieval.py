@@ -1,0 +1,195 @@
+"""Hybrid retrieval: vector and BM25 legs over chunks and FAQ questions, fused by weighted RRF, joined to SQL."""
+
+from __future__ import annotations
+
+import asyncio
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from rag.fusion import rrf
+from rag.lexical import LexicalAnalyzer
+from rag.ports import Embedder
+from rag.types import Candidate, Vector
+from storage.records import SearchHit
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.weaviate.schema import Collection
+
+Language = Literal["zh", "en"]
+Mode = Literal["bm25", "vector", "rrf", "weaviate"]
+
+
+class SearchIndex(Protocol):
+    """The searches retrieval needs (met by storage.weaviate.WeaviateStore)."""
+
+    async def search_vector(
+        self, collection: Collection, kb_ids: Sequence[str], vector: Sequence[float], limit: int
+    ) -> list[SearchHit]:
+        """Nearest neighbours."""
+        ...
+
+    async def search_bm25(
+        self, collection: Collection, kb_ids: Sequence[str], tokens: str, limit: int
+    ) -> list[SearchHit]:
+        """BM25 over pre-tokenised text."""
+        ...
+
+    async def search_hybrid(
+        self,
+        collection: Collection,
+        kb_ids: Sequence[str],
+        vector: Sequence[float],
+        tokens: str,
+        limit: int,
+        *,
+        alpha: float = 0.5,
+        fusion: Literal["ranked", "relative"] = "ranked",
+    ) -> list[SearchHit]:
+        """The index's own fusion of both legs."""
+        ...
+
+
+def _weights(**legs: float) -> Mapping[str, float]:
+    return dict(legs)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionWeights:
+    """RRF weight of each leg, by query language and by what is searched (passages or FAQ questions)."""
+
+    chunks: Mapping[Language, Mapping[str, float]] = field(
+        default_factory=lambda: {"zh": _weights(vector=1.0, bm25=1.0), "en": _weights(vector=1.0, bm25=1.0)}
+    )
+    faqs: Mapping[Language, Mapping[str, float]] = field(
+        default_factory=lambda: {"zh": _weights(vector=1.0, bm25=1.0), "en": _weights(vector=1.0, bm25=1.0)}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """How many candidates each leg fetches and how legs are fused."""
+
+    top_k: int = 5
+    # WeKnora fetches 3x top_k per leg so fusion and rerank have room to reorder.
+    candidate_factor: int = 3
+    rrf_k: int = 60
+    weights: FusionWeights = field(default_factory=FusionWeights)
+
+
+def query_language(text: str) -> Language:
+    """zh when at least a third of the letters are CJK ideographs, else en."""
+    letters = [char for char in text if unicodedata.category(char).startswith("L")]
+    if not letters:
+        return "en"
+    cjk = sum(1 for char in letters if "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf")
+    return "zh" if cjk * 3 >= len(letters) else "en"
+
+
+class Retriever:
+    """Runs the search legs for one query and fuses them into candidates."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        embedder: Embedder,
+        lexical: LexicalAnalyzer,
+        documents: DocumentRepo,
+        faqs: FaqRepo,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._lexical = lexical
+        self._documents = documents
+        self._faqs = faqs
+        self.config = config or RetrievalConfig()
+
+    def with_config(self, config: RetrievalConfig) -> Retriever:
+        """The same retriever with other settings (fusion weights tuned on an eval set, say)."""
+        return Retriever(self._index, self._embedder, self._lexical, self._documents, self._faqs, config)
+
+    async def query_vector(self, query: str) -> Vector:
+        """The query's embedding."""
+        [vector] = await self._embedder.embed([query])
+        return vector
+
+    async def chunk_hits(
+        self, query: str, vector: Vector, kb_ids: Sequence[str], limit: int, mode: Mode = "rrf"
+    ) -> list[tuple[str, float]]:
+        """Chunk ids with their scores, best first, for one search mode."""
+        ranked, _ = await self._ranked(Collection.CHUNKS, query, vector, kb_ids, limit, mode)
+        return ranked[:limit]
+
+    async def search_chunks(self, query: str, kb_ids: Sequence[str], *, limit: int | None = None) -> list[Candidate]:
+        """Fused chunk candidates joined to their SQL rows (ids SQL no longer has are dropped)."""
+        limit = limit or self.config.top_k * self.config.candidate_factor
+        vector = await self.query_vector(query)
+        tokens = await asyncio.to_thread(self._lexical.bm25_text, query)
+        legs = await self._legs(Collection.CHUNKS, vector, tokens, kb_ids, limit, "rrf")
+        weights = self.config.weights.chunks[query_language(query)]
+        fused = rrf(
+            {name: [hit.id for hit in hits] for name, hits in legs.items()}, k=self.config.rrf_k, weights=weights
+        )
+        found_by = {name: {hit.id for hit in hits} for name, hits in legs.items()}
+        rows = {chunk.chunk_id: chunk for chunk in await self._documents.chunks([chunk_id for chunk_id, _ in fused])}
+        return [
+            Candidate(
+                id=chunk_id,
+                kind="chunk",
+                kb_id=rows[chunk_id].kb_id,
+                text=rows[chunk_id].text,
+                score=score,
+                base_score=score,
+                legs=frozenset(name for name, ids in found_by.items() if chunk_id in ids),
+                document_id=rows[chunk_id].document_id,
+                segment_id=rows[chunk_id].segment_id,
+                position=rows[chunk_id].position,
+                start=rows[chunk_id].start,
+                end=rows[chunk_id].end,
+                metadata=rows[chunk_id].metadata,
+            )
+            for chunk_id, score in fused[:limit]
+            if chunk_id in rows
+        ]
+
+    async def faq_hits(
+        self, query: str, vector: Vector, kb_ids: Sequence[str], limit: int, mode: Mode = "rrf"
+    ) -> list[tuple[str, float, str]]:
+        """(faq_id, score, kind of the best-matching variant), best first, one entry per FAQ."""
+        ranked, variants = await self._ranked(Collection.FAQ_QUESTIONS, query, vector, kb_ids, limit, mode)
+        best: dict[str, tuple[str, float, str]] = {}
+        for variant_id, score in ranked:
+            properties = variants[variant_id].properties
+            faq_id = str(properties["faq_id"])
+            if faq_id not in best:
+                best[faq_id] = (faq_id, score, str(properties["kind"]))
+        return list(best.values())
+
+    async def _ranked(
+        self, collection: Collection, query: str, vector: Vector, kb_ids: Sequence[str], limit: int, mode: Mode
+    ) -> tuple[list[tuple[str, float]], dict[str, SearchHit]]:
+        """Ids with scores, best first, and the hits by id, for one mode over one collection."""
+        tokens = await asyncio.to_thread(self._lexical.bm25_text, query)
+        if mode == "weaviate":
+            hits = await self._index.search_hybrid(collection, kb_ids, vector, tokens, limit)
+            return [(hit.id, hit.score) for hit in hits], {hit.id: hit for hit in hits}
+        legs = await self._legs(collection, vector, tokens, kb_ids, limit, mode)
+        by_id = {hit.id: hit for hits in legs.values() for hit in hits}
+        if mode != "rrf":
+            return [(hit.id, hit.score) for hit in legs[mode]], by_id
+        table = self.config.weights.chunks if collection is Collection.CHUNKS else self.config.weights.faqs
+        names = {name: [hit.id for hit in hits] for name, hits in legs.items()}
+        return rrf(names, k=self.config.rrf_k, weights=table[query_language(query)]), by_id
+
+    async def _legs(
+        self, collection: Collection, vector: Vector, tokens: str, kb_ids: Sequence[str], limit: int, mode: Mode
+    ) -> dict[str, list[SearchHit]]:
+        wanted = ("vector", "bm25") if mode in ("rrf", "weaviate") else (mode,)
+        searches = {
+            "vector": lambda: self._index.search_vector(collection, kb_ids, vector, limit),
+            "bm25": lambda: self._index.search_bm25(collection, kb_ids, tokens, limit),
+        }
+        results = await asyncio.gather(*(searches[name]() for name in wanted))
+        return dict(zip(wanted, results, strict=True))
