@@ -65,6 +65,8 @@ _services_by_test: dict[str, set[str]] = {}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Note which real servers each test uses, for the closing summary."""
     for item in items:
+        if "unit" in Path(str(item.path)).relative_to(ROOT / "tests").parts[:1]:
+            continue  # unit tests use no servers; some define fixtures of the same names
         names = set(getattr(item, "fixturenames", ()))
         services = {service for service, fixtures in _SERVER_FIXTURES.items() if names & set(fixtures)}
         callspec = getattr(item, "callspec", None)
