@@ -13,7 +13,7 @@ from pathlib import Path
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot import cli_knowledge, doctor, eval_cli
+from bot import cli_answer, cli_knowledge, doctor, eval_cli
 from bot.errors import StartupError, UserFacingError
 from bot.server import create_app
 from bot.services import build_services
@@ -87,6 +87,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="check every part and say how to fix what is broken")
     commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
     cli_knowledge.add_commands(commands)
+    ask = commands.add_parser("ask", help="answer one question from knowledge bases, streamed, with sources")
+    ask.add_argument("question")
+    ask.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
+    ask.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
     evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
     evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
     return parser
@@ -103,6 +107,8 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
             return await cli_knowledge.run_ingest(services, args.kb, [str(args.file)], kind_for_files="faq")
         if args.command == "docs":
             return await cli_knowledge.run_docs(services, args)
+        if args.command == "ask":
+            return await cli_answer.run_ask(services, args.question, args.kb, show_stages=args.show_stages)
         if args.command == "eval":
             return await eval_cli.run_eval(services, args.folders)
         return await cli_knowledge.run_jobs(services, args)

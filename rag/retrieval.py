@@ -134,6 +134,7 @@ class Retriever:
         )
         found_by = {name: {hit.id for hit in hits} for name, hits in legs.items()}
         rows = {chunk.chunk_id: chunk for chunk in await self._documents.chunks([chunk_id for chunk_id, _ in fused])}
+        titles = await self._documents.titles([row.document_id for row in rows.values()])
         return [
             Candidate(
                 id=chunk_id,
@@ -148,7 +149,7 @@ class Retriever:
                 position=rows[chunk_id].position,
                 start=rows[chunk_id].start,
                 end=rows[chunk_id].end,
-                metadata=rows[chunk_id].metadata,
+                metadata={**rows[chunk_id].metadata, "title": titles.get(rows[chunk_id].document_id, "")},
             )
             for chunk_id, score in fused[:limit]
             if chunk_id in rows

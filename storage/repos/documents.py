@@ -165,6 +165,13 @@ class DocumentRepo:
             rows = (await session.exec(select(Document))).all()
         return {row.id: list(row.meta[PENDING_DELETE]) for row in rows if row.meta.get(PENDING_DELETE)}
 
+    async def titles(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """Each document's title by id (for citing sources)."""
+        unique = list(dict.fromkeys(document_ids))
+        async with self._db.session() as session:
+            rows = (await session.exec(select(Document.id, Document.title).where(col(Document.id).in_(unique)))).all()
+        return {document_id: title for document_id, title in rows}
+
     async def chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
         """The stored chunks among `chunk_ids` (ids the index returns but SQL lacks are dropped)."""
         found: list[ChunkRecord] = []

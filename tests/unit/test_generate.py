@@ -1,0 +1,123 @@
+"""The answer stage: direct FAQ answers, extractive answers without a model, streamed and filtered model answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from rag.errors import ModelError
+from rag.pipeline import TurnContext
+from rag.stages import AnswerConfig, FilterTopK, Generate
+from rag.types import Candidate, ChatMessage
+
+
+class ScriptedModel:
+    """Our ChatModel protocol, streaming scripted deltas (and failing where told)."""
+
+    model_id = "scripted"
+
+    def __init__(self, deltas: Sequence[str], *, fail_after: int | None = None, reply: str = "plain answer") -> None:
+        self.deltas = deltas
+        self.fail_after = fail_after
+        self.reply = reply
+        self.calls = 0
+
+    async def complete(self, messages: Sequence[ChatMessage]) -> str:
+        return self.reply
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
+        self.calls += 1
+        for index, delta in enumerate(self.deltas):
+            if self.fail_after is not None and index == self.fail_after:
+                raise ModelError("chat model answered 500", status=500)
+            yield delta
+
+
+def _faq(score: float) -> Candidate:
+    return Candidate(
+        id="f",
+        kind="faq",
+        kb_id="kb",
+        text="Q: Leave?\nAnswer: - 25 days",
+        score=score,
+        metadata={"question": "Leave?", "answers": ["25 days a year."]},
+    )
+
+
+def _chunk(text: str = "The office is open from 9 to 17.") -> Candidate:
+    return Candidate(id="c", kind="chunk", kb_id="kb", text=text, score=0.02, metadata={"title": "handbook.md"})
+
+
+async def _answer(model: ScriptedModel | None, selected: list[Candidate], **config: object) -> tuple[str, TurnContext]:
+    turn = TurnContext(query="When is the office open?", kb_ids=("kb",), selected=selected)
+    await Generate(model, AnswerConfig(**config)).run(turn)  # type: ignore[arg-type]
+    assert turn.answer is not None
+    return "".join([piece async for piece in turn.answer]), turn
+
+
+async def test_a_confident_faq_is_answered_verbatim_without_the_model() -> None:
+    model = ScriptedModel(["never"])
+    text, turn = await _answer(model, [_faq(0.95), _chunk()])
+    assert text == "25 days a year."
+    assert turn.outcome == "faq_direct"
+    assert model.calls == 0
+
+
+async def test_a_weak_faq_goes_to_the_model_instead() -> None:
+    text, turn = await _answer(ScriptedModel(["Open ", "9 to 17 [1]."]), [_faq(0.6), _chunk()])
+    assert text == "Open 9 to 17 [1]."
+    assert turn.outcome == "generated"
+
+
+async def test_without_a_model_the_best_passages_are_quoted() -> None:
+    text, turn = await _answer(None, [_chunk()])
+    assert text.startswith("> The office is open from 9 to 17.")
+    assert turn.outcome == "extractive"
+
+
+async def test_think_blocks_are_removed_from_the_stream() -> None:
+    text, _ = await _answer(ScriptedModel(["<thi", "nk>let me see</th", "ink>Open 9", " to 17."]), [_chunk()])
+    assert text == "Open 9 to 17."
+
+
+@pytest.mark.parametrize(
+    ("fallback", "expected"),
+    [("extractive", "> The office is open"), ("fixed", "Nothing found."), ("model", "plain answer")],
+)
+async def test_no_match_uses_the_configured_fallback(fallback: str, expected: str) -> None:
+    model = ScriptedModel(["NO_", "MATCH the sources do not say"])
+    text, turn = await _answer(model, [_chunk()], fallback=fallback, fallback_text="Nothing found.")
+    assert text.startswith(expected)
+    assert "NO_MATCH" not in text
+    assert turn.outcome == "no_match"
+
+
+async def test_a_model_error_before_any_text_falls_back_to_quoting() -> None:
+    text, turn = await _answer(ScriptedModel(["a"], fail_after=0), [_chunk()])
+    assert text.startswith("> The office is open")
+    assert turn.outcome == "model_error"
+
+
+async def test_a_model_error_mid_answer_is_raised_to_the_turn_boundary() -> None:
+    turn = TurnContext(query="When?", kb_ids=("kb",), selected=[_chunk()])
+    await Generate(ScriptedModel(["Open ", "9", " to"], fail_after=2), AnswerConfig()).run(turn)
+    assert turn.answer is not None
+    shown: list[str] = []
+
+    async def read(stream: AsyncIterator[str]) -> None:
+        async for piece in stream:
+            shown.append(piece)
+
+    with pytest.raises(ModelError):
+        await read(turn.answer)
+    assert "".join(shown) == "Open 9"
+
+
+async def test_top_k_falls_back_from_merged_to_reranked_to_candidates() -> None:
+    turn = TurnContext(query="q", kb_ids=("kb",), candidates=[_chunk(str(n)) for n in range(5)])
+    await FilterTopK(2).run(turn)
+    assert [c.text for c in turn.selected] == ["0", "1"]
+    turn.reranked = [_chunk("r")]
+    await FilterTopK(2).run(turn)
+    assert [c.text for c in turn.selected] == ["r"]
