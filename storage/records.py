@@ -144,3 +144,44 @@ class JobRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One chat or thread on one platform, named by (platform, workspace, chat, thread)."""
+
+    id: str
+    platform: str
+    workspace: str
+    chat: str
+    thread: str
+    created_at: datetime
+
+
+MessageRole = Literal["user", "assistant"]
+MessageStatus = Literal["done", "streaming", "failed"]
+"""`streaming` while an answer is being written, `failed` when its turn broke; `done` otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One stored message; a user message and its answer share a `request_id`."""
+
+    id: str
+    conversation_id: str
+    request_id: str
+    role: MessageRole
+    text: str
+    status: MessageStatus
+    platform_message_id: str
+    meta: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TextSpan:
+    """A character range [start, end) of one document's cleaned text."""
+
+    document_id: str
+    start: int
+    end: int

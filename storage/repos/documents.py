@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import delete
+from sqlalchemy import String, and_, delete, func, literal, or_, union_all
+from sqlalchemy import select as sql_select
 from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import NotFound
 from storage.models import Chunk, Document, Segment, utcnow
-from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, SegmentRecord
+from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, SegmentRecord, TextSpan
 
 PENDING_DELETE = "pending_index_delete"
 _IN_BATCH = 500
+# Spans per statement: each adds an OR term or a UNION arm, and SQLite caps expression depth at 1000.
+_SPAN_BATCH = 100
 
 
 def _record(row: Document) -> DocumentRecord:
@@ -48,6 +51,20 @@ def _chunk_record(row: Chunk, bm25_text: str = "") -> ChunkRecord:
         bm25_text=bm25_text,
         chunk_type=str(row.meta.get("chunk_type", "text")),
         metadata={key: value for key, value in row.meta.items() if key != "chunk_type"},
+    )
+
+
+def _segment_record(row: Segment) -> SegmentRecord:
+    return SegmentRecord(
+        segment_id=row.id,
+        document_id=row.document_id,
+        kb_id=row.kb_id,
+        position=row.position,
+        start=row.start_offset,
+        end=row.end_offset,
+        text=row.text,
+        child_ids=tuple(row.child_ids),
+        metadata=dict(row.meta),
     )
 
 
@@ -199,20 +216,66 @@ class DocumentRepo:
                     select(Segment).where(Segment.document_id == document_id).order_by(col(Segment.position))
                 )
             ).all()
-        return [
-            SegmentRecord(
-                segment_id=row.id,
-                document_id=row.document_id,
-                kb_id=row.kb_id,
-                position=row.position,
-                start=row.start_offset,
-                end=row.end_offset,
-                text=row.text,
-                child_ids=tuple(row.child_ids),
-                metadata=dict(row.meta),
-            )
-            for row in rows
-        ]
+        return [_segment_record(row) for row in rows]
+
+    async def segments_by_ids(self, segment_ids: Sequence[str]) -> list[SegmentRecord]:
+        """The stored parents among `segment_ids`, in no particular order (ids SQL lacks are dropped)."""
+        found: list[SegmentRecord] = []
+        unique = list(dict.fromkeys(segment_ids))
+        async with self._db.session() as session:
+            for start in range(0, len(unique), _IN_BATCH):
+                batch = unique[start : start + _IN_BATCH]
+                rows = (await session.exec(select(Segment).where(col(Segment.id).in_(batch)))).all()
+                found.extend(_segment_record(row) for row in rows)
+        return found
+
+    async def chunks_overlapping(self, spans: Sequence[TextSpan]) -> list[ChunkRecord]:
+        """Each chunk whose [start, end) intersects a span of its document, once, by document id then position."""
+        # An empty span intersects nothing, though "starts before its end, ends after its start" would say otherwise.
+        unique = [span for span in dict.fromkeys(spans) if span.start < span.end]
+        found: dict[str, ChunkRecord] = {}
+        async with self._db.session() as session:
+            for first in range(0, len(unique), _SPAN_BATCH):
+                overlaps = [
+                    and_(
+                        col(Chunk.document_id) == span.document_id,
+                        col(Chunk.start_offset) < span.end,
+                        col(Chunk.end_offset) > span.start,
+                    )
+                    for span in unique[first : first + _SPAN_BATCH]
+                ]
+                rows = (await session.exec(select(Chunk).where(or_(*overlaps)))).all()
+                found.update((row.id, _chunk_record(row)) for row in rows)
+        return sorted(found.values(), key=lambda chunk: (chunk.document_id, chunk.position))
+
+    async def text_slices(self, spans: Sequence[TextSpan]) -> dict[TextSpan, str]:
+        """Each span's stretch of its document's cleaned text, cut by the database so the whole text never loads.
+
+        A span reaching past the end of the text is cut short, as a Python slice is; spans of documents SQL lacks
+        are left out. Raises ValueError for a span with start < 0 or end < start.
+        """
+        unique = list(dict.fromkeys(spans))
+        for span in unique:
+            if not 0 <= span.start <= span.end:
+                raise ValueError(f"a text span needs 0 <= start <= end, got {span}")
+        found: dict[TextSpan, str] = {}
+        async with self._db.session() as session:
+            connection = await session.connection()
+            for first in range(0, len(unique), _SPAN_BATCH):
+                batch = unique[first : first + _SPAN_BATCH]
+                # One UNION ALL arm per span: a single round trip, and SUBSTR counts characters on both backends.
+                arms = [
+                    sql_select(
+                        literal(slot).label("slot"),
+                        func.substr(col(Document.text), span.start + 1, span.end - span.start, type_=String).label(
+                            "text"
+                        ),
+                    ).where(col(Document.id) == span.document_id)
+                    for slot, span in enumerate(batch)
+                ]
+                rows = (await connection.execute(union_all(*arms))).all()
+                found.update((batch[slot], text) for slot, text in rows)
+        return found
 
     async def text(self, document_id: str) -> str:
         """The cleaned text the chunks' offsets point into."""

@@ -1,0 +1,200 @@
+"""Conversations and their messages: found or created by platform key, messages read back in write order."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from storage.db import Database
+from storage.errors import NotFound
+from storage.models import Conversation, Message, utcnow
+from storage.records import ConversationRecord, MessageRecord, MessageRole, MessageStatus
+
+# PostgreSQL text cannot hold NUL, and lone surrogates (from bad JSON escapes) cannot be encoded for either
+# backend; a person's message is stored with them replaced rather than lost.
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(text: str) -> str:
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def _storable_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return _storable(value)
+    if isinstance(value, Mapping):
+        return {_storable(str(key)): _storable_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable_json(item) for item in value]
+    return value
+
+
+class _OrderedIds:
+    """UUIDv7-layout ids (RFC 9562: unix milliseconds, a 12-bit counter, random bits), strictly increasing
+    in this process. They break ties between messages stored at the same timestamp, which SQLite and a
+    coarse or injected clock both produce, so a conversation always reads back in the order it was written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last_ms = 0
+        self._counter = 0
+
+    def __call__(self) -> str:
+        with self._lock:
+            now_ms = time.time_ns() // 1_000_000
+            if now_ms > self._last_ms:
+                self._last_ms, self._counter = now_ms, 0
+            elif self._counter < 0xFFF:
+                self._counter += 1
+            else:  # 4096 ids in one millisecond (or a clock stepped back): borrow the next millisecond
+                self._last_ms, self._counter = self._last_ms + 1, 0
+            ms, counter = self._last_ms, self._counter
+        value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | secrets.randbits(62)
+        return str(uuid.UUID(int=value))
+
+
+_next_message_id: Final = _OrderedIds()
+
+
+def _conversation(row: Conversation) -> ConversationRecord:
+    return ConversationRecord(
+        id=row.id,
+        platform=row.platform,
+        workspace=row.workspace,
+        chat=row.chat,
+        thread=row.thread,
+        created_at=row.created_at,
+    )
+
+
+def _message(row: Message) -> MessageRecord:
+    role: MessageRole = row.role  # type: ignore[assignment]
+    status: MessageStatus = row.status  # type: ignore[assignment]
+    return MessageRecord(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        request_id=row.request_id,
+        role=role,
+        text=row.text,
+        status=status,
+        platform_message_id=row.platform_message_id,
+        meta=dict(row.meta),
+        created_at=row.created_at,
+    )
+
+
+class ConversationRepo:
+    """The conversation and message tables."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
+        """The conversation with this key, created when there is none (safe when two turns race to create it)."""
+        found = await self._find(platform, workspace, chat, thread)
+        if found is not None:
+            return found
+        now = self._clock()
+        row = Conversation(
+            platform=platform, workspace=workspace, chat=chat, thread=thread, created_at=now, updated_at=now
+        )
+        try:
+            async with self._db.session() as session:
+                session.add(row)
+        except IntegrityError:
+            # The unique key says another turn created it between our read and our write: use theirs.
+            found = await self._find(platform, workspace, chat, thread)
+            if found is None:
+                raise
+            return found
+        return _conversation(row)
+
+    async def _find(self, platform: str, workspace: str, chat: str, thread: str) -> ConversationRecord | None:
+        async with self._db.session() as session:
+            row = (
+                await session.exec(
+                    select(Conversation).where(
+                        Conversation.platform == platform,
+                        Conversation.workspace == workspace,
+                        Conversation.chat == chat,
+                        Conversation.thread == thread,
+                    )
+                )
+            ).first()
+        return _conversation(row) if row is not None else None
+
+    async def add_message(
+        self,
+        conversation_id: str,
+        request_id: str,
+        role: MessageRole,
+        text: str,
+        status: MessageStatus = "done",
+        meta: Mapping[str, Any] | None = None,
+        *,
+        platform_message_id: str = "",
+    ) -> MessageRecord:
+        """Store one message; raises NotFound when the conversation does not exist."""
+        row = Message(
+            id=_next_message_id(),
+            conversation_id=conversation_id,
+            request_id=request_id,
+            role=role,
+            text=_storable(text),
+            status=status,
+            platform_message_id=platform_message_id,
+            meta=_storable_json(meta or {}),
+            created_at=self._clock(),
+        )
+        try:
+            async with self._db.session() as session:
+                session.add(row)
+        except IntegrityError as exc:  # the foreign key: no such conversation
+            raise NotFound("conversation", conversation_id) from exc
+        return _message(row)
+
+    async def finish_message(
+        self,
+        message_id: str,
+        *,
+        text: str,
+        status: MessageStatus = "done",
+        meta: Mapping[str, Any] | None = None,
+        platform_message_id: str | None = None,
+    ) -> MessageRecord:
+        """Set a message's final text and status (one written while its answer streamed); `meta` is merged in."""
+        async with self._db.session() as session:
+            row = await session.get(Message, message_id)
+            if row is None:
+                raise NotFound("message", message_id)
+            row.text = _storable(text)
+            row.status = status
+            row.meta = {**row.meta, **_storable_json(meta or {})}
+            if platform_message_id is not None:
+                row.platform_message_id = platform_message_id
+            session.add(row)
+        return _message(row)
+
+    async def recent(self, conversation_id: str, limit: int) -> list[MessageRecord]:
+        """The conversation's newest `limit` messages, oldest first, in the order they were stored."""
+        if limit <= 0:
+            return []
+        statement = (
+            select(Message)
+            .where(Message.conversation_id == conversation_id)
+            .order_by(col(Message.created_at).desc(), col(Message.id).desc())
+            .limit(limit)
+        )
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        return [_message(row) for row in reversed(rows)]
