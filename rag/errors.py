@@ -68,3 +68,7 @@ class InvalidRule(RagError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class RerankerError(ModelError):
+    """The reranker failed (unreachable, slow, refused, or answered nonsense); the turn goes on without reranking."""

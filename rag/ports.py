@@ -94,3 +94,16 @@ Progress = Callable[[str, int, int], Awaitable[None]]
 
 async def no_progress(stage: str, done: int, total: int) -> None:
     """A Progress that reports nowhere."""
+
+
+class Reranker(Protocol):
+    """Scores how well each text answers a query (a rerank API, or the local weighted scorer)."""
+
+    @property
+    def model_id(self) -> str:
+        """The model's name, as stage notes and evaluations report it."""
+        ...
+
+    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance score per text, in order, higher is better (ideally in [0, 1]); raises RerankerError."""
+        ...

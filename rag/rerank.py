@@ -1,0 +1,151 @@
+"""The RERANK stage: reranker scores, threshold with history leniency and decay, composite re-score, then MMR."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from rag.errors import RerankerError
+from rag.fusion import (
+    DIRECT_LEG,
+    DIRECT_MODEL_SCORE,
+    FAQ_BOOST,
+    MMR_LAMBDA,
+    THRESHOLD_DECAY,
+    THRESHOLD_FLOOR,
+    history_threshold,
+    mmr,
+    rescore,
+)
+from rag.lexical import LexicalAnalyzer
+from rag.pipeline import TurnContext
+from rag.ports import Reranker
+from rag.types import Candidate
+
+log = logging.getLogger(__name__)
+
+HISTORY_LEG = "history"
+# The 0.1 source-weight share of the composite score (rag.fusion.composite_score). A leg not listed weighs 1.0.
+# Our choice, not WeKnora's: a keyword-only match is noisier than a semantic one, and a history match answered the
+# previous question rather than this one. At most 0.1 x 0.2 = 0.02 of a score: it breaks near-ties, nothing more.
+SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {DIRECT_LEG: 1.0, "faq": 1.0, "vector": 1.0, HISTORY_LEG: 0.9, "bm25": 0.8}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """How reranked candidates are kept, scored and diversified."""
+
+    # WeKnora's rerank threshold default; relaxed by 0.7x down to 0.3 when nothing passes (rag.fusion).
+    threshold: float = 0.5
+    # How many candidates MMR keeps; FILTER_TOP_K and the prompt's token budget trim further.
+    top_k: int = 10
+    mmr_lambda: float = MMR_LAMBDA
+    faq_boost: float = FAQ_BOOST
+    source_weights: Mapping[str, float] = field(default_factory=lambda: SOURCE_WEIGHTS)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"rerank threshold must be in [0, 1], got {self.threshold}")
+        if self.top_k < 1:
+            raise ValueError(f"rerank top_k must be >= 1, got {self.top_k}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ValueError(f"rerank mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
+        if self.faq_boost <= 0:
+            raise ValueError(f"rerank faq_boost must be > 0, got {self.faq_boost}")
+
+
+async def model_scores(reranker: Reranker, query: str, candidates: Sequence[Candidate]) -> list[float]:
+    """The reranker's score for each candidate, in order; direct-load hits are 1.0 and not sent to it.
+
+    Raises RerankerError when the reranker fails or returns the wrong number of scores.
+    """
+    asked = [i for i, candidate in enumerate(candidates) if DIRECT_LEG not in candidate.legs]
+    scores = [DIRECT_MODEL_SCORE] * len(candidates)
+    if not asked:
+        return scores
+    answered = await reranker.rerank(query, [candidates[i].text for i in asked])
+    if len(answered) != len(asked):
+        raise RerankerError(f"reranker {reranker.model_id} returned {len(answered)} scores for {len(asked)} texts")
+    for i, score in zip(asked, answered, strict=True):
+        scores[i] = score
+    return scores
+
+
+def select_passing(
+    candidates: Sequence[Candidate], scores: Sequence[float], threshold: float
+) -> tuple[list[int], float]:
+    """Indexes (input order) of the candidates whose model score passes, and the threshold finally used.
+
+    A candidate passes at `threshold`, a history match at history_threshold(threshold). While none passes, the
+    threshold is relaxed by 0.7x down to 0.3, as rag.fusion.select_above does; that function takes one threshold
+    for every candidate, so it cannot judge history matches more leniently at each step.
+    """
+    used = threshold
+    while True:
+        lenient = history_threshold(used)
+        kept = [
+            i
+            for i, (candidate, score) in enumerate(zip(candidates, scores, strict=True))
+            if score >= (lenient if HISTORY_LEG in candidate.legs else used)
+        ]
+        lowered = max(THRESHOLD_FLOOR, used * THRESHOLD_DECAY)
+        if kept or not candidates or used <= THRESHOLD_FLOOR or lowered >= used:
+            return kept, used
+        used = lowered
+
+
+async def rerank_order(
+    reranker: Reranker, query: str, candidates: Sequence[Candidate], config: RerankConfig | None = None
+) -> list[Candidate]:
+    """Every candidate composite-scored and sorted best first: RERANK's ordering with no threshold and no MMR.
+
+    For evaluation. Raises RerankerError as the reranker does.
+    """
+    config = config or RerankConfig()
+    scores = await model_scores(reranker, query, candidates)
+    return rescore(candidates, scores, source_weights=config.source_weights, faq_boost=config.faq_boost)
+
+
+class Rerank:
+    """Reads search_query, candidates; writes reranked."""
+
+    name = "RERANK"
+
+    def __init__(self, reranker: Reranker | None, lexical: LexicalAnalyzer, config: RerankConfig | None = None) -> None:
+        self._reranker = reranker
+        self._lexical = lexical
+        self._config = config or RerankConfig()
+
+    async def run(self, turn: TurnContext) -> str:
+        if self._reranker is None:
+            return "skipped=no_reranker"
+        if not turn.candidates:
+            return "skipped=no_candidates"
+        config = self._config
+        try:
+            scores = await model_scores(self._reranker, turn.search_query, turn.candidates)
+        except RerankerError as exc:
+            # Designed fallback: the answer goes on with the retrieval order (FILTER_TOP_K reads candidates).
+            log.warning("rerank=skipped model=%s reason=%s", self._reranker.model_id, exc)
+            return "skipped=reranker_error"
+        turn.judged = True
+        kept, used = select_passing(turn.candidates, scores, config.threshold)
+        rescored = rescore(
+            [turn.candidates[i] for i in kept],
+            [scores[i] for i in kept],
+            source_weights=config.source_weights,
+            faq_boost=config.faq_boost,
+        )
+        # jieba tokenising is CPU work: off the event loop.
+        turn.reranked = await asyncio.to_thread(
+            mmr, rescored, tokens=self._token_set, k=config.top_k, lambda_=config.mmr_lambda
+        )
+        return f"model={self._reranker.model_id} threshold={used:g} kept={len(kept)} out={len(turn.reranked)}"
+
+    def _token_set(self, text: str) -> set[str]:
+        return set(self._lexical.tokens(text))
