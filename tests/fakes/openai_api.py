@@ -4,53 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import hashlib
 import json
 import re
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
-from multidict import CIMultiDict, CIMultiDictProxy
 
-_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+from tests.fakes.base import FakeAPI, RecordedRequest
+
+__all__ = ["FakeOpenAI", "RecordedRequest", "fake_embedding"]
+
 _MALFORMED_STREAM = web.RequestKey("malformed_stream", bool)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request as the fake received it."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    json: Any
-
-
-@dataclass(frozen=True, slots=True)
-class _Fail:
-    status: int
-    retry_after: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Delay:
-    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
 class _MalformedStream:
     pass
-
-
-_Fault = _Fail | _Delay | _MalformedStream
 
 
 def fake_embedding(text: str, dimension: int = 8) -> list[float]:
@@ -59,8 +34,10 @@ def fake_embedding(text: str, dimension: int = 8) -> list[float]:
     return [byte / 128 - 1 for byte in digest[:dimension]]
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeAPI):
     """An aiohttp app on 127.0.0.1 speaking OpenAI's wire protocol, with auth, rate limits and scripted faults."""
+
+    auth_error = "Incorrect API key provided."
 
     def __init__(
         self,
@@ -70,86 +47,39 @@ class FakeOpenAI:
         rate_limit: tuple[int, float] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(api_key=api_key)
         self.reply = "Hello from the fake model."
-        self.requests: list[RecordedRequest] = []
-        self._api_key = api_key
+        # Seconds between the start of a streamed answer and its first content delta (a model's TTFT).
+        self.first_token_delay = 0.0
         self._dimension = dimension
         self._rate_limit = rate_limit
         self._clock = clock
         self._accepted: deque[float] = deque()
-        self._faults: deque[_Fault] = deque()
-        self._closing = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self._port = 0
         self._ids = 0
-
-    @property
-    def base_url(self) -> str:
-        """The URL to give the openai client, ending in /v1."""
-        return f"http://127.0.0.1:{self._port}/v1"
-
-    def fail_next(self, status: int, *, retry_after: float | None = None, times: int = 1) -> None:
-        """Answer the next `times` requests with `status` and an OpenAI error body (and Retry-After if given)."""
-        self._faults.extend(_Fail(status, retry_after) for _ in range(times))
-
-    def delay_next(self, seconds: float) -> None:
-        """Hold the next request for `seconds` (or until the fake closes) before answering it."""
-        self._faults.append(_Delay(seconds))
 
     def malformed_stream_next(self) -> None:
         """Answer the next chat request with an event stream whose second event is not JSON."""
         self._faults.append(_MalformedStream())
 
-    async def __aenter__(self) -> Self:
-        app = web.Application(middlewares=[self._middleware()])
+    def add_routes(self, app: web.Application) -> None:
+        """Chat completions, embeddings and the model list."""
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
-        # Cancel a handler whose client hung up (as on a client timeout), so it never writes to a closed socket.
-        self._runner = web.AppRunner(app, handler_cancellation=True)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._closing.set()  # releases delayed handlers, so shutdown does not wait for them
-        if self._runner is not None:
-            await self._runner.cleanup()
+    def error(self, status: int, message: str, *, retry_after: float | None = None) -> web.Response:
+        """An OpenAI-style error answer."""
+        return _error(status, message, retry_after=retry_after)
 
-    def _middleware(self) -> Middleware:
-        @web.middleware
-        async def guard(request: web.Request, handler: _Handler) -> web.StreamResponse:
-            return await self._guard(request, handler)
-
-        return guard
-
-    async def _guard(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
-        try:
-            body = await request.json() if request.can_read_body else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            RecordedRequest(request.method, request.path, CIMultiDictProxy(CIMultiDict(request.headers)), body)
-        )
-        if request.headers.get("Authorization") != f"Bearer {self._api_key}":
-            return _error(401, "Incorrect API key provided.")
-        fault = self._faults.popleft() if self._faults else None
-        if isinstance(fault, _Fail):
-            return _error(fault.status, f"Scripted failure {fault.status}.", retry_after=fault.retry_after)
-        if isinstance(fault, _Delay):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), fault.seconds)
+    async def admit(self, request: web.Request, body: Any, fault: object | None) -> web.StreamResponse | None:
+        """The rate limit, the JSON body check, and the malformed-stream fault."""
         wait = self._rate_limit_wait()
         if wait is not None:
             return _error(429, "Rate limit reached for requests.", retry_after=wait)
         if body is None and request.method == "POST":
             return _error(400, "We could not parse the JSON body of your request.")
         request[_MALFORMED_STREAM] = isinstance(fault, _MalformedStream)
-        return await handler(request)
+        return None
 
     def _rate_limit_wait(self) -> float | None:
         """None when the request fits in the window (and is counted), else seconds until a slot frees."""
@@ -194,6 +124,8 @@ class FakeOpenAI:
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        if self.first_token_delay:
+            await asyncio.sleep(self.first_token_delay)
         if request[_MALFORMED_STREAM]:
             await response.write(b'data: {"choices": [\n\n')
         else:
