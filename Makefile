@@ -18,7 +18,7 @@ ifneq ($(wildcard $(SHARED)/tiktoken),)
   export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
 endif
 
-.PHONY: help install weaviate postgres run test lint unit integration e2e bench clean
+.PHONY: help install weaviate postgres demo run test lint unit integration e2e bench clean
 
 help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
@@ -38,7 +38,14 @@ weaviate:
 postgres:
 	@sh scripts/install-postgres.sh
 
-run: install weaviate
+# A knowledge base of ragbot's own documentation, so `ragbot chat --kb demo` works right away.
+# Re-ingesting unchanged files is a no-op, so this costs a second after the first run.
+demo: install weaviate
+	@$(BIN)/ragbot kb info demo >/dev/null 2>&1 || $(BIN)/ragbot kb create demo --description "ragbot's own documentation"
+	@$(BIN)/ragbot ingest README.md docs --kb demo
+
+run: install weaviate demo
+	@echo "ragbot serves on http://127.0.0.1:8080; in another terminal: .venv/bin/ragbot chat --kb demo"
 	$(BIN)/ragbot serve
 
 lint: install
@@ -58,6 +65,7 @@ bench: install weaviate
 	$(BIN)/python -m bench.embed
 	$(BIN)/python -m bench.split
 	$(BIN)/python -m bench.ingest
+	$(BIN)/python -m bench.search
 
 clean:
 	rm -rf $(VENV) bin/weaviate-server .pytest_cache .mypy_cache .ruff_cache

@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+
+from storage.db import Database, DatabaseConfig
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,3 +40,20 @@ def commit() -> str:
     """The short hash of the checked-out commit."""
     result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     return result.stdout.strip() or "unknown"
+
+
+@asynccontextmanager
+async def local_stack(weaviate_binary: Path, prefix: str) -> AsyncIterator[tuple[WeaviateStore, Database]]:
+    """A fresh local Weaviate and SQLite store in a temporary folder, stopped again afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=work / "weaviate"))
+    endpoint = await server.start()
+    db = Database(DatabaseConfig(url=f"sqlite:///{work / 'bench.sqlite3'}"))
+    await db.open()
+    store = await WeaviateStore.connect(endpoint, WeaviateConfig())
+    try:
+        yield store, db
+    finally:
+        await store.close()
+        await db.close()
+        await server.stop()

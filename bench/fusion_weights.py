@@ -19,6 +19,7 @@ from bench.common import commit, machine
 from bot.eval_cli import faq_set, retrieval_set, retriever_for
 from bot.services import Services, build_services
 from bot.settings import Settings
+from rag.faq_search import FaqSearch
 from rag.retrieval import FusionWeights, Retriever
 
 GRID = [
@@ -43,18 +44,36 @@ def _with_weights(base: Retriever, vector: float, bm25: float) -> Retriever:
 
 
 async def _sweep(services: Services, folder: Path) -> None:
-    print(f"### {folder.name}\n\n| vector weight | bm25 weight | score |\n| ---: | ---: | ---: |", flush=True)
     base = retriever_for(services)
     if (folder / "corpus.jsonl").exists():
+        print(f"### {folder.name}\n\n| vector weight | bm25 weight | nDCG@10 |\n| ---: | ---: | ---: |", flush=True)
         async with retrieval_set(services, folder, sys.stderr) as prepared:
             for vector, bm25 in GRID:
-                [scores] = await prepared.score(_with_weights(base, vector, bm25), ["rrf"])
-                print(f"| {vector} | {bm25} | {scores.ndcg_10:.3f} (nDCG@10) |", flush=True)
+                ranker = prepared.ranker(_with_weights(base, vector, bm25), "rrf")
+                [scores] = await prepared.score({"rrf": ranker})
+                print(f"| {vector} | {bm25} | {scores.ndcg_10:.3f} |", flush=True)
     else:
+        print(
+            f"### {folder.name}\n\n| vector weight | bm25 weight | hit@1 (ranked variants) | hit@1 (FAQ search) "
+            "| negative first (FAQ search) |\n| ---: | ---: | ---: | ---: | ---: |",
+            flush=True,
+        )
         async with faq_set(services, folder) as faq:
             for vector, bm25 in GRID:
-                [hits] = await faq.score(_with_weights(base, vector, bm25), ["rrf"])
-                print(f"| {vector} | {bm25} | {hits.top1:.3f} (hit@1) |", flush=True)
+                retriever = _with_weights(base, vector, bm25)
+                legs = {"vector": vector, "bm25": bm25}
+                search = FaqSearch(
+                    services.store,
+                    services.faqs,
+                    services.lexical,
+                    services.embedder,
+                    dataclasses.replace(services.settings.faq_search(), weights={"zh": legs, "en": legs}),
+                )
+                ranked, product = await faq.score(
+                    {"rrf": faq.ranker(retriever, "rrf"), "faq search": faq.product_ranker(retriever, search)}, 1.0
+                )
+                negative_first = f"{product.negative_top1_rate:.1%}"
+                print(f"| {vector} | {bm25} | {ranked.top1:.3f} | {product.top1:.3f} | {negative_first} |", flush=True)
     print()
 
 

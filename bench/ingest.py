@@ -15,25 +15,20 @@ import asyncio
 import json
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import commit, machine, percentile
+from bench.common import commit, local_stack, machine, percentile
 from rag.embedders import CachedEmbedder, OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
 from rag.tokens import TokenCounter
 from rag.types import Vector
-from storage.db import Database, DatabaseConfig
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.records import KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
-from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
-from storage.weaviate.server import WeaviateServer
-from storage.weaviate.store import WeaviateStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,14 +90,8 @@ async def _measure(
 
 
 async def _run(args: argparse.Namespace) -> None:
-    work = Path(tempfile.mkdtemp(prefix="ragbot-bench-ingest-"))
-    server = WeaviateServer(WeaviateServerConfig(binary=args.weaviate_binary, data_dir=work / "weaviate"))
-    endpoint = await server.start()
-    db = Database(DatabaseConfig(url=f"sqlite:///{work / 'bench.sqlite3'}"))
-    await db.open()
-    store = await WeaviateStore.connect(endpoint, WeaviateConfig())
     rows = []
-    try:
+    async with local_stack(args.weaviate_binary, "ragbot-bench-ingest-") as (store, db):
         timed = TimedEmbedder(OnnxEmbedder(args.model_dir, model_id="sentence-transformers/all-MiniLM-L6-v2"))
         cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
         tokens = TokenCounter("cl100k_base", Path(cache_dir) if cache_dir else None)
@@ -121,10 +110,6 @@ async def _run(args: argparse.Namespace) -> None:
             kb = await KnowledgeBaseRepo(db).create(f"bench-{per_document}", chunking=rule)
             row = await _measure(ingestor, timed, kb, _documents(args.eval_dir, abstracts, per_document))
             rows.append(f"| {label} {row}")
-    finally:
-        await store.close()
-        await db.close()
-        await server.stop()
     print(f"commit {commit()} · {machine()} · {args.docs} SciFact abstracts per row, 256-token chunks, cold cache\n")
     print(
         "| document size | documents | chunks | wall (s) | docs/s | chunks/s | per-doc median (ms) "

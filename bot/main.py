@@ -1,4 +1,4 @@
-"""The `ragbot` command: serve, doctor, weaviate."""
+"""The `ragbot` command: serve, doctor, weaviate, and the admin, ask and chat commands."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot import cli_answer, cli_knowledge, doctor, eval_cli
+from bot import cli_answer, cli_chat, cli_knowledge, doctor, eval_cli
 from bot.errors import StartupError, UserFacingError
 from bot.server import create_app
 from bot.services import build_services
@@ -91,6 +91,18 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
     ask.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
+    ask.add_argument(
+        "--doc",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a document (id from `ragbot docs list`) the question is about; small ones are read whole",
+    )
+    chat = commands.add_parser(
+        "chat", help="a conversation with history: each line read is a question (/new starts over, /quit ends)"
+    )
+    chat.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
+    chat.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
     evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
     evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
     return parser
@@ -108,7 +120,11 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
         if args.command == "docs":
             return await cli_knowledge.run_docs(services, args)
         if args.command == "ask":
-            return await cli_answer.run_ask(services, args.question, args.kb, show_stages=args.show_stages)
+            return await cli_answer.run_ask(
+                services, args.question, args.kb, show_stages=args.show_stages, document_ids=args.doc
+            )
+        if args.command == "chat":
+            return await cli_chat.run_chat(services, args.kb, show_stages=args.show_stages)
         if args.command == "eval":
             return await eval_cli.run_eval(services, args.folders)
         return await cli_knowledge.run_jobs(services, args)

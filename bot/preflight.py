@@ -67,5 +67,11 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
         raise StartupError(
             "EMBEDDING_BASE_URL", "not set while EMBEDDING_PROVIDER=openai", "set the embeddings API URL"
         )
+    if settings.RERANK_PROVIDER == "api" and not settings.RERANK_BASE_URL:
+        raise StartupError("RERANK_BASE_URL", "not set while RERANK_PROVIDER=api", "set the rerank API URL")
+    if settings.ANSWER_FALLBACK == "model" and not settings.CHAT_MODEL:
+        raise StartupError(
+            "ANSWER_FALLBACK", "is model but no CHAT_MODEL is configured", "set CHAT_MODEL or use extractive"
+        )
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)

@@ -38,6 +38,7 @@ async def metrics(request: web.Request) -> web.Response:
         f"ragbot_embedding_cache_hits_total {services.embedder.hits}",
         "# TYPE ragbot_embedding_cache_misses_total counter",
         f"ragbot_embedding_cache_misses_total {services.embedder.misses}",
+        *services.stage_metrics.render(),
     ]
     return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 

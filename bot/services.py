@@ -11,6 +11,7 @@ from bot.errors import StartupError
 from bot.ingestion import IngestionWork
 from bot.jobs import JobRunner
 from bot.knowledge import KnowledgeBases
+from bot.metrics import StageMetrics
 from bot.preflight import check_settings
 from bot.settings import Settings
 from rag.chat_models import OpenAIChatModel
@@ -19,10 +20,13 @@ from rag.errors import EmbedderUnavailable
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faqs import FaqImporter
 from rag.lexical import LexicalAnalyzer
+from rag.ports import Reranker
+from rag.rerankers import ApiReranker, build_reranker
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.errors import DatabaseUnavailable, IndexUnavailable, ServerInUse
+from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
@@ -43,11 +47,14 @@ class Services:
     weaviate_server: WeaviateServer | None
     embedder: CachedEmbedder
     chat_model: OpenAIChatModel | None
+    reranker: Reranker | None
+    stage_metrics: StageMetrics
     tokens: TokenCounter
     lexical: LexicalAnalyzer
     documents: DocumentRepo
     faqs: FaqRepo
     job_repo: JobRepo
+    conversations: ConversationRepo
     knowledge: KnowledgeBases
     ingestor: DocumentIngestor
     faq_importer: FaqImporter
@@ -148,6 +155,9 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             ) from exc
         cached = CachedEmbedder(embedder, SqlEmbeddingCache(db))
         lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
+        reranker = build_reranker(settings.reranker(), cached, lexical)
+        if isinstance(reranker, ApiReranker):
+            stack.push_async_callback(reranker.close)
         documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
         knowledge_bases = KnowledgeBaseRepo(db)
         knowledge = KnowledgeBases(knowledge_bases, documents, store)
@@ -162,11 +172,14 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             weaviate_server=server,
             embedder=cached,
             chat_model=chat_model,
+            reranker=reranker,
+            stage_metrics=StageMetrics(),
             tokens=tokens,
             lexical=lexical,
             documents=documents,
             faqs=faqs,
             job_repo=job_repo,
+            conversations=ConversationRepo(db),
             knowledge=knowledge,
             ingestor=ingestor,
             faq_importer=faq_importer,

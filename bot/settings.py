@@ -12,8 +12,14 @@ from sqlalchemy.exc import ArgumentError
 
 from bot.ingestion import IngestionLimits
 from rag.config import ChatModelConfig, EmbedderConfig
+from rag.faq_search import FaqSearchConfig
+from rag.history import HistoryConfig
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import AddressPolicy, FetchLimits
+from rag.rerank import RerankConfig
+from rag.rerankers import RerankerConfig
+from rag.retrieval import RetrievalConfig
+from rag.stages import AnswerConfig, SearchConfig
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
@@ -67,6 +73,25 @@ class Settings(BaseSettings):
     URL_FETCH_ALLOWED_NETWORKS: str = ""
     JIEBA_USER_DICT: Path | None = None
 
+    RETRIEVAL_TOP_K: int = Field(default=5, ge=1, le=50)
+    QUERY_REWRITE: bool = True
+    QUERY_EXPANSION: bool = True
+    HISTORY_MESSAGES: int = Field(default=20, ge=0, le=500)
+    HISTORY_MAX_ROUNDS: int = Field(default=5, ge=0, le=100)
+    FAQ_PRIORITY: bool = True
+    FAQ_DIRECT_ANSWER_THRESHOLD: float = Field(default=0.9, ge=0.0, le=1.0)
+    FAQ_ANSWER_DIRECTLY: bool = True
+    FAQ_NEGATIVE_SIMILARITY: float = Field(default=0.85, ge=0.0, le=1.0)
+    RERANK_PROVIDER: Literal["local", "api", "none"] = "local"
+    RERANK_BASE_URL: str | None = None
+    RERANK_API_KEY: SecretStr | None = None
+    RERANK_MODEL: str = "jina-reranker-v2-base-multilingual"
+    RERANK_TIMEOUT: float = Field(default=10.0, gt=0, le=600)
+    RERANK_THRESHOLD: float = Field(default=0.5, ge=0.0, le=1.0)
+    ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
+    ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
+    ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
+
     @field_validator("DATABASE_URL")
     @classmethod
     def _database_url_is_supported(cls, value: str | None) -> str | None:
@@ -83,7 +108,9 @@ class Settings(BaseSettings):
             raise ValueError("names no database (expected postgresql://user:pass@host/db)")
         return value
 
-    @field_validator("WEAVIATE_URL", "WEAVIATE_GRPC_URL", "EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL")
+    @field_validator(
+        "WEAVIATE_URL", "WEAVIATE_GRPC_URL", "EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL"
+    )
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
         if value is None or value == "":
@@ -91,6 +118,13 @@ class Settings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("ANSWER_FALLBACK_TEXT")
+    @classmethod
+    def _fallback_text_is_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty: it is what users read when nothing matches")
+        return value.strip()
 
     @field_validator("URL_FETCH_ALLOWED_NETWORKS")
     @classmethod
@@ -166,6 +200,47 @@ class Settings(BaseSettings):
             api_key=self.CHAT_MODEL_API_KEY.get_secret_value() if self.CHAT_MODEL_API_KEY else None,
             timeout=self.CHAT_MODEL_TIMEOUT,
             max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def retrieval(self) -> RetrievalConfig:
+        """How many passages an answer uses; the fusion weights are the ones chosen on the DEV sets."""
+        return RetrievalConfig(top_k=self.RETRIEVAL_TOP_K)
+
+    def search(self) -> SearchConfig:
+        """The SEARCH stage: thin-result expansion and direct loading of small targeted documents."""
+        return SearchConfig(top_k=self.RETRIEVAL_TOP_K, expand=self.QUERY_EXPANSION)
+
+    def faq_search(self) -> FaqSearchConfig:
+        """FAQ matching: the negative-question veto by meaning and the fusion weights of the retrieval config."""
+        return FaqSearchConfig(negative_similarity=self.FAQ_NEGATIVE_SIMILARITY, weights=self.retrieval().weights.faqs)
+
+    def reranker(self) -> RerankerConfig:
+        """Which reranker scores candidates: local (in-process), a /rerank API, or none."""
+        return RerankerConfig(
+            provider=self.RERANK_PROVIDER,
+            base_url=self.RERANK_BASE_URL,
+            api_key=self.RERANK_API_KEY.get_secret_value() if self.RERANK_API_KEY else None,
+            model=self.RERANK_MODEL,
+            timeout=self.RERANK_TIMEOUT,
+        )
+
+    def rerank(self) -> RerankConfig:
+        """The RERANK stage: threshold, and MMR keeping top_k child hits (MERGE may join them into fewer)."""
+        return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K)
+
+    def history(self) -> HistoryConfig:
+        """How much of a conversation LOAD_HISTORY reads and keeps."""
+        return HistoryConfig(limit=self.HISTORY_MESSAGES, max_rounds=self.HISTORY_MAX_ROUNDS)
+
+    def answer(self) -> AnswerConfig:
+        """How answers are written: FAQ priority, direct answers, fallback and the prompt's token budget."""
+        return AnswerConfig(
+            budget=self.ANSWER_CONTEXT_TOKENS,
+            faq_priority=self.FAQ_PRIORITY,
+            direct_answer_threshold=self.FAQ_DIRECT_ANSWER_THRESHOLD,
+            answer_faq_directly=self.FAQ_ANSWER_DIRECTLY,
+            fallback=self.ANSWER_FALLBACK,
+            fallback_text=self.ANSWER_FALLBACK_TEXT,
         )
 
 

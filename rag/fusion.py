@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from rag.faq_text import faq_confidence
 from rag.types import Candidate
 
 # Cormack, Clarke & Büttcher 2009, "Reciprocal Rank Fusion outperforms Condorcet and individual rank learning
@@ -241,6 +242,14 @@ def composite_score(
     return (MODEL_WEIGHT * model + BASE_WEIGHT * base + SOURCE_WEIGHT * source_weight) * prior * faq_boost
 
 
+def _bases(candidates: Sequence[Candidate]) -> list[float]:
+    """Retrieval scores on one [0, 1] scale: an FAQ's match confidence as it is (already a cosine), a passage's
+    fused score min-max normalised among the passages. Normalising both together would hand every FAQ the top
+    of the scale, since confidences (~0.6-0.9) dwarf RRF scores (~0.03)."""
+    chunk_bases = iter(_normalise([c.base_score for c in candidates if c.kind != "faq"]))
+    return [min(1.0, max(0.0, faq_confidence(c))) if c.kind == "faq" else next(chunk_bases) for c in candidates]
+
+
 def rescore(
     candidates: Sequence[Candidate],
     model_scores: Sequence[float],
@@ -251,13 +260,14 @@ def rescore(
     """Composite-score candidates given the reranker's scores (same order), best first.
 
     Sets `model_score` (1.0 for candidates a "direct" leg found) and `score` = composite of that, the retrieval
-    `base_score` min-max normalised over the input (an unbounded BM25 score would otherwise swamp the model score,
-    WeKnora #3343), the largest source weight among the candidate's legs (1.0 for legs not listed, and when it has
-    none), the position prior by input rank, and `faq_boost` for FAQs. `base_score` itself is kept.
+    `base_score` min-max normalised over the input's passages (an unbounded BM25 score would otherwise swamp the
+    model score, WeKnora #3343; FAQs contribute their match confidence instead), the largest source weight among
+    the candidate's legs (1.0 for legs not listed, and when it has none), the position prior by input rank, and
+    `faq_boost` for FAQs. `base_score` itself is kept.
     """
     if len(model_scores) != len(candidates):
         raise ValueError(f"{len(model_scores)} model scores for {len(candidates)} candidates")
-    bases = _normalise([c.base_score for c in candidates])
+    bases = _bases(candidates)
     rescored = []
     for rank, (candidate, model, base) in enumerate(zip(candidates, model_scores, bases, strict=True), start=1):
         if DIRECT_LEG in candidate.legs:

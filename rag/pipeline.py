@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,10 +30,18 @@ class TurnContext:
 
     query: str
     kb_ids: tuple[str, ...]
+    conversation_id: str = ""
+    # Documents the asker pointed at; when they are small they are loaded whole ("direct" leg).
+    document_ids: tuple[str, ...] = ()
     history: list[tuple[str, str]] = field(default_factory=list)
+    # Ids of the sources the previous answer cited (chunks or FAQs): searched again as "history" matches.
+    history_refs: tuple[str, ...] = ()
     rewritten: str = ""
     candidates: list[Candidate] = field(default_factory=list)
     reranked: list[Candidate] = field(default_factory=list)
+    # True once a reranker has judged the candidates: an empty `reranked` then means none is relevant,
+    # not that rerank was skipped, so later stages must not fall back to the unjudged candidates.
+    judged: bool = False
     merged: list[Candidate] = field(default_factory=list)
     selected: list[Candidate] = field(default_factory=list)
     messages: list[ChatMessage] = field(default_factory=list)
@@ -42,9 +50,19 @@ class TurnContext:
     reports: list[StageReport] = field(default_factory=list)
 
     @property
+    def ranked(self) -> list[Candidate]:
+        """The best ranking so far: reranked, or the searched candidates when no reranker judged them."""
+        return turn_ranked(self)
+
+    @property
     def search_query(self) -> str:
         """The rewritten question when there is one, else the question as asked."""
         return self.rewritten or self.query
+
+
+def turn_ranked(turn: TurnContext) -> list[Candidate]:
+    """`reranked` when a reranker judged the candidates or kept some, else `candidates`."""
+    return turn.reranked if turn.judged or turn.reranked else turn.candidates
 
 
 class Stage(Protocol):
@@ -64,12 +82,17 @@ def _size(turn: TurnContext) -> int:
     return 0
 
 
+StageObserver = Callable[[str, StageReport], None]
+"""Called with (pipeline name, report) after each stage, for metrics."""
+
+
 class Pipeline:
     """A named list of stages run in order over one TurnContext."""
 
-    def __init__(self, name: str, stages: Sequence[Stage]) -> None:
+    def __init__(self, name: str, stages: Sequence[Stage], observe: StageObserver | None = None) -> None:
         self.name = name
         self.stages = tuple(stages)
+        self._observe = observe
 
     async def run(self, turn: TurnContext) -> TurnContext:
         """Run every stage; an exception carries the stage's name as a note."""
@@ -83,6 +106,8 @@ class Pipeline:
                 raise
             report = StageReport(stage.name, (time.perf_counter() - started) * 1000, before, _size(turn), note)
             turn.reports.append(report)
+            if self._observe is not None:
+                self._observe(self.name, report)
             log.info(
                 "pipeline=%s stage=%s ms=%.1f in=%d out=%d %s",
                 self.name,

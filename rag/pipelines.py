@@ -1,40 +1,79 @@
-"""The named pipelines: rag_stream answers a question, search returns the sources alone."""
+"""The named pipelines: rag_stream answers a question, search returns the sources alone, chat_stream just talks."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from rag.chat import chat_config
 from rag.faq_search import FaqSearch
-from rag.pipeline import Pipeline
-from rag.ports import ChatModel
+from rag.history import HistoryConfig, HistorySource, LoadHistory
+from rag.merge import Merge, MergeConfig, MergeSource
+from rag.pipeline import Pipeline, Stage, StageObserver
+from rag.ports import ChatModel, Reranker
+from rag.rerank import Rerank, RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite import Rewriter
-from rag.stages import AnswerConfig, FilterTopK, Generate, IntoChatMessage, RewriteQuery, Search
+from rag.stages import AnswerConfig, FilterTopK, Generate, IntoChatMessage, RewriteQuery, Search, SearchConfig
 from rag.tokens import TokenCounter
 
 
-def search_pipeline(retriever: Retriever, faqs: FaqSearch, rewriter: Rewriter) -> Pipeline:
-    """Rewrite, search, keep the top k: the sources a question would be answered from."""
+@dataclass(frozen=True, slots=True)
+class PipelineParts:
+    """Everything the pipelines are made of; `None` means that part is off (no rewriting, reranker, model)."""
+
+    retriever: Retriever
+    faqs: FaqSearch
+    history: HistorySource
+    merge_source: MergeSource
+    tokens: TokenCounter
+    rewriter: Rewriter | None
+    reranker: Reranker | None
+    model: ChatModel | None
+    search: SearchConfig = field(default_factory=SearchConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    merge: MergeConfig = field(default_factory=MergeConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+    history_config: HistoryConfig = field(default_factory=HistoryConfig)
+    observe: StageObserver | None = None
+
+
+def _retrieval_stages(parts: PipelineParts) -> list[Stage]:
+    return [
+        LoadHistory(parts.history, parts.history_config),
+        RewriteQuery(parts.rewriter),
+        Search(parts.retriever, parts.faqs, parts.search),
+        Rerank(parts.reranker, parts.retriever.lexical, parts.rerank),
+        Merge(parts.merge_source, parts.merge),
+        FilterTopK(parts.search.top_k),
+    ]
+
+
+def search_pipeline(parts: PipelineParts) -> Pipeline:
+    """History, rewrite, search, rerank, merge, top k: the sources a question would be answered from."""
+    return Pipeline("search", _retrieval_stages(parts), parts.observe)
+
+
+def rag_stream(parts: PipelineParts) -> Pipeline:
+    """The whole answer: the search pipeline, then the prompt and a streamed (or extractive) answer."""
     return Pipeline(
-        "search",
-        [RewriteQuery(rewriter), Search(retriever, faqs), FilterTopK(retriever.config.top_k)],
+        "rag_stream",
+        [*_retrieval_stages(parts), IntoChatMessage(parts.tokens, parts.answer), Generate(parts.model, parts.answer)],
+        parts.observe,
     )
 
 
-def rag_stream(
-    retriever: Retriever,
-    faqs: FaqSearch,
-    rewriter: Rewriter,
+def chat_stream(
     tokens: TokenCounter,
     model: ChatModel | None,
-    config: AnswerConfig,
+    *,
+    history: HistorySource,
+    history_config: HistoryConfig | None = None,
+    observe: StageObserver | None = None,
 ) -> Pipeline:
-    """The whole answer: search as above, then the prompt and a streamed (or extractive) answer."""
+    """A plain conversation without retrieval; without a model, a polite note that it needs one."""
+    config = chat_config(model)
     return Pipeline(
-        "rag_stream",
-        [
-            RewriteQuery(rewriter),
-            Search(retriever, faqs),
-            FilterTopK(retriever.config.top_k),
-            IntoChatMessage(tokens, config),
-            Generate(model, config),
-        ],
+        "chat_stream",
+        [LoadHistory(history, history_config), IntoChatMessage(tokens, config), Generate(model, config)],
+        observe,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
+from rag.faq_text import faq_confidence
 from rag.stream_filter import NO_MATCH
 from rag.tokens import TokenCounter
 from rag.types import Candidate, ChatMessage
@@ -118,7 +119,7 @@ def _source(number: int, candidate: Candidate) -> str:
 
 
 def _is_direct(candidate: Candidate, threshold: float) -> bool:
-    return candidate.kind == "faq" and candidate.score >= threshold
+    return candidate.kind == "faq" and faq_confidence(candidate) >= threshold
 
 
 def order_passages(

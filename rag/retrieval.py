@@ -12,10 +12,11 @@ from rag.fusion import rrf
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder
 from rag.types import Candidate, Vector
-from storage.records import SearchHit
+from storage.errors import NotFound
+from storage.records import ChunkRecord, SearchHit
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
-from storage.weaviate.schema import Collection
+from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 Language = Literal["zh", "en"]
 Mode = Literal["bm25", "vector", "rrf", "weaviate"]
@@ -57,13 +58,20 @@ def _weights(**legs: float) -> Mapping[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class FusionWeights:
-    """RRF weight of each leg, by query language and by what is searched (passages or FAQ questions)."""
+    """RRF weight of each leg, by query language and by what is searched (passages or FAQ questions).
+
+    Chosen with bench/fusion_weights.py on the DEV sets for the default embedder (all-MiniLM-L6-v2, English
+    only) and jieba BM25; tables in bench/RESULTS.md. Chinese is carried by its words: any vector weight lowered
+    nDCG@10 on cmrc2018 (0.973 at 0 -> 0.954 at 0.1 -> 0.773 at 1) and hit@1 on bq-faq (0.157 -> 0.137 ->
+    0.092). English paraphrase FAQs are matched by meaning: any BM25 weight lowered stackfaq hit@1 (0.947 at 0
+    -> 0.886 at 0.1 -> 0.758 at 1). A leg weighing 0 is not searched at all. Sweep again for another embedder.
+    """
 
     chunks: Mapping[Language, Mapping[str, float]] = field(
-        default_factory=lambda: {"zh": _weights(vector=1.0, bm25=1.0), "en": _weights(vector=1.0, bm25=1.0)}
+        default_factory=lambda: {"zh": _weights(vector=0.0, bm25=1.0), "en": _weights(vector=1.0, bm25=1.0)}
     )
     faqs: Mapping[Language, Mapping[str, float]] = field(
-        default_factory=lambda: {"zh": _weights(vector=1.0, bm25=1.0), "en": _weights(vector=1.0, bm25=1.0)}
+        default_factory=lambda: {"zh": _weights(vector=0.0, bm25=1.0), "en": _weights(vector=1.0, bm25=0.0)}
     )
 
 
@@ -76,6 +84,29 @@ class RetrievalConfig:
     candidate_factor: int = 3
     rrf_k: int = 60
     weights: FusionWeights = field(default_factory=FusionWeights)
+
+
+# A chunk the asker targeted by document is relevant by definition (WeKnora scores direct loads 1.0).
+DIRECT_SCORE = 1.0
+
+
+def chunk_candidate(chunk: ChunkRecord, score: float, legs: frozenset[str], titles: Mapping[str, str]) -> Candidate:
+    """A stored chunk as a candidate, with its document's title in the metadata."""
+    return Candidate(
+        id=chunk.chunk_id,
+        kind="chunk",
+        kb_id=chunk.kb_id,
+        text=chunk.text,
+        score=score,
+        base_score=score,
+        legs=legs,
+        document_id=chunk.document_id,
+        segment_id=chunk.segment_id,
+        position=chunk.position,
+        start=chunk.start,
+        end=chunk.end,
+        metadata={**chunk.metadata, "title": titles.get(chunk.document_id, "")},
+    )
 
 
 def query_language(text: str) -> Language:
@@ -102,6 +133,7 @@ class Retriever:
         self._index = index
         self._embedder = embedder
         self._lexical = lexical
+        self.lexical = lexical
         self._documents = documents
         self._faqs = faqs
         self.config = config or RetrievalConfig()
@@ -122,38 +154,58 @@ class Retriever:
         ranked, _ = await self._ranked(Collection.CHUNKS, query, vector, kb_ids, limit, mode)
         return ranked[:limit]
 
-    async def search_chunks(self, query: str, kb_ids: Sequence[str], *, limit: int | None = None) -> list[Candidate]:
+    async def search_chunks(
+        self, query: str, kb_ids: Sequence[str], *, limit: int | None = None, vector: Vector | None = None
+    ) -> list[Candidate]:
         """Fused chunk candidates joined to their SQL rows (ids SQL no longer has are dropped)."""
         limit = limit or self.config.top_k * self.config.candidate_factor
-        vector = await self.query_vector(query)
+        if vector is None:
+            vector = await self.query_vector(query)
         tokens = await asyncio.to_thread(self._lexical.bm25_text, query)
-        legs = await self._legs(Collection.CHUNKS, vector, tokens, kb_ids, limit, "rrf")
         weights = self.config.weights.chunks[query_language(query)]
+        legs = await self._legs(Collection.CHUNKS, vector, tokens, kb_ids, limit, "rrf", weights)
         fused = rrf(
             {name: [hit.id for hit in hits] for name, hits in legs.items()}, k=self.config.rrf_k, weights=weights
         )
-        found_by = {name: {hit.id for hit in hits} for name, hits in legs.items()}
-        rows = {chunk.chunk_id: chunk for chunk in await self._documents.chunks([chunk_id for chunk_id, _ in fused])}
+        ids_by_leg = {name: {hit.id for hit in hits} for name, hits in legs.items()}
+        found_by = {
+            chunk_id: frozenset(name for name, ids in ids_by_leg.items() if chunk_id in ids)
+            for chunk_id, _ in fused[:limit]
+        }
+        return await self.chunk_candidates(fused[:limit], found_by)
+
+    async def chunk_candidates(
+        self, scored: Sequence[tuple[str, float]], legs: Mapping[str, frozenset[str]]
+    ) -> list[Candidate]:
+        """Chunk ids with scores joined to their SQL rows, in the given order (ids SQL lacks are dropped)."""
+        rows = {chunk.chunk_id: chunk for chunk in await self._documents.chunks([chunk_id for chunk_id, _ in scored])}
         titles = await self._documents.titles([row.document_id for row in rows.values()])
         return [
-            Candidate(
-                id=chunk_id,
-                kind="chunk",
-                kb_id=rows[chunk_id].kb_id,
-                text=rows[chunk_id].text,
-                score=score,
-                base_score=score,
-                legs=frozenset(name for name, ids in found_by.items() if chunk_id in ids),
-                document_id=rows[chunk_id].document_id,
-                segment_id=rows[chunk_id].segment_id,
-                position=rows[chunk_id].position,
-                start=rows[chunk_id].start,
-                end=rows[chunk_id].end,
-                metadata={**rows[chunk_id].metadata, "title": titles.get(rows[chunk_id].document_id, "")},
-            )
-            for chunk_id, score in fused[:limit]
+            chunk_candidate(rows[chunk_id], score, legs.get(chunk_id, frozenset()), titles)
+            for chunk_id, score in scored
             if chunk_id in rows
         ]
+
+    async def document_chunk_count(self, document_ids: Sequence[str]) -> int:
+        """How many chunks the given documents hold in all (documents SQL does not know count 0)."""
+        total = 0
+        for document_id in dict.fromkeys(document_ids):
+            try:
+                total += (await self._documents.get(document_id)).chunk_count
+            except NotFound:
+                continue
+        return total
+
+    async def document_candidates(self, document_ids: Sequence[str], kb_ids: Sequence[str]) -> list[Candidate]:
+        """Every chunk of the given documents that belong to `kb_ids`, in document and position order."""
+        chunks = [
+            chunk
+            for document_id in dict.fromkeys(document_ids)
+            for chunk in await self._documents.document_chunks(document_id)
+            if chunk.kb_id in kb_ids
+        ]
+        titles = await self._documents.titles([chunk.document_id for chunk in chunks])
+        return [chunk_candidate(chunk, DIRECT_SCORE, frozenset({"direct"}), titles) for chunk in chunks]
 
     async def faq_hits(
         self, query: str, vector: Vector, kb_ids: Sequence[str], limit: int, mode: Mode = "rrf"
@@ -185,12 +237,26 @@ class Retriever:
         return rrf(names, k=self.config.rrf_k, weights=table[query_language(query)]), by_id
 
     async def _legs(
-        self, collection: Collection, vector: Vector, tokens: str, kb_ids: Sequence[str], limit: int, mode: Mode
+        self,
+        collection: Collection,
+        vector: Vector,
+        tokens: str,
+        kb_ids: Sequence[str],
+        limit: int,
+        mode: Mode,
+        weights: Mapping[str, float] | None = None,
     ) -> dict[str, list[SearchHit]]:
-        wanted = ("vector", "bm25") if mode in ("rrf", "weaviate") else (mode,)
+        wanted: tuple[str, ...] = ("vector", "bm25") if mode in ("rrf", "weaviate") else (mode,)
+        if weights is not None:
+            wanted = tuple(name for name in wanted if weights.get(name, 1.0) > 0)
         searches = {
             "vector": lambda: self._index.search_vector(collection, kb_ids, vector, limit),
             "bm25": lambda: self._index.search_bm25(collection, kb_ids, tokens, limit),
         }
         results = await asyncio.gather(*(searches[name]() for name in wanted))
+        for hits in results:
+            for hit in hits:
+                text, terms = hit.properties.get("text"), hit.properties.get(BM25_PROPERTY)
+                if isinstance(text, str) and isinstance(terms, str):
+                    self._lexical.remember(text, terms)  # rerank and MMR cut these texts again otherwise
         return dict(zip(wanted, results, strict=True))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
 from rag.errors import ModelError
+from rag.expansion import expand_query
 from rag.fallback import extractive_answer, fixed_answer, no_answer_text
 from rag.faq_search import FaqSearch
+from rag.faq_text import faq_confidence
 from rag.fusion import dedupe
 from rag.pipeline import TurnContext
 from rag.ports import ChatModel
@@ -19,7 +22,7 @@ from rag.retrieval import Retriever
 from rag.rewrite import Rewriter
 from rag.stream_filter import StreamFilter
 from rag.tokens import TokenCounter
-from rag.types import ChatMessage
+from rag.types import Candidate, ChatMessage
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +34,12 @@ class RewriteQuery:
 
     name = "REWRITE_QUERY"
 
-    def __init__(self, rewriter: Rewriter) -> None:
+    def __init__(self, rewriter: Rewriter | None) -> None:
         self._rewriter = rewriter
 
     async def run(self, turn: TurnContext) -> str:
+        if self._rewriter is None:
+            return "skipped=disabled"
         if not turn.history:
             return "skipped=no_history"
         result = await self._rewriter.rewrite(turn.query, turn.history)
@@ -42,28 +47,71 @@ class RewriteQuery:
         return f"method={result.method}"
 
 
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """How many results count as thin, whether to expand the query then, and when targeted documents load whole."""
+
+    top_k: int = 5
+    expand: bool = True
+    # WeKnora loads the documents a question targets directly when they hold this many chunks or fewer in all.
+    direct_max_chunks: int = 50
+
+
 class Search:
-    """Reads search_query, kb_ids; writes candidates (FAQs first by confidence, then fused passages)."""
+    """Reads search_query, kb_ids, document_ids, history_refs; writes candidates (FAQs first, then passages)."""
 
     name = "SEARCH"
 
-    def __init__(self, retriever: Retriever, faqs: FaqSearch) -> None:
+    def __init__(self, retriever: Retriever, faqs: FaqSearch, config: SearchConfig | None = None) -> None:
         self._retriever = retriever
         self._faqs = faqs
+        self._config = config or SearchConfig(top_k=retriever.config.top_k)
 
     async def run(self, turn: TurnContext) -> str:
         if not turn.kb_ids:
             return "skipped=no_knowledge_base"
         query = turn.search_query
         vector = await self._retriever.query_vector(query)
-        faqs = await self._faqs.search(query, vector, turn.kb_ids)
-        chunks = await self._retriever.search_chunks(query, turn.kb_ids)
-        turn.candidates = dedupe([*faqs, *chunks])
-        return f"faqs={len(faqs)} chunks={len(chunks)}"
+        direct, faqs, chunks = await asyncio.gather(
+            self._direct(turn),
+            self._faqs.search(query, vector, turn.kb_ids),
+            self._retriever.search_chunks(query, turn.kb_ids, vector=vector),
+        )
+        found = dedupe([*direct, *faqs, *chunks])
+        expanded: list[Candidate] = []
+        if self._config.expand and len(found) < max(1, self._config.top_k // 2):
+            expanded = await self._expanded(query, turn.kb_ids)
+        history = await self._history(turn)
+        turn.candidates = dedupe([*found, *expanded, *history])
+        return (
+            f"direct={len(direct)} faqs={len(faqs)} chunks={len(chunks)} expanded={len(expanded)} "
+            f"history={len(history)}"
+        )
+
+    async def _direct(self, turn: TurnContext) -> list[Candidate]:
+        if not turn.document_ids:
+            return []
+        if await self._retriever.document_chunk_count(turn.document_ids) > self._config.direct_max_chunks:
+            return []
+        return await self._retriever.document_candidates(turn.document_ids, turn.kb_ids)
+
+    async def _expanded(self, query: str, kb_ids: Sequence[str]) -> list[Candidate]:
+        variants = await asyncio.to_thread(expand_query, query, self._retriever.lexical.tokens)
+        results = await asyncio.gather(*(self._retriever.search_chunks(variant, kb_ids) for variant in variants))
+        return [replace(candidate, legs=candidate.legs | {"expansion"}) for found in results for candidate in found]
+
+    async def _history(self, turn: TurnContext) -> list[Candidate]:
+        if not turn.history_refs:
+            return []
+        legs = frozenset({"history"})
+        refs = list(dict.fromkeys(turn.history_refs))
+        chunks = await self._retriever.chunk_candidates([(ref, 0.0) for ref in refs], dict.fromkeys(refs, legs))
+        faqs = await self._faqs.by_ids(refs, turn.kb_ids, legs=legs)
+        return [*[chunk for chunk in chunks if chunk.kb_id in turn.kb_ids], *faqs]
 
 
 class FilterTopK:
-    """Reads merged, reranked or candidates (the first that is not empty); writes selected."""
+    """Reads merged, else reranked, else candidates (unless a reranker judged them all irrelevant); writes selected."""
 
     name = "FILTER_TOP_K"
 
@@ -71,9 +119,9 @@ class FilterTopK:
         self._top_k = top_k
 
     async def run(self, turn: TurnContext) -> str:
-        pool = turn.merged or turn.reranked or turn.candidates
+        pool = turn.merged or turn.ranked
         turn.selected = list(pool[: self._top_k])
-        return ""
+        return "none_relevant" if turn.judged and not pool else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +192,7 @@ class Generate:
         if not self._config.answer_faq_directly or not turn.selected:
             return None
         best = turn.selected[0]
-        if best.kind == "faq" and best.score >= self._config.direct_answer_threshold:
+        if best.kind == "faq" and faq_confidence(best) >= self._config.direct_answer_threshold:
             return extractive_answer(turn.query, [best])
         return None
 

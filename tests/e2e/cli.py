@@ -19,6 +19,14 @@ SETTINGS_PREFIXES = (
     "LOG_LEVEL",
     "TOKEN_",
     "URL_FETCH_",
+    "INGEST_",
+    "JIEBA_",
+    "RETRIEVAL_",
+    "QUERY_",
+    "HISTORY_",
+    "FAQ_",
+    "RERANK_",
+    "ANSWER_",
 )
 
 

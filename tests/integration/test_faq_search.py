@@ -6,6 +6,7 @@ import pytest
 
 from rag.embedders import OnnxEmbedder
 from rag.faq_search import FaqSearch
+from rag.faq_text import faq_confidence
 from rag.ingest.faq_import import FaqEntry
 from rag.ingest.faqs import FaqImporter
 from rag.lexical import LexicalAnalyzer
@@ -49,7 +50,7 @@ async def _search(
     kb: KnowledgeBaseRecord,
 ) -> list[str]:
     [vector] = await embedder.embed([query])
-    found = await FaqSearch(store, FaqRepo(db), lexical).search(query, vector, [kb.id])
+    found = await FaqSearch(store, FaqRepo(db), lexical, embedder).search(query, vector, [kb.id])
     return [candidate.metadata["question"] for candidate in found]
 
 
@@ -58,7 +59,9 @@ async def test_a_paraphrase_finds_its_faq_with_high_confidence(
 ) -> None:
     kb = await _kb(db, store, embedder, lexical)
     [vector] = await embedder.embed(["how much annual leave do I have?"])
-    found = await FaqSearch(store, FaqRepo(db), lexical).search("how much annual leave do I have?", vector, [kb.id])
+    found = await FaqSearch(store, FaqRepo(db), lexical, embedder).search(
+        "how much annual leave do I have?", vector, [kb.id]
+    )
     assert found[0].metadata["question"] == "How many days of paid leave do I get?"
     assert found[0].metadata["answers"] == ["25 days a year."]
     assert 0.55 <= found[0].score <= 1.0
@@ -80,3 +83,24 @@ async def test_disabled_and_unrelated_faqs_are_not_offered(
     kb = await _kb(db, store, embedder, lexical)
     assert await _search("where can I park my car?", db, store, embedder, lexical, kb) == []
     assert await _search("what is the capital of France?", db, store, embedder, lexical, kb) == []
+
+
+async def test_chinese_confidence_comes_from_the_words_not_the_english_only_embedder(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    kb = await KnowledgeBaseRepo(db).create("faq-zh", chunking={})
+    entries = [
+        FaqEntry("微粒贷怎么开通", ("在微信钱包里开通。",)),
+        FaqEntry("借款可以提前还吗", ("可以，随时提前还款。",)),
+    ]
+    await FaqImporter(FaqRepo(db), store, embedder, lexical).import_entries(kb, entries)
+    search = FaqSearch(store, FaqRepo(db), lexical, embedder)
+
+    [vector] = await embedder.embed(["微粒贷怎么开通？"])
+    [same, *_] = await search.search("微粒贷怎么开通？", vector, [kb.id])
+    assert same.metadata["question"] == "微粒贷怎么开通"
+    assert faq_confidence(same) == 1.0
+
+    [vector] = await embedder.embed(["我想开通一下"])
+    for candidate in await search.search("我想开通一下", vector, [kb.id]):
+        assert faq_confidence(candidate) < 0.9  # never answered verbatim on a loose match

@@ -439,14 +439,16 @@ def test_composite_score_is_not_clamped_so_boosts_still_order_the_top() -> None:
 
 def test_rescore_combines_model_base_source_prior_and_faq_boost() -> None:
     chunk = cand("chunk", 0.03, base=0.03, legs={"vector"})
-    faq = cand("faq", 0.02, base=0.02, legs={"bm25", "faq"}, kind="faq")
+    # An FAQ's score before rerank is its match confidence (0.5 here), its base on the composite's scale.
+    faq = cand("faq", 0.5, base=0.02, legs={"bm25", "faq"}, kind="faq")
     direct = cand("direct", 0.01, base=0.01, legs={"direct"})
 
     ranked = rescore([chunk, faq, direct], [0.2, 0.9, 0.1], source_weights={"bm25": 0.8, "faq": 0.9})
 
     assert [c.id for c in ranked] == ["faq", "direct", "chunk"]
     by_id = {c.id: c for c in ranked}
-    # base normalised 1, 0.5, 0; prior 1.05, 1.0, 0.95; source max(0.8, 0.9) = 0.9 for the FAQ, 1.0 otherwise.
+    # Passage bases normalised 1, 0, the FAQ's is its confidence 0.5; prior 1.05, 1.0, 0.95;
+    # source max(0.8, 0.9) = 0.9 for the FAQ, 1.0 otherwise.
     assert by_id["faq"].score == pytest.approx((0.6 * 0.9 + 0.3 * 0.5 + 0.1 * 0.9) * 1.0 * 1.2)  # 0.936
     assert by_id["direct"].score == pytest.approx((0.6 * 1.0 + 0.3 * 0.0 + 0.1 * 1.0) * 0.95)  # 0.665
     assert by_id["chunk"].score == pytest.approx((0.6 * 0.2 + 0.3 * 1.0 + 0.1 * 1.0) * 1.05)  # 0.546
@@ -474,9 +476,20 @@ def test_rescore_gives_a_candidate_without_legs_source_weight_one() -> None:
 
 
 def test_rescore_applies_a_custom_faq_boost() -> None:
-    [only] = rescore([cand("a", kind="faq")], [0.5], source_weights={}, faq_boost=2.0)
+    [only] = rescore([cand("a", 0.8, kind="faq")], [0.5], source_weights={}, faq_boost=2.0)
 
-    assert only.score == pytest.approx((0.3 + 0.3 + 0.1) * 2.0)
+    assert only.score == pytest.approx((0.3 + 0.3 * 0.8 + 0.1) * 2.0)
+
+
+def test_rescore_scores_faqs_by_their_confidence_not_against_passage_scores() -> None:
+    # RRF scores (~0.03) normalised together with confidences (~0.7) would put every FAQ at the top of the scale.
+    passages = [cand("p1", base=0.033, legs={"vector"}), cand("p2", base=0.016, legs={"vector"})]
+    weak_faq = cand("faq", 0.3, base=0.3, kind="faq", legs={"faq"})
+
+    by_id = {c.id: c for c in rescore([*passages, weak_faq], [0.5, 0.5, 0.5], source_weights={}, faq_boost=1.0)}
+
+    assert by_id["faq"].score == pytest.approx((0.3 + 0.3 * 0.3 + 0.1) * 0.95)
+    assert by_id["p1"].score > by_id["faq"].score
 
 
 def test_rescore_rejects_a_model_score_count_that_does_not_match() -> None:

@@ -121,6 +121,24 @@ def test_openai_embeddings_without_base_url_name_embedding_base_url(monkeypatch:
 
 
 @pytest.mark.usefixtures("good_env")
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"RERANK_PROVIDER": "api"}, "RERANK_BASE_URL"),
+        ({"ANSWER_FALLBACK": "model"}, "ANSWER_FALLBACK"),
+    ],
+)
+def test_an_option_missing_what_it_needs_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], named: str
+) -> None:
+    for variable, value in variables.items():
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(StartupError) as caught:
+        _check()
+    assert caught.value.setting == named
+
+
+@pytest.mark.usefixtures("good_env")
 def test_good_configuration_passes_and_writes_nothing(tmp_path: Path) -> None:
     _check()
     assert not (tmp_path / "data").exists()

@@ -71,6 +71,12 @@ def test_env_example_leaves_every_secret_empty() -> None:
         ("EMBEDDING_PROVIDER", "bert", "'local' or 'openai'"),
         ("LOG_LEVEL", "LOUD", "'DEBUG'"),
         ("EMBEDDING_MAX_TOKENS", "1", "greater than or equal to 8"),
+        ("RERANK_PROVIDER", "cohere", "'local', 'api' or 'none'"),
+        ("RERANK_THRESHOLD", "1.5", "less than or equal to 1"),
+        ("RETRIEVAL_TOP_K", "0", "greater than or equal to 1"),
+        ("ANSWER_FALLBACK_TEXT", "   ", "must not be empty"),
+        ("QUERY_EXPANSION", "maybe", "valid boolean"),
+        ("RERANK_BASE_URL", "api.jina.ai", "http:// or https://"),
     ],
 )
 def test_bad_value_is_reported_in_one_line_naming_the_variable(

@@ -1,0 +1,310 @@
+"""Search latency at 10k and 100k indexed chunks, and the answer path's time to first token.
+
+The product's `search` pipeline (LOAD_HISTORY, REWRITE_QUERY, SEARCH with FAQ and chunk legs, RERANK with the
+local reranker, MERGE, FILTER_TOP_K) over a local Weaviate and a SQLite store, with query embedding excluded:
+queries are embedded with the real model before timing. Reports p50/p95/p99 per index size, each stage's median,
+and the share of a turn spent outside Weaviate's searches. Then `rag_stream` against a fake OpenAI-compatible
+model whose time to first token is fixed: time from turn start to the first token leaving the pipeline, minus it.
+
+Corpus: SciFact abstracts and CMRC 2018 passages split at 128 tokens, ingested by the product's DocumentIngestor,
+repeated under new document names until the chunk count is reached. Embedding 100k passages with the local model
+would take hours on 2 cores, so documents get vectors from a pool of real embeddings (2,000 distinct chunks) with
+small per-chunk noise; the vectors go through the embedding cache exactly as ingestion stores them, so RERANK's
+cache lookups are the production ones. Index structure and sizes are real; semantic quality is not what is timed.
+
+    .venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import ROOT, commit, local_stack, machine, percentile
+from rag.chat_models import OpenAIChatModel
+from rag.config import ChatModelConfig
+from rag.embedders import CachedEmbedder, OnnxEmbedder
+from rag.faq_search import FaqSearch
+from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.lexical import LexicalAnalyzer
+from rag.pipeline import Pipeline, TurnContext
+from rag.pipelines import PipelineParts, rag_stream, search_pipeline
+from rag.rerank import RerankConfig
+from rag.rerankers import LocalReranker
+from rag.retrieval import Retriever
+from rag.rewrite_rules import RuleRewriter
+from rag.stages import SearchConfig
+from rag.tokens import TokenCounter
+from rag.types import Vector
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.records import KnowledgeBaseRecord, SearchHit
+from storage.repos.conversations import ConversationRepo
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.schema import Collection
+from storage.weaviate.store import WeaviateStore
+from tests.fakes.openai_api import FakeOpenAI
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+POOL = 2000
+NOISE = 0.05
+FAKE_TTFT = 0.2
+
+
+class PoolEmbedder:
+    """Document vectors drawn from a pool of real embeddings, each with its own small, fixed noise."""
+
+    provider = "local"
+    model_id = MODEL_ID
+    dimension = 384
+
+    def __init__(self, pool: np.ndarray) -> None:
+        self._pool = pool
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        vectors = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+            rng = np.random.default_rng(seed)
+            vector = self._pool[seed % len(self._pool)] + rng.normal(0.0, NOISE, self._pool.shape[1])
+            vectors.append((vector / np.linalg.norm(vector)).tolist())
+        return vectors
+
+
+class QueryEmbedder:
+    """Precomputed query vectors (embedding is excluded from the timing); anything else through the cache."""
+
+    provider = "local"
+    model_id = MODEL_ID
+    dimension = 384
+
+    def __init__(self, queries: dict[str, Vector], cached: CachedEmbedder) -> None:
+        self._queries = queries
+        self._cached = cached
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        # In production SEARCH's embedding of the query lands in the cache and RERANK finds it there.
+        rest = [text for text in texts if text not in self._queries]
+        found = dict(zip(rest, await self._cached.embed(rest), strict=True)) if rest else {}
+        return [self._queries[text] if text in self._queries else found[text] for text in texts]
+
+
+class TimedIndex:
+    """The store's searches, recording the wall time during which at least one search was in flight."""
+
+    def __init__(self, store: WeaviateStore) -> None:
+        self._store = store
+        self.intervals: list[tuple[float, float]] = []
+
+    def in_flight(self) -> float:
+        """Seconds covered by the recorded intervals (overlaps counted once), then forget them."""
+        total, end = 0.0, float("-inf")
+        for start, stop in sorted(self.intervals):
+            if stop > end:
+                total += stop - max(start, end)
+                end = stop
+        self.intervals.clear()
+        return total
+
+    async def _timed(self, call: Any) -> list[SearchHit]:
+        start = time.perf_counter()
+        try:
+            result: list[SearchHit] = await call
+            return result
+        finally:
+            self.intervals.append((start, time.perf_counter()))
+
+    async def search_vector(
+        self, collection: Collection, kb_ids: Sequence[str], vector: Sequence[float], limit: int
+    ) -> list[SearchHit]:
+        return await self._timed(self._store.search_vector(collection, kb_ids, vector, limit))
+
+    async def search_bm25(
+        self, collection: Collection, kb_ids: Sequence[str], tokens: str, limit: int
+    ) -> list[SearchHit]:
+        return await self._timed(self._store.search_bm25(collection, kb_ids, tokens, limit))
+
+    async def search_hybrid(self, *args: Any, **kwargs: Any) -> list[SearchHit]:
+        return await self._timed(self._store.search_hybrid(*args, **kwargs))
+
+
+def _corpus(eval_dir: Path) -> list[str]:
+    texts = []
+    for line in (eval_dir / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        texts.append(f"{row['title']}\n\n{row['text']}")
+    for line in (eval_dir / "cmrc2018" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        texts.append(f"{row.get('title') or ''}\n\n{row['text']}".strip())
+    return texts
+
+
+def _queries(eval_dir: Path, count: int) -> list[str]:
+    rows = []
+    for name in ("scifact", "cmrc2018"):
+        lines = (eval_dir / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+        rows.extend(str(json.loads(line)["text"]) for line in lines[: count // 2])
+    random.Random(20261122).shuffle(rows)
+    return rows
+
+
+async def _fill(
+    ingestor: DocumentIngestor, documents: DocumentRepo, kb: KnowledgeBaseRecord, texts: list[str], target: int
+) -> int:
+    """Ingest documents of 10 corpus texts each, cycling through copies, until the KB holds `target` chunks."""
+    chunks = sum(document.chunk_count for document in await documents.in_kb(kb.id))
+    copy = 0
+    started = time.perf_counter()
+    while chunks < target:
+        for start in range(0, len(texts), 10):
+            body = "\n\n".join(texts[start : start + 10])
+            source = SourceFile(body.encode(), source_uri=f"bench:{copy}:{start}", filename=f"copy{copy}-{start}.txt")
+            chunks += (await ingestor.ingest(kb, source)).chunks
+            if chunks >= target:
+                break
+        copy += 1
+    print(f"  indexed {chunks} chunks ({time.perf_counter() - started:.0f} s)", flush=True)
+    return chunks
+
+
+async def _search_latency(pipeline: Pipeline, index: TimedIndex, kb_id: str, queries: list[str]) -> dict[str, Any]:
+    for query in queries[:20]:  # warm-up: jieba, connections, caches
+        await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
+    index.in_flight()
+    totals, weaviate, stages = [], [], {}
+    for query in queries:
+        started = time.perf_counter()
+        turn = await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
+        totals.append((time.perf_counter() - started) * 1000)
+        weaviate.append(index.in_flight() * 1000)
+        for report in turn.reports:
+            stages.setdefault(report.name, []).append(report.ms)
+    outside = [(total - inside) / total for total, inside in zip(totals, weaviate, strict=True)]
+    return {"totals": totals, "weaviate": weaviate, "outside": outside, "stages": stages}
+
+
+async def _first_token(pipeline: Pipeline, kb_id: str, queries: list[str]) -> list[float]:
+    overheads = []
+    for query in queries:
+        started = time.perf_counter()
+        turn = await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
+        assert turn.answer is not None
+        async for text in turn.answer:
+            if text:
+                overheads.append((time.perf_counter() - started - FAKE_TTFT) * 1000)
+                break
+        async for _ in turn.answer:  # drain, so the HTTP stream closes
+            pass
+    return overheads
+
+
+def _row(label: str, values: list[float]) -> str:
+    return (
+        f"| {label} | {statistics.median(values):.1f} | {percentile(values, 0.95):.1f} "
+        f"| {percentile(values, 0.99):.1f} |"
+    )
+
+
+async def _run(args: argparse.Namespace) -> None:
+    async with local_stack(args.weaviate_binary, "ragbot-bench-search-") as (store, db):
+        cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
+        tokens = TokenCounter("cl100k_base", Path(cache_dir) if cache_dir else None)
+        lexical = LexicalAnalyzer()
+        lexical.tokens("warm up")
+        real = OnnxEmbedder(args.model_dir, model_id=MODEL_ID)
+        cache = SqlEmbeddingCache(db)
+        texts = _corpus(args.eval_dir)
+        queries = _queries(args.eval_dir, args.queries)
+        print(f"embedding a pool of {POOL} passages and {len(queries)} queries with the real model", flush=True)
+        pool = np.array(await real.embed(texts[:POOL]))
+        query_vectors = dict(zip(queries, await real.embed(queries), strict=True))
+        documents = DocumentRepo(db)
+        ingestor = DocumentIngestor(
+            documents, store, CachedEmbedder(PoolEmbedder(pool), cache), lexical, tokens.encoding
+        )
+        kb = await KnowledgeBaseRepo(db).create("bench", chunking={"segment": {"max_tokens": 128, "overlap": 12}})
+        index = TimedIndex(store)
+        embedder = QueryEmbedder(query_vectors, CachedEmbedder(real, cache))
+        parts = PipelineParts(
+            retriever=Retriever(index, embedder, lexical, documents, FaqRepo(db)),
+            faqs=FaqSearch(index, FaqRepo(db), lexical, embedder),
+            history=ConversationRepo(db),
+            merge_source=documents,
+            tokens=tokens,
+            rewriter=RuleRewriter(),
+            reranker=LocalReranker(embedder, lexical),
+            model=None,
+            search=SearchConfig(top_k=5),
+            rerank=RerankConfig(top_k=5),
+        )
+        search = search_pipeline(parts)
+        results = {}
+        for size in args.sizes:
+            print(f"filling the index to {size} chunks", flush=True)
+            await _fill(ingestor, documents, kb, texts, size)
+            results[size] = await _search_latency(search, index, kb.id, queries)
+            print(f"  search p50 {statistics.median(results[size]['totals']):.1f} ms", flush=True)
+        async with FakeOpenAI() as fake:
+            fake.first_token_delay = FAKE_TTFT
+            model = OpenAIChatModel(ChatModelConfig(model="fake", base_url=fake.base_url, api_key="test-key"))
+            try:
+                answer = rag_stream(dataclasses.replace(parts, model=model))
+                await _first_token(answer, kb.id, queries[:10])  # warm-up
+                first_token = await _first_token(answer, kb.id, queries)
+            finally:
+                await model.close()
+    _report(args, results, first_token)
+
+
+def _report(args: argparse.Namespace, results: dict[int, dict[str, Any]], first_token: list[float]) -> None:
+    print(f"\ncommit {commit()} · {machine()} · {len(next(iter(results.values()))['totals'])} queries per size\n")
+    print("| indexed chunks | p50 (ms) | p95 (ms) | p99 (ms) | outside Weaviate (median share) |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for size, result in results.items():
+        totals = result["totals"]
+        print(
+            f"| {size} | {statistics.median(totals):.1f} | {percentile(totals, 0.95):.1f} "
+            f"| {percentile(totals, 0.99):.1f} | {statistics.median(result['outside']):.1%} |"
+        )
+    print("\nStage medians (ms):\n")
+    names = list(next(iter(results.values()))["stages"])
+    print("| indexed chunks | " + " | ".join(names) + " | in Weaviate |")
+    print("| ---: | " + " | ".join("---:" for _ in names) + " | ---: |")
+    for size, result in results.items():
+        cells = [f"{statistics.median(result['stages'][name]):.1f}" for name in names]
+        print(f"| {size} | " + " | ".join(cells) + f" | {statistics.median(result['weaviate']):.1f} |")
+    print(f"\nrag_stream, fake model with a fixed {FAKE_TTFT * 1000:.0f} ms time to first token, largest index:\n")
+    print("| measure | p50 (ms) | p95 (ms) | p99 (ms) |")
+    print("| --- | ---: | ---: | ---: |")
+    print(_row("turn start to first token, minus the model's TTFT", first_token))
+
+
+def main() -> None:
+    """Measure and print markdown tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
+    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
+    args = parser.parse_args()
+    if args.model_dir is None:
+        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
+    asyncio.run(_run(args))
+
+
+if __name__ == "__main__":
+    main()
