@@ -142,14 +142,22 @@ class TimedIndex:
 
 
 def _corpus(eval_dir: Path) -> list[str]:
-    texts = []
-    for line in (eval_dir / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        texts.append(f"{row['title']}\n\n{row['text']}")
-    for line in (eval_dir / "cmrc2018" / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        texts.append(f"{row.get('title') or ''}\n\n{row['text']}".strip())
-    return texts
+    """SciFact and CMRC 2018 texts interleaved, so an index of any size holds both languages."""
+    english = [
+        f"{row['title']}\n\n{row['text']}"
+        for row in map(json.loads, (eval_dir / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+    ]
+    chinese = [
+        f"{row.get('title') or ''}\n\n{row['text']}".strip()
+        for row in map(json.loads, (eval_dir / "cmrc2018" / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+    ]
+    # CMRC passages are fewer and longer-lived in chunks: one for every four SciFact abstracts.
+    mixed: list[str] = []
+    for index, text in enumerate(english):
+        mixed.append(text)
+        if index % 4 == 3 and chinese:
+            mixed.append(chinese[(index // 4) % len(chinese)])
+    return mixed
 
 
 def _queries(eval_dir: Path, count: int) -> list[str]:

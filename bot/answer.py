@@ -29,6 +29,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
             services.documents,
             services.faqs,
             settings.retrieval(),
+            questions=services.embedder.transient,
         ),
         faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
         history=services.conversations,

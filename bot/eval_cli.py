@@ -51,6 +51,7 @@ def retriever_for(services: Services) -> Retriever:
         services.documents,
         services.faqs,
         services.settings.retrieval(),
+        questions=services.embedder.transient,
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -204,14 +205,25 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Recent texts embedded without being stored (questions): SEARCH embeds a question and RERANK asks again.
+_RECENT = 1024
+
+
 class CachedEmbedder:
-    """An embedder that looks each text up by content hash first and embeds only what is missing."""
+    """An embedder that looks each text up by content hash first and embeds only what is missing.
+
+    `embed` stores what it computes (passages, FAQ questions); `transient` is the same embedder for questions,
+    which are kept in memory for a while but never written to the cache table, which would otherwise grow with
+    every question anyone asks.
+    """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
         self._inner = inner
         self._cache = cache
+        self._recent: OrderedDict[str, Vector] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self.transient = TransientEmbedder(self)
 
     @property
     def provider(self) -> str:
@@ -229,9 +241,12 @@ class CachedEmbedder:
         return self._inner.dimension
 
     async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """Vectors for `texts`: cached ones reused, the rest embedded once each and stored."""
+        """Vectors for `texts`: recent or cached ones reused, the rest embedded once each and stored."""
         hashes = [content_hash(text) for text in texts]
-        found = await self._cache.get_many(self.provider, self.model_id, hashes)
+        found = {h: self._recent[h] for h in hashes if h in self._recent}
+        asked = [h for h in dict.fromkeys(hashes) if h not in found]
+        if asked:
+            found.update(await self._cache.get_many(self.provider, self.model_id, asked))
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
             fresh = await self._inner.embed(list(missing.values()))
@@ -241,6 +256,48 @@ class CachedEmbedder:
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)
         return [found[h] for h in hashes]
+
+    async def embed_transient(self, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for `texts` kept in memory only: for questions, which are seldom asked twice word for word."""
+        hashes = [content_hash(text) for text in texts]
+        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in self._recent}
+        if missing:
+            fresh = await self._inner.embed(list(missing.values()))
+            for h, vector in zip(missing, fresh, strict=True):
+                self._recent[h] = vector
+        vectors = []
+        for h in hashes:
+            self._recent.move_to_end(h)
+            vectors.append(self._recent[h])
+        while len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+        return vectors
+
+
+class TransientEmbedder:
+    """A CachedEmbedder's question path: an Embedder that never writes to the cache table."""
+
+    def __init__(self, cached: CachedEmbedder) -> None:
+        self._cached = cached
+
+    @property
+    def provider(self) -> str:
+        """The wrapped embedder's provider."""
+        return self._cached.provider
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped embedder's model."""
+        return self._cached.model_id
+
+    @property
+    def dimension(self) -> int | None:
+        """The wrapped embedder's vector length."""
+        return self._cached.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """Vectors for `texts`, remembered in memory only."""
+        return await self._cached.embed_transient(texts)
 
 
 def build_embedder(config: EmbedderConfig) -> OnnxEmbedder | OpenAIEmbedder:

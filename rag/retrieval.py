@@ -129,22 +129,32 @@ class Retriever:
         documents: DocumentRepo,
         faqs: FaqRepo,
         config: RetrievalConfig | None = None,
+        *,
+        questions: Embedder | None = None,
     ) -> None:
         self._index = index
         self._embedder = embedder
+        # Questions are embedded apart from content where the embedder can (not stored in the cache table).
+        self._questions = questions or embedder
         self._lexical = lexical
-        self.lexical = lexical
         self._documents = documents
         self._faqs = faqs
         self.config = config or RetrievalConfig()
 
+    @property
+    def lexical(self) -> LexicalAnalyzer:
+        """The analyzer that cuts queries and passages into BM25 terms."""
+        return self._lexical
+
     def with_config(self, config: RetrievalConfig) -> Retriever:
         """The same retriever with other settings (fusion weights tuned on an eval set, say)."""
-        return Retriever(self._index, self._embedder, self._lexical, self._documents, self._faqs, config)
+        return Retriever(
+            self._index, self._embedder, self._lexical, self._documents, self._faqs, config, questions=self._questions
+        )
 
     async def query_vector(self, query: str) -> Vector:
         """The query's embedding."""
-        [vector] = await self._embedder.embed([query])
+        [vector] = await self._questions.embed([query])
         return vector
 
     async def chunk_hits(
@@ -178,8 +188,9 @@ class Retriever:
         self, scored: Sequence[tuple[str, float]], legs: Mapping[str, frozenset[str]]
     ) -> list[Candidate]:
         """Chunk ids with scores joined to their SQL rows, in the given order (ids SQL lacks are dropped)."""
-        rows = {chunk.chunk_id: chunk for chunk in await self._documents.chunks([chunk_id for chunk_id, _ in scored])}
-        titles = await self._documents.titles([row.document_id for row in rows.values()])
+        found = await self._documents.chunks_with_titles([chunk_id for chunk_id, _ in scored])
+        rows = {chunk.chunk_id: chunk for chunk, _ in found}
+        titles = {chunk.document_id: title for chunk, title in found}
         return [
             chunk_candidate(rows[chunk_id], score, legs.get(chunk_id, frozenset()), titles)
             for chunk_id, score in scored

@@ -200,6 +200,24 @@ class DocumentRepo:
                 found.extend(_chunk_record(row) for row in rows)
         return found
 
+    async def chunks_with_titles(self, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
+        """The stored chunks among `chunk_ids`, each with its document's title, in one round trip per batch."""
+        found: list[tuple[ChunkRecord, str]] = []
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return found
+        async with self._db.session() as session:
+            for start in range(0, len(unique), _IN_BATCH):
+                batch = unique[start : start + _IN_BATCH]
+                statement = (
+                    select(Chunk, Document.title)
+                    .join(Document, col(Chunk.document_id) == col(Document.id))
+                    .where(col(Chunk.id).in_(batch))
+                )
+                rows = (await session.exec(statement)).all()
+                found.extend((_chunk_record(chunk), title) for chunk, title in rows)
+        return found
+
     async def document_chunks(self, document_id: str) -> list[ChunkRecord]:
         """Every chunk of a document, in position order."""
         async with self._db.session() as session:

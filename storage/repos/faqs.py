@@ -79,6 +79,8 @@ class FaqRepo:
         """The stored FAQs among `faq_ids`."""
         found: list[FaqRecord] = []
         unique = list(dict.fromkeys(faq_ids))
+        if not unique:
+            return found
         async with self._db.session() as session:
             for start in range(0, len(unique), _IN_BATCH):
                 rows = (await session.exec(select(Faq).where(col(Faq.id).in_(unique[start : start + _IN_BATCH])))).all()

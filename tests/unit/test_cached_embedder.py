@@ -117,3 +117,23 @@ async def test_vectors_of_another_provider_or_model_are_not_reused(
     await other.embed(["alpha"])
     assert other_inner.calls == [["alpha"]]
     assert (other.hits, other.misses) == (0, 1)
+
+
+async def test_a_question_is_embedded_once_and_never_stored(
+    cached: CachedEmbedder, inner: CountingEmbedder, cache: MemoryCache
+) -> None:
+    [question] = await cached.transient.embed(["how long do refunds take?"])
+    [again, passage] = await cached.embed(["how long do refunds take?", "Refunds take five days."])
+    assert question == again == _vector("how long do refunds take?")
+    assert passage == _vector("Refunds take five days.")
+    assert inner.calls == [["how long do refunds take?"], ["Refunds take five days."]]
+    assert set(cache.vectors) == {("local", "mini", content_hash("Refunds take five days."))}
+
+
+async def test_recent_questions_are_forgotten_oldest_first(cached: CachedEmbedder, inner: CountingEmbedder) -> None:
+    await cached.transient.embed(["first question"])
+    await cached.transient.embed([f"question {n}" for n in range(1024)])
+    await cached.transient.embed(["first question"])
+    assert inner.calls[-1] == ["first question"]
+    assert cached.transient.model_id == "mini"
+    assert cached.transient.provider == "local"
