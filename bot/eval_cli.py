@@ -28,6 +28,7 @@ from rag.eval.retrieval_eval import (
     read_jsonl,
 )
 from rag.faq_search import FaqSearch
+from rag.faq_text import faq_confidence
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_import import FaqEntry, question_key
 from rag.ports import Reranker
@@ -153,7 +154,7 @@ class PreparedFaq:
         async def rank(query: str) -> RankedFaqs:
             found = await faqs.search(query, await retriever.query_vector(query), [self.kb_id])
             ids = [self.faq_to_dataset[c.id] for c in found if c.id in self.faq_to_dataset]
-            return RankedFaqs(ids, found[0].score if found else None)
+            return RankedFaqs(ids, faq_confidence(found[0]) if found else None)
 
         return rank
 
