@@ -18,7 +18,7 @@ from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import AddressPolicy, FetchLimits
 from rag.rerank import RerankConfig
 from rag.rerankers import RerankerConfig
-from rag.retrieval import RetrievalConfig
+from rag.retrieval import Language, RetrievalConfig
 from rag.stages import AnswerConfig, SearchConfig
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
@@ -226,7 +226,12 @@ class Settings(BaseSettings):
 
     def rerank(self) -> RerankConfig:
         """The RERANK stage: threshold, and MMR keeping top_k child hits (MERGE may join them into fewer)."""
-        return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K)
+        languages: frozenset[Language] | None = None
+        if self.RERANK_PROVIDER == "local":
+            # The local reranker leans on the embedder: only where retrieval trusts it (its vector leg counts).
+            chunk_weights = self.retrieval().weights.chunks
+            languages = frozenset(lang for lang, legs in chunk_weights.items() if legs.get("vector", 1.0) > 0)
+        return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K, languages=languages)
 
     def history(self) -> HistoryConfig:
         """How much of a conversation LOAD_HISTORY reads and keeps."""

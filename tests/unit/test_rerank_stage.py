@@ -219,3 +219,17 @@ async def test_the_stage_runs_inside_a_pipeline_and_reports_its_note(lexical: Le
 def test_rerank_config_rejects_values_out_of_range(config: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="rerank"):
         RerankConfig(**config)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("query", "asked"), [("how long do refunds take", True), ("退款需要多久", False)])
+async def test_a_question_in_a_language_the_reranker_does_not_serve_keeps_its_search_order(
+    lexical: LexicalAnalyzer, query: str, asked: bool
+) -> None:
+    reranker = TableReranker({"refunds take five days": 0.9})
+    turn = TurnContext(query=query, kb_ids=("kb",), candidates=[cand("refunds take five days")])
+    note = await Rerank(reranker, lexical, RerankConfig(languages=frozenset({"en"}))).run(turn)
+    assert bool(reranker.calls) is asked
+    assert turn.judged is asked
+    if not asked:
+        assert note == "skipped=language_zh"
+        assert turn.ranked == turn.candidates

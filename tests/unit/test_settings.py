@@ -175,3 +175,12 @@ def test_secrets_reach_their_configs_but_not_the_repr(monkeypatch: pytest.Monkey
     for shown in (repr(settings), str(settings)):
         for secret in ("sk-chat-secret-1234", "wv-secret-5678", "sk-embed-secret-9012"):
             assert secret not in shown
+
+
+@pytest.mark.parametrize(("provider", "languages"), [("local", frozenset({"en"})), ("api", None), ("none", None)])
+def test_the_local_reranker_serves_only_the_languages_retrieval_trusts_the_embedder_for(
+    monkeypatch: pytest.MonkeyPatch, provider: str, languages: frozenset[str] | None
+) -> None:
+    monkeypatch.setenv("RERANK_PROVIDER", provider)
+    monkeypatch.setenv("RERANK_BASE_URL", "http://127.0.0.1:9/v1")
+    assert Settings(_env_file=None).rerank().languages == languages
