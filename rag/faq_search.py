@@ -75,9 +75,10 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 class FaqSearch:
     """Finds the FAQs that answer a query.
 
-    Confidence (`score`) is the best positive variant's cosine similarity, an absolute figure the direct-answer
-    threshold can rely on; the order is a weighted RRF of the vector and BM25 ranks, so that a language the
-    embedder serves badly is carried by its words.
+    `score` is the best positive variant's cosine similarity; the confidence the direct-answer threshold reads
+    (`faq_confidence`) is that cosine where the embedder serves the query's language and the question's
+    character overlap with the FAQ's questions where it does not. The order is a weighted RRF of the vector and
+    BM25 ranks, so that a language the embedder serves badly is carried by its words.
     """
 
     def __init__(
