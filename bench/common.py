@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import subprocess
@@ -57,3 +58,14 @@ async def local_stack(weaviate_binary: Path, prefix: str) -> AsyncIterator[tuple
         await store.close()
         await db.close()
         await server.stop()
+
+
+def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The parser's arguments plus the ones every benchmark takes: model, evaluation data and Weaviate binary."""
+    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
+    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
+    parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
+    args = parser.parse_args()
+    if args.model_dir is None:
+        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
+    return args

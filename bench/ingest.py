@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.common import commit, local_stack, machine, percentile
+from bench.common import commit, local_stack, machine, parse_arguments, percentile
 from rag.embedders import CachedEmbedder, OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
@@ -29,8 +29,6 @@ from storage.embedding_cache import SqlEmbeddingCache
 from storage.records import KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class TimedEmbedder:
@@ -123,13 +121,7 @@ def main() -> None:
     """Measure and print a markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=300)
-    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
-    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
-    parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
-    args = parser.parse_args()
-    if args.model_dir is None:
-        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
-    asyncio.run(_run(args))
+    asyncio.run(_run(parse_arguments(parser)))
 
 
 if __name__ == "__main__":

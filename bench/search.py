@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import ROOT, commit, local_stack, machine, percentile
+from bench.common import commit, local_stack, machine, parse_arguments, percentile
 from rag.chat_models import OpenAIChatModel
 from rag.config import ChatModelConfig
 from rag.embedders import CachedEmbedder, OnnxEmbedder
@@ -305,13 +305,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
-    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
-    parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
-    args = parser.parse_args()
-    if args.model_dir is None:
-        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
-    asyncio.run(_run(args))
+    asyncio.run(_run(parse_arguments(parser)))
 
 
 if __name__ == "__main__":

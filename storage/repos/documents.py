@@ -189,17 +189,6 @@ class DocumentRepo:
             rows = (await session.exec(select(Document.id, Document.title).where(col(Document.id).in_(unique)))).all()
         return {document_id: title for document_id, title in rows}
 
-    async def chunks(self, chunk_ids: Sequence[str]) -> list[ChunkRecord]:
-        """The stored chunks among `chunk_ids` (ids the index returns but SQL lacks are dropped)."""
-        found: list[ChunkRecord] = []
-        unique = list(dict.fromkeys(chunk_ids))
-        async with self._db.session() as session:
-            for start in range(0, len(unique), _IN_BATCH):
-                batch = unique[start : start + _IN_BATCH]
-                rows = (await session.exec(select(Chunk).where(col(Chunk.id).in_(batch)))).all()
-                found.extend(_chunk_record(row) for row in rows)
-        return found
-
     async def chunks_with_titles(self, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
         """The stored chunks among `chunk_ids`, each with its document's title, in one round trip per batch."""
         found: list[tuple[ChunkRecord, str]] = []
