@@ -28,6 +28,7 @@ POSITION_SPREAD = 0.05
 FAQ_BOOST = 1.2
 # The issue: "direct-load hits count as model score 1.0" (the user asked for that document; no reranker vetoes it).
 DIRECT_LEG = "direct"
+HISTORY_LEG = "history"
 DIRECT_MODEL_SCORE = 1.0
 
 
@@ -174,6 +175,10 @@ def _current_score(candidate: Candidate) -> float:
     return candidate.score
 
 
+def _as_given(candidate: Candidate, threshold: float) -> float:
+    return threshold
+
+
 def select_above(
     candidates: Sequence[Candidate],
     *,
@@ -181,12 +186,14 @@ def select_above(
     floor: float = THRESHOLD_FLOOR,
     decay: float = THRESHOLD_DECAY,
     score: Callable[[Candidate], float] = _current_score,
+    threshold_of: Callable[[Candidate, float], float] = _as_given,
 ) -> tuple[list[Candidate], float]:
     """Candidates scoring at least the threshold, lowering it by `decay` down to `floor` while none pass.
 
     Returns the kept candidates (input order) and the threshold that was finally used. A threshold already at or
     below the floor is tried once as given. With no candidates there is nothing to relax: (`[]`, threshold).
     Unlike WeKnora, which relaxes once, this keeps relaxing (0.5 -> 0.35 -> 0.3) until the floor has been tried.
+    `threshold_of(candidate, threshold)` gives one candidate its own bar at each step (see `lenient_to_history`).
     """
     if not 0.0 < decay < 1.0:
         raise ValueError(f"threshold decay must be in (0, 1), got {decay}")
@@ -194,7 +201,7 @@ def select_above(
         return [], threshold
     used = threshold
     while True:
-        kept = [c for c in candidates if score(c) >= used]
+        kept = [c for c in candidates if score(c) >= threshold_of(c, used)]
         lowered = max(floor, used * decay)
         if kept or used <= floor or lowered >= used:
             return kept, used
@@ -211,6 +218,11 @@ def history_threshold(threshold: float) -> float:
     if threshold < HISTORY_THRESHOLD_MIN:
         return threshold
     return max(HISTORY_THRESHOLD_MIN, threshold - HISTORY_THRESHOLD_STEP)
+
+
+def lenient_to_history(candidate: Candidate, threshold: float) -> float:
+    """A select_above `threshold_of`: history matches are judged at history_threshold(threshold)."""
+    return history_threshold(threshold) if HISTORY_LEG in candidate.legs else threshold
 
 
 def position_prior(rank: int, count: int, spread: float = POSITION_SPREAD) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from rag.errors import RerankerError
@@ -13,12 +13,12 @@ from rag.fusion import (
     DIRECT_LEG,
     DIRECT_MODEL_SCORE,
     FAQ_BOOST,
+    HISTORY_LEG,
     MMR_LAMBDA,
-    THRESHOLD_DECAY,
-    THRESHOLD_FLOOR,
-    history_threshold,
+    lenient_to_history,
     mmr,
     rescore,
+    select_above,
 )
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import TurnContext
@@ -28,7 +28,6 @@ from rag.types import Candidate
 
 log = logging.getLogger(__name__)
 
-HISTORY_LEG = "history"
 # The 0.1 source-weight share of the composite score (rag.fusion.composite_score). A leg not listed weighs 1.0.
 # Our choice, not WeKnora's: a keyword-only match is noisier than a semantic one, and a history match answered the
 # previous question rather than this one. At most 0.1 x 0.2 = 0.02 of a score: it breaks near-ties, nothing more.
@@ -80,27 +79,8 @@ async def model_scores(reranker: Reranker, query: str, candidates: Sequence[Cand
     return scores
 
 
-def select_passing(
-    candidates: Sequence[Candidate], scores: Sequence[float], threshold: float
-) -> tuple[list[int], float]:
-    """Indexes (input order) of the candidates whose model score passes, and the threshold finally used.
-
-    A candidate passes at `threshold`, a history match at history_threshold(threshold). While none passes, the
-    threshold is relaxed by 0.7x down to 0.3, as rag.fusion.select_above does; that function takes one threshold
-    for every candidate, so it cannot judge history matches more leniently at each step.
-    """
-    used = threshold
-    while True:
-        lenient = history_threshold(used)
-        kept = [
-            i
-            for i, (candidate, score) in enumerate(zip(candidates, scores, strict=True))
-            if score >= (lenient if HISTORY_LEG in candidate.legs else used)
-        ]
-        lowered = max(THRESHOLD_FLOOR, used * THRESHOLD_DECAY)
-        if kept or not candidates or used <= THRESHOLD_FLOOR or lowered >= used:
-            return kept, used
-        used = lowered
+def _model_score(candidate: Candidate) -> float:
+    return candidate.model_score or 0.0
 
 
 async def rerank_order(
@@ -141,10 +121,13 @@ class Rerank:
             log.warning("rerank=skipped model=%s reason=%s", self._reranker.model_id, exc)
             return "skipped=reranker_error"
         turn.judged = True
-        kept, used = select_passing(turn.candidates, scores, config.threshold)
+        judged = [replace(c, model_score=s) for c, s in zip(turn.candidates, scores, strict=True)]
+        kept, used = select_above(
+            judged, threshold=config.threshold, score=_model_score, threshold_of=lenient_to_history
+        )
         rescored = rescore(
-            [turn.candidates[i] for i in kept],
-            [scores[i] for i in kept],
+            kept,
+            [_model_score(c) for c in kept],
             source_weights=config.source_weights,
             faq_boost=config.faq_boost,
         )

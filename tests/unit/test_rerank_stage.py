@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from rag.errors import RerankerError
+from rag.fusion import lenient_to_history, select_above
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import Pipeline, TurnContext
-from rag.rerank import Rerank, RerankConfig, rerank_order, select_passing
+from rag.rerank import Rerank, RerankConfig, rerank_order
 from rag.types import Candidate
 
 
@@ -108,9 +109,9 @@ async def test_history_matches_are_judged_0_1_more_leniently_but_not_below_0_5(
 
 def test_history_leniency_applies_again_at_each_relaxed_threshold() -> None:
     # 0.8 fails everyone; 0.56: the history match passes at max(0.46, 0.5) = 0.5, the fresh one does not.
-    candidates = [cand("h", "history"), cand("f", "vector")]
-    kept, used = select_passing(candidates, [0.52, 0.52], threshold=0.8)
-    assert kept == [0]
+    candidates = [cand("h", "history", base=0.52), cand("f", "vector", base=0.52)]
+    kept, used = select_above(candidates, threshold=0.8, threshold_of=lenient_to_history)
+    assert [c.id for c in kept] == ["h"]
     assert used == pytest.approx(0.56)
 
 
