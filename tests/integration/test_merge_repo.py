@@ -14,6 +14,7 @@ from rag.ingest.rules import parse_rule
 from rag.lexical import LexicalAnalyzer
 from rag.merge import Merge, MergeConfig
 from rag.pipeline import TurnContext
+from rag.retrieval import chunk_candidate
 from rag.types import Candidate
 from storage.db import Database
 from storage.records import ChunkRecord, DocumentVersion, SegmentRecord, TextSpan
@@ -194,21 +195,7 @@ def lexical() -> LexicalAnalyzer:
 
 
 def _hit(chunk: ChunkRecord, score: float) -> Candidate:
-    return Candidate(
-        id=chunk.chunk_id,
-        kind="chunk",
-        kb_id=chunk.kb_id,
-        text=chunk.text,
-        score=score,
-        base_score=score,
-        legs=frozenset({"vector"}),
-        document_id=chunk.document_id,
-        segment_id=chunk.segment_id,
-        position=chunk.position,
-        start=chunk.start,
-        end=chunk.end,
-        metadata={"title": "guide.md"},
-    )
+    return chunk_candidate(chunk, score, frozenset({"vector"}), {chunk.document_id: "guide.md"})
 
 
 async def test_merge_folds_child_hits_of_an_ingested_parent_child_document_into_widened_parents(

@@ -22,6 +22,7 @@ from rag.merge import (
     widen_short,
 )
 from rag.pipeline import TurnContext
+from rag.retrieval import chunk_candidate
 from rag.types import Candidate
 from storage.records import ChunkRecord, FaqRecord, SegmentRecord, TextSpan
 
@@ -79,24 +80,8 @@ class FakeSource:
     def hit(self, chunk_id: str, score: float, **fields: Any) -> Candidate:
         """The chunk as retrieval hands it on."""
         chunk = self.chunk(chunk_id)
-        return replace(
-            Candidate(
-                id=chunk.chunk_id,
-                kind="chunk",
-                kb_id=chunk.kb_id,
-                text=chunk.text,
-                score=score,
-                base_score=score,
-                legs=frozenset({"vector"}),
-                document_id=chunk.document_id,
-                segment_id=chunk.segment_id,
-                position=chunk.position,
-                start=chunk.start,
-                end=chunk.end,
-                metadata={"title": chunk.document_id, "page": chunk.position},
-            ),
-            **fields,
-        )
+        candidate = chunk_candidate(chunk, score, frozenset({"vector"}), {chunk.document_id: chunk.document_id})
+        return replace(candidate, metadata={**candidate.metadata, "page": chunk.position}, **fields)
 
     async def segments_by_ids(self, segment_ids: Sequence[str]) -> list[SegmentRecord]:
         self.calls.append("segments_by_ids")
