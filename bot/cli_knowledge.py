@@ -5,14 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from bot.ingestion import describe_result
+from bot.jobs import JobRunner
 from bot.services import Services
 from rag.ingest.faq_import import template_path
-from storage.records import JobRecord
+from storage.records import JobRecord, KnowledgeBaseRecord
+from storage.repos.jobs import UNFINISHED, JobRepo
+
+_JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+_PAGE = 50
 
 
 def add_commands(commands: Any) -> None:
@@ -62,8 +69,20 @@ def add_commands(commands: Any) -> None:
     docs_delete.add_argument("document_id")
     docs_delete.add_argument("--kb", required=True)
 
-    jobs = commands.add_parser("jobs", help="recent ingestion jobs")
+    jobs = commands.add_parser("jobs", help="ingestion jobs, newest first, a page at a time")
     jobs.add_argument("--kb")
+    jobs.add_argument("--status", choices=_JOB_STATUSES, action="append", help="only jobs in this state (repeatable)")
+    jobs.add_argument("--limit", type=_positive, default=_PAGE, help=f"jobs per page (default {_PAGE})")
+    pages = jobs.add_mutually_exclusive_group()
+    pages.add_argument("--page", type=_positive, default=1, help="which page, counted from 1")
+    pages.add_argument("--all", action="store_true", help="every job, no paging")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
 
 
 def _rule_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -124,13 +143,17 @@ async def run_kb(services: Services, args: argparse.Namespace, out: TextIO = sys
 
 
 def collect_sources(items: Sequence[str]) -> list[str]:
-    """URLs as given; files as given; folders expanded recursively, hidden entries skipped, sorted."""
+    """URLs as given; files as absolute paths; folders expanded recursively, hidden entries skipped, sorted.
+
+    Absolute, because whichever runner ends up running the job (this command, or `ragbot serve` taking
+    it over) reads the file from its own working directory. Each source appears once.
+    """
     found: list[str] = []
     for item in items:
         if item.startswith(("http://", "https://")):
             found.append(item)
             continue
-        path = Path(item)
+        path = Path(item).absolute()
         if path.is_dir():
             found.extend(
                 str(child)
@@ -139,31 +162,33 @@ def collect_sources(items: Sequence[str]) -> list[str]:
             )
         else:
             found.append(str(path))
-    return found
+    return list(dict.fromkeys(found))
 
 
 class _ProgressLine:
-    """One line per job on a terminal, rewritten in place; one line per stage change elsewhere."""
+    """One line per source on a terminal, rewritten in place; one line per stage change elsewhere.
 
-    def __init__(self, stream: TextIO, total: int) -> None:
+    Sources are numbered by their place in the command line, so [n/total] never passes the total
+    whatever else the runner hears about.
+    """
+
+    def __init__(self, stream: TextIO, sources: Sequence[str]) -> None:
         self._stream = stream
-        self._total = total
-        self._order: dict[str, int] = {}
+        self._numbers = {source: number for number, source in enumerate(sources, start=1)}
+        self._total = len(sources)
         self._last: dict[str, str] = {}
         self._tty = stream.isatty()
 
-    def number(self, job_id: str) -> int:
-        return self._order.setdefault(job_id, len(self._order) + 1)
-
     async def __call__(self, job: JobRecord) -> None:
-        if job.status in ("succeeded", "failed"):
+        number = self._numbers.get(job.source)
+        if number is None or job.status in ("succeeded", "failed"):
             return
         bar = ""
         if job.total:
             filled = int(20 * job.done / job.total)
             bar = f" [{'#' * filled}{'.' * (20 - filled)}] {job.done}/{job.total}"
         name = Path(job.source).name or job.source
-        line = f"[{self.number(job.id)}/{self._total}] {name}: {job.stage or job.status}{bar}"
+        line = f"[{number}/{self._total}] {name}: {job.stage or job.status}{bar}"
         if self._tty:
             self._stream.write("\r\033[K" + line[:200])
         elif self._last.get(job.id) != f"{job.stage}{job.status}":
@@ -171,12 +196,11 @@ class _ProgressLine:
         self._last[job.id] = f"{job.stage}{job.status}"
         self._stream.flush()
 
-    def finished(self, job: JobRecord) -> None:
+    def finished(self, job: JobRecord, note: str = "") -> None:
         prefix = "\r\033[K" if self._tty else ""
         mark = "ok " if job.status == "succeeded" else "ERR"
-        self._stream.write(
-            f"{prefix}{mark} [{self.number(job.id)}/{self._total}] {job.source}: {describe_result(job)}\n"
-        )
+        number = self._numbers.get(job.source, 0)
+        self._stream.write(f"{prefix}{mark} [{number}/{self._total}] {job.source}: {describe_result(job)}{note}\n")
 
 
 async def run_ingest(
@@ -188,25 +212,63 @@ async def run_ingest(
     if not sources:
         out.write("nothing to ingest: no files found\n")
         return 1
-    display = _ProgressLine(out, len(sources))
-    services.jobs.subscribe(display)
-    await services.jobs.start()
+    return await ingest_sources(services.jobs, services.job_repo, kb, sources, kind_for_files=kind_for_files, out=out)
+
+
+async def ingest_sources(
+    runner: JobRunner,
+    jobs: JobRepo,
+    kb: KnowledgeBaseRecord,
+    sources: Sequence[str],
+    *,
+    kind_for_files: str = "file",
+    out: TextIO = sys.stderr,
+) -> int:
+    """Run one job per source, resuming what an interrupted run left unfinished; report each and a summary.
+
+    The runner runs only these jobs: other queued jobs are left to `ragbot serve`.
+    """
+    display = _ProgressLine(out, sources)
+    runner.subscribe(display)
+    began = datetime.now(UTC)
+    await runner.start(adopt=False)
+    outcomes: Counter[str] = Counter()
     try:
-        jobs = []
-        for source in sources:
+        submitted = []
+        for number, source in enumerate(sources, start=1):
             kind = "url" if source.startswith(("http://", "https://")) else kind_for_files
-            job = await services.jobs.submit(kb.id, kind, source, requested_by="cli")
-            display.number(job.id)
-            jobs.append(job)
-        failed = 0
-        for job in jobs:
-            finished = await services.jobs.wait(job.id)
-            display.finished(finished)
-            failed += finished.status == "failed"
+            job = await runner.submit(kb.id, kind, source, requested_by="cli", resume=True)
+            if job.status in UNFINISHED and job.lease_owner not in ("", runner.owner):
+                out.write(
+                    f"[{number}/{len(sources)}] {Path(source).name or source}: already being ingested by "
+                    f"{job.lease_owner}; waiting for it (taken over here if that runner stops)\n"
+                )
+            submitted.append(job)
+        for job in submitted:
+            finished = await runner.wait(job.id)
+            resumed = job.created_at < began
+            display.finished(finished, " (resumed the job an interrupted run left)" if resumed else "")
+            outcomes[_outcome(finished)] += 1
     finally:
-        await services.jobs.stop()
-    out.write(f"{len(sources) - failed} of {len(sources)} ingested into {kb.name}\n")
+        await runner.stop()
+    failed = outcomes["failed"]
+    counts = ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items()) if count)
+    out.write(f"{len(sources) - failed} of {len(sources)} ingested into {kb.name} ({counts})\n")
+    others = await jobs.count(statuses=UNFINISHED)
+    if others:
+        out.write(
+            f"{others} other {'job is' if others == 1 else 'jobs are'} queued or running: `ragbot serve` runs "
+            "them; `ragbot jobs --status queued --status running` lists them\n"
+        )
     return 1 if failed else 0
+
+
+def _outcome(job: JobRecord) -> str:
+    if job.status == "failed":
+        return "failed"
+    if job.kind == "faq":
+        return "imported"
+    return "already indexed" if job.result.get("unchanged") else "indexed"
 
 
 async def run_docs(services: Services, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
@@ -220,10 +282,53 @@ async def run_docs(services: Services, args: argparse.Namespace, out: TextIO = s
     return 0
 
 
-async def run_jobs(services: Services, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """List recent jobs."""
+async def run_jobs(
+    services: Services, args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    """List jobs newest first, a page at a time; say on `err` how many more there are."""
     kb_id = (await services.knowledge.find(args.kb)).id if args.kb else None
-    for job in await services.job_repo.recent(kb_id=kb_id):
-        progress = f"{job.stage} {job.done}/{job.total}" if job.status == "running" else describe_result(job)
-        out.write(f"{job.id}\t{job.status}\t{job.kind}\t{job.source}\t{progress}\n")
+    statuses = tuple(args.status or ())
+    limit, offset = (None, 0) if args.all else (args.limit, (args.page - 1) * args.limit)
+    jobs = await services.job_repo.recent(kb_id=kb_id, statuses=statuses, limit=limit, offset=offset)
+    now = datetime.now(UTC)
+    for job in jobs:
+        out.write(f"{job.id}\t{job.status}\t{job.kind}\t{job.source}\t{_job_state(job, now)}\n")
+    if limit is None:
+        return 0
+    total = await services.job_repo.count(kb_id=kb_id, statuses=statuses)
+    later = total - offset - len(jobs)
+    if later > 0:
+        size = f"--limit {limit} " if limit != _PAGE else ""
+        err.write(
+            f"jobs {offset + 1}-{offset + len(jobs)} of {total}; {later} more: "
+            f"`{size}--page {args.page + 1}` shows the next {min(limit, later)}, `--all` shows every one\n"
+        )
+    elif not jobs and total:
+        err.write(f"page {args.page} is past the last job ({total} in all)\n")
     return 0
+
+
+def _job_state(job: JobRecord, now: datetime) -> str:
+    """What a job is doing, and for an unfinished one which runner holds it and whether that runner is alive."""
+    if job.status in ("succeeded", "failed"):
+        return describe_result(job)
+    doing = f"{job.stage or 'starting'} {job.done}/{job.total}" if job.status == "running" else "waiting"
+    if not job.lease_owner or job.lease_expires_at is None:
+        holder = "interrupted: `ragbot serve` or the same `ragbot ingest` resumes it" if job.status == "running" else ""
+        return f"{doing}; {holder}" if holder else doing
+    if job.lease_expires_at < now:
+        ago = _duration(now - job.lease_expires_at)
+        return (
+            f"{doing}; its runner {job.lease_owner} stopped {ago} ago: `ragbot serve` or the same `ragbot ingest` "
+            "resumes it"
+        )
+    return f"{doing} in {job.lease_owner}"
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"

@@ -1,15 +1,20 @@
-"""The ingestion job runner: durable rows, a worker pool, crash recovery, progress listeners."""
+"""The ingestion job runner: durable rows, a worker pool, leases that survive crashes, progress listeners."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import secrets
+import socket
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
 from rag.errors import RagError
-from storage.errors import StorageError
+from storage.errors import NotFound, StorageError
 from storage.records import JobRecord
 from storage.repos.jobs import JobRepo
 
@@ -17,7 +22,9 @@ log = logging.getLogger(__name__)
 
 Work = Callable[[JobRecord, Callable[[str, int, int], Awaitable[None]]], Awaitable[dict[str, Any]]]
 Listener = Callable[[JobRecord], Awaitable[None]]
+Clock = Callable[[], datetime]
 MAX_ATTEMPTS = 3
+FINISHED = ("succeeded", "failed")
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -29,44 +36,89 @@ def failure_reason(exc: BaseException) -> str:
     return f"internal error ({type(exc).__name__}); see the server log"
 
 
-class JobRunner:
-    """Runs queued jobs with bounded concurrency; a job never stays `running` across a restart."""
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
 
-    def __init__(self, jobs: JobRepo, work: Work, *, concurrency: int = 2) -> None:
+
+def runner_id() -> str:
+    """A name for this runner that says where it runs: host, process id and a random tag."""
+    return f"{socket.gethostname()[:80]}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class _LeaseLost(Exception):
+    """Another runner took over the job (this one stalled past its lease): stop working on it."""
+
+
+class JobRunner:
+    """Runs jobs with bounded concurrency, holding each through a lease it renews while alive.
+
+    A job this runner submits is held by it from the start. Every `renew_every` seconds a heartbeat
+    renews the leases, stops work whose lease another runner took, settles jobs waited on but run
+    elsewhere and, when started with `adopt=True` (the service), claims queued jobs nobody holds and
+    running jobs whose runner died (its lease expired), as far as free workers allow.
+    """
+
+    def __init__(
+        self,
+        jobs: JobRepo,
+        work: Work,
+        *,
+        concurrency: int = 2,
+        lease: float = 30.0,
+        renew_every: float = 10.0,
+        clock: Clock = _utcnow,
+        owner: str | None = None,
+    ) -> None:
+        # A lease three heartbeats long survives two missed renewals (a slow database, a busy event loop).
         self._jobs = jobs
         self._work = work
         self._concurrency = concurrency
+        self._lease = timedelta(seconds=lease)
+        self._renew_every = renew_every
+        self._clock = clock
+        self.owner = owner or runner_id()
+        self._adopt = False
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._workers: list[asyncio.Task[None]] = []
+        self._heartbeat: asyncio.Task[None] | None = None
         self._listeners: list[Listener] = []
         self._finished: dict[str, asyncio.Event] = {}
+        self._held: set[str] = set()
+        self._running: dict[str, asyncio.Task[dict[str, Any]]] = {}
+        self._lost: set[str] = set()
+        self._watched: set[str] = set()
+        self._wake = asyncio.Event()
+        self._round = asyncio.Lock()
 
     def subscribe(self, listener: Listener) -> None:
-        """Call `listener` with the job on every status or progress change."""
+        """Call `listener` with the job on every status or progress change this runner sees."""
         self._listeners.append(listener)
 
-    async def start(self) -> None:
-        """Recover interrupted jobs, queue waiting ones and start the workers."""
-        for job in await self._jobs.recent(statuses=("running",), limit=10_000):
-            if job.attempts >= MAX_ATTEMPTS:
-                await self._jobs.fail(job.id, f"interrupted {job.attempts} times by restarts; giving up")
-            else:
-                log.warning("job=recovered id=%s attempts=%d", job.id, job.attempts)
-                await self._jobs.requeue(job.id)
-        for job in reversed(await self._jobs.recent(statuses=("queued",), limit=10_000)):
-            self._enqueue(job.id)
+    async def start(self, *, adopt: bool = True) -> None:
+        """Start the workers and the heartbeat; with `adopt`, take over waiting and orphaned jobs too.
+
+        `ragbot serve` adopts; a one-off command (`ragbot ingest`) runs only the jobs it submits or resumes.
+        A job whose lease is still live belongs to a runner that is alive: it is never taken here.
+        """
+        self._adopt = adopt
+        if adopt:
+            await self.claim_waiting()
         self._workers = [
             asyncio.create_task(self._worker(), name=f"ingest-worker-{i}") for i in range(self._concurrency)
         ]
+        self._heartbeat = asyncio.create_task(self._beat(), name="ingest-heartbeat")
 
     async def stop(self) -> None:
-        """Stop the workers; a job cut short goes back to the queue for the next start."""
-        for worker in self._workers:
-            worker.cancel()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers = []
-        for job in await self._jobs.recent(statuses=("running",), limit=10_000):
-            await self._jobs.requeue(job.id)
+        """Stop the heartbeat and workers; the jobs this runner held go back to the queue for any runner."""
+        tasks = [*self._workers, *([self._heartbeat] if self._heartbeat else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._workers, self._heartbeat = [], None
+        released = await self._jobs.release(self.owner)
+        if released:
+            log.info("jobs=released owner=%s count=%d", self.owner, released)
+        self._held.clear()
 
     async def submit(
         self,
@@ -76,53 +128,227 @@ class JobRunner:
         *,
         requested_by: str = "",
         requested_from: dict[str, Any] | None = None,
+        resume: bool = False,
     ) -> JobRecord:
-        """Store a queued job and hand it to the workers."""
-        job = await self._jobs.create(kb_id, kind, source, requested_by=requested_by, requested_from=requested_from)
+        """Store a queued job held by this runner and hand it to the workers.
+
+        With `resume`, an unfinished job for the same source (left by an interrupted run) is taken over
+        instead of adding a second one; when a live runner holds it, this runner waits on it instead.
+        """
+        if resume:
+            existing = await self._jobs.unfinished(kb_id, kind, source)
+            if existing is not None:
+                return await self._resume(existing)
+        now = self._clock()
+        job = await self._jobs.create(
+            kb_id,
+            kind,
+            source,
+            requested_by=requested_by,
+            requested_from=requested_from,
+            owner=self.owner,
+            lease_until=now + self._lease,
+        )
         self._enqueue(job.id)
         await self._notify(job)
         return job
 
     async def wait(self, job_id: str) -> JobRecord:
-        """Wait until the job has succeeded or failed."""
-        await self._finished.setdefault(job_id, asyncio.Event()).wait()
+        """Wait until the job has succeeded or failed, wherever it runs."""
+        event = self._finished.setdefault(job_id, asyncio.Event())
+        if job_id not in self._held and not event.is_set():
+            job = await self._jobs.get(job_id)
+            if job.status in FINISHED:
+                return job
+            self._watched.add(job_id)
+        await event.wait()
         return await self._jobs.get(job_id)
 
-    def _enqueue(self, job_id: str) -> None:
-        self._finished.setdefault(job_id, asyncio.Event())
-        self._queue.put_nowait(job_id)
+    async def heartbeat(self) -> None:
+        """One round: renew leases, drop work another runner took, settle watched jobs, claim waiting ones."""
+        async with self._round:
+            now = self._clock()
+            if self._held:
+                # Only jobs held before the renewal can be missing from it: one submitted meanwhile is not lost.
+                before = set(self._held)
+                held = await self._jobs.renew(self.owner, until=now + self._lease)
+                for job_id in (before - held) & self._held:
+                    self._lose(job_id)
+            for job_id in list(self._watched):
+                await self._settle(job_id)
+            if self._adopt:
+                await self.claim_waiting()
 
-    async def _worker(self) -> None:
-        while True:
-            job_id = await self._queue.get()
-            try:
-                await self.run_job(job_id)
-            finally:
-                self._queue.task_done()
+    async def claim_waiting(self) -> int:
+        """Claim queued jobs nobody holds and orphaned running ones, up to the free workers; how many were claimed."""
+        free = self._concurrency - len(self._held)
+        if free <= 0:
+            return 0
+        claimed = 0
+        for job in await self._jobs.claimable(self._clock(), limit=free):
+            claimed += await self._take(job) is not None
+        return claimed
 
     async def run_job(self, job_id: str) -> JobRecord:
-        """Run one job to succeeded or failed: the job boundary, where any error is caught and recorded."""
-        job = await self._jobs.start(job_id)
+        """Run one job to succeeded or failed: the job boundary, where any error is caught and recorded.
+
+        Returns the job as it stands when another runner holds it (then this runner only watches it).
+        """
+        now = self._clock()
+        job = await self._jobs.start(job_id, self.owner, now=now, until=now + self._lease)
+        if job is None:
+            if job_id not in self._running:
+                self._held.discard(job_id)
+            return await self._follow(job_id)
+        self._held.add(job_id)
         await self._notify(job)
 
         async def progress(stage: str, done: int, total: int) -> None:
-            await self._notify(await self._jobs.progress(job_id, stage, done, total))
+            current = await self._jobs.progress(job_id, self.owner, stage, done, total)
+            if current is None:
+                raise _LeaseLost(job_id)
+            await self._notify(current)
 
+        async def work() -> dict[str, Any]:
+            return await self._work(job, progress)
+
+        finished: JobRecord | None = None
+        # Its own task, so that losing the lease can stop this job's work without stopping the worker.
+        task = asyncio.create_task(work(), name=f"ingest-job-{job_id}")
+        self._running[job_id] = task
         try:
-            result = await self._work(job, progress)
+            result = await task
         except asyncio.CancelledError:
-            raise
+            if job_id not in self._lost or self._cancelling():
+                raise
+        except _LeaseLost:
+            pass
         except Exception as exc:
             if not isinstance(exc, RagError | UserFacingError):
                 log.exception("job=failed id=%s kind=%s", job_id, job.kind)
             else:
                 log.warning("job=failed id=%s kind=%s reason=%s", job_id, job.kind, failure_reason(exc))
-            job = await self._jobs.fail(job_id, failure_reason(exc))
+            finished = await self._jobs.fail(job_id, self.owner, failure_reason(exc))
         else:
-            job = await self._jobs.succeed(job_id, result)
+            finished = await self._jobs.succeed(job_id, self.owner, result)
+        finally:
+            self._running.pop(job_id, None)
+            self._lost.discard(job_id)
+            self._held.discard(job_id)
+        if finished is None:
+            log.warning("job=taken_over id=%s owner=%s", job_id, self.owner)
+            return await self._follow(job_id)
+        await self._finish(finished)
+        return finished
+
+    async def _resume(self, job: JobRecord) -> JobRecord:
+        if job.id in self._held:
+            return job
+        taken = await self._take(job)
+        if taken is None:
+            # A live runner holds it (or it just ended): follow it from here.
+            return await self._follow(job.id)
+        return taken
+
+    async def _take(self, job: JobRecord) -> JobRecord | None:
+        """Hold `job` (queued nobody holds, or orphaned) and queue it here; fail it if it keeps killing runners."""
+        if job.id in self._held:
+            return None
+        now = self._clock()
+        if job.status == "running" and job.attempts >= MAX_ATTEMPTS:
+            failed = await self._jobs.abandon(
+                job.id, f"interrupted {job.attempts} times (the process stopped while running it); giving up", now=now
+            )
+            if failed is not None:
+                log.warning("job=abandoned id=%s attempts=%d", job.id, job.attempts)
+                await self._finish(failed)
+            return failed
+        taken = await self._jobs.reserve(job.id, self.owner, now=now, until=now + self._lease)
+        if taken is None:
+            return None
+        if job.status == "running":
+            log.warning("job=taken_over id=%s from=%s attempts=%d", job.id, job.lease_owner or "-", job.attempts)
+        self._enqueue(job.id)
+        await self._notify(taken)
+        return taken
+
+    async def _follow(self, job_id: str) -> JobRecord:
+        """Watch a job another runner holds (or that just ended) until it ends; the job as it stands now."""
+        self._finished.setdefault(job_id, asyncio.Event())
+        self._watched.add(job_id)
+        await self._settle(job_id)
+        return await self._jobs.get(job_id)
+
+    async def _settle(self, job_id: str) -> None:
+        """A job waited on but not run here: finish the wait when it ended, take it when its runner died."""
+        try:
+            job = await self._jobs.get(job_id)
+        except NotFound:
+            # Deleted with its knowledge base: release the waiters, whose own lookup then says so.
+            self._watched.discard(job_id)
+            self._finished.setdefault(job_id, asyncio.Event()).set()
+            return
+        if job.status in FINISHED:
+            self._watched.discard(job_id)
+            await self._finish(job)
+            return
+        lapsed = not job.lease_owner or job.lease_expires_at is None or job.lease_expires_at < self._clock()
+        if lapsed and await self._take(job) is not None:
+            self._watched.discard(job_id)
+
+    def _lose(self, job_id: str) -> None:
+        """Another runner took `job_id`: stop its work here (if running) and follow it instead."""
+        task = self._running.get(job_id)
+        if task is not None and task.done():
+            return  # the work is over and run_job is recording the outcome, or learning that it cannot
+        self._held.discard(job_id)
+        self._watched.add(job_id)
+        if task is not None:
+            self._lost.add(job_id)
+            task.cancel()
+
+    @staticmethod
+    def _cancelling() -> bool:
+        current = asyncio.current_task()
+        return current is not None and current.cancelling() > 0
+
+    def _enqueue(self, job_id: str) -> None:
+        self._held.add(job_id)
+        self._finished.setdefault(job_id, asyncio.Event())
+        self._queue.put_nowait(job_id)
+
+    async def _finish(self, job: JobRecord) -> None:
         await self._notify(job)
-        self._finished.setdefault(job_id, asyncio.Event()).set()
-        return job
+        self._finished.setdefault(job.id, asyncio.Event()).set()
+
+    async def _worker(self) -> None:
+        while True:
+            job_id = await self._queue.get()
+            try:
+                if job_id in self._held:
+                    await self.run_job(job_id)
+            except NotFound:
+                log.info("job=deleted id=%s", job_id)
+            finally:
+                self._queue.task_done()
+            if self._adopt and self._queue.empty():
+                self._wake.set()
+
+    async def _beat(self) -> None:
+        while True:
+            # A worker that went idle wakes the heartbeat early, so an adopting runner claims the next job now.
+            # (asyncio.timeout, not wait_for: 3.11's wait_for swallows a cancel that lands as the event is set,
+            # and stop() would then wait forever for this task.)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._renew_every):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.heartbeat()
+            except Exception:
+                # Part of the job boundary: one failed round (the database briefly away) must not end
+                # lease renewal for good, or every job here would soon be taken over.
+                log.exception("jobs=heartbeat_failed owner=%s", self.owner)
 
     async def _notify(self, job: JobRecord) -> None:
         for listener in self._listeners:

@@ -1,16 +1,26 @@
-"""Ingestion jobs: durable rows that survive restarts and carry progress."""
+"""Ingestion jobs: durable rows that survive restarts, carry progress, and are leased to one runner at a time.
+
+A runner holds a job through a lease (owner id, expiry). Every change of hands is one conditional UPDATE
+whose WHERE clause re-checks the status and the lease, so on SQLite and PostgreSQL alike two runners
+never both take a job: the second UPDATE matches no row.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
+from sqlalchemy import ColumnElement, and_, case, func, or_, update
 from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import NotFound
 from storage.models import IngestionJob, utcnow
 from storage.records import JobRecord, JobStatus
+
+UNFINISHED: tuple[JobStatus, ...] = ("queued", "running")
+_NO_SYNC = {"synchronize_session": False}
 
 
 def _record(row: IngestionJob) -> JobRecord:
@@ -32,7 +42,23 @@ def _record(row: IngestionJob) -> JobRecord:
         created_at=row.created_at,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        lease_owner=row.lease_owner,
+        lease_expires_at=row.lease_expires_at,
     )
+
+
+def _lapsed(now: datetime) -> ColumnElement[bool]:
+    """Nobody holds the job: no owner, or an owner whose lease ran out (or predates leases)."""
+    return or_(
+        col(IngestionJob.lease_owner) == "",
+        col(IngestionJob.lease_expires_at).is_(None),
+        col(IngestionJob.lease_expires_at) < now,
+    )
+
+
+def _orphaned(now: datetime) -> ColumnElement[bool]:
+    """Left `running` by a runner that stopped renewing its lease (it crashed or was killed)."""
+    return and_(col(IngestionJob.status) == "running", _lapsed(now))
 
 
 class JobRepo:
@@ -49,10 +75,18 @@ class JobRepo:
         *,
         requested_by: str = "",
         requested_from: dict[str, Any] | None = None,
+        owner: str = "",
+        lease_until: datetime | None = None,
     ) -> JobRecord:
-        """A queued job."""
+        """A queued job, held from the start by `owner` when given (so no other runner takes it)."""
         row = IngestionJob(
-            kb_id=kb_id, kind=kind, source=source, requested_by=requested_by, requested_from=requested_from or {}
+            kb_id=kb_id,
+            kind=kind,
+            source=source,
+            requested_by=requested_by,
+            requested_from=requested_from or {},
+            lease_owner=owner,
+            lease_expires_at=lease_until if owner else None,
         )
         async with self._db.session() as session:
             session.add(row)
@@ -67,45 +101,182 @@ class JobRepo:
         return _record(row)
 
     async def recent(
-        self, *, kb_id: str | None = None, statuses: Sequence[str] = (), limit: int = 50
+        self, *, kb_id: str | None = None, statuses: Sequence[str] = (), limit: int | None = 50, offset: int = 0
     ) -> list[JobRecord]:
-        """Newest first, optionally for one knowledge base or some statuses."""
-        statement = select(IngestionJob).order_by(col(IngestionJob.created_at).desc()).limit(limit)
+        """Newest first, optionally for one knowledge base or some statuses; `limit=None` for all."""
+        statement = select(IngestionJob).order_by(col(IngestionJob.created_at).desc(), col(IngestionJob.id))
+        if kb_id is not None:
+            statement = statement.where(IngestionJob.kb_id == kb_id)
+        if statuses:
+            statement = statement.where(col(IngestionJob.status).in_(list(statuses)))
+        statement = statement.offset(offset).limit(limit)
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        return [_record(row) for row in rows]
+
+    async def count(self, *, kb_id: str | None = None, statuses: Sequence[str] = ()) -> int:
+        """How many jobs `recent` would list without a limit."""
+        statement = select(func.count()).select_from(IngestionJob)
         if kb_id is not None:
             statement = statement.where(IngestionJob.kb_id == kb_id)
         if statuses:
             statement = statement.where(col(IngestionJob.status).in_(list(statuses)))
         async with self._db.session() as session:
+            return int((await session.exec(statement)).one())
+
+    async def unfinished(self, kb_id: str, kind: str, source: str) -> JobRecord | None:
+        """The newest queued or running job for this source, if any (a re-run resumes it instead of adding one)."""
+        statement = (
+            select(IngestionJob)
+            .where(IngestionJob.kb_id == kb_id, IngestionJob.kind == kind, IngestionJob.source == source)
+            .where(col(IngestionJob.status).in_(UNFINISHED))
+            .order_by(col(IngestionJob.created_at).desc())
+            .limit(1)
+        )
+        async with self._db.session() as session:
+            row = (await session.exec(statement)).first()
+        return None if row is None else _record(row)
+
+    async def claimable(self, now: datetime, *, limit: int) -> list[JobRecord]:
+        """Oldest first: queued jobs nobody holds, and running jobs whose runner stopped renewing its lease."""
+        statement = (
+            select(IngestionJob)
+            .where(col(IngestionJob.status).in_(UNFINISHED), _lapsed(now))
+            .order_by(col(IngestionJob.created_at), col(IngestionJob.id))
+            .limit(limit)
+        )
+        async with self._db.session() as session:
             rows = (await session.exec(statement)).all()
         return [_record(row) for row in rows]
 
-    async def start(self, job_id: str) -> JobRecord:
-        """Mark running and count the attempt."""
-        return await self._update(job_id, status="running", started_at=utcnow(), error="", attempts_delta=1)
+    async def reserve(self, job_id: str, owner: str, *, now: datetime, until: datetime) -> JobRecord | None:
+        """Hold an unfinished job for `owner` until `until`, queued; None when another runner holds it or it ended.
 
-    async def progress(self, job_id: str, stage: str, done: int, total: int) -> JobRecord:
-        """Record the current stage and how far it got."""
-        return await self._update(job_id, stage=stage, done=done, total=total)
+        An orphaned running job goes back to queued here, keeping its attempts, so that the owner starts it anew.
+        """
+        return await self._change(
+            job_id,
+            and_(col(IngestionJob.status).in_(UNFINISHED), or_(col(IngestionJob.lease_owner) == owner, _lapsed(now))),
+            status="queued",
+            stage="",
+            done=0,
+            total=0,
+            lease_owner=owner,
+            lease_expires_at=until,
+        )
 
-    async def succeed(self, job_id: str, result: dict[str, Any]) -> JobRecord:
-        """Mark succeeded with its result counts."""
-        return await self._update(job_id, status="succeeded", stage="done", result=result, finished_at=utcnow())
+    async def start(self, job_id: str, owner: str, *, now: datetime, until: datetime) -> JobRecord | None:
+        """Mark running for `owner` and count the attempt; None when another runner holds the job or it ended."""
+        takeable = or_(
+            and_(col(IngestionJob.status) == "queued", or_(col(IngestionJob.lease_owner) == owner, _lapsed(now))),
+            and_(_orphaned(now), col(IngestionJob.lease_owner) != owner),
+        )
+        return await self._change(
+            job_id,
+            takeable,
+            status="running",
+            started_at=now,
+            error="",
+            stage="",
+            done=0,
+            total=0,
+            attempts=col(IngestionJob.attempts) + 1,
+            lease_owner=owner,
+            lease_expires_at=until,
+        )
 
-    async def fail(self, job_id: str, error: str) -> JobRecord:
-        """Mark failed with a one-line reason."""
-        return await self._update(job_id, status="failed", error=error[:2000], finished_at=utcnow())
-
-    async def requeue(self, job_id: str) -> JobRecord:
-        """Put an interrupted job back in the queue."""
-        return await self._update(job_id, status="queued", stage="", done=0, total=0)
-
-    async def _update(self, job_id: str, *, attempts_delta: int = 0, **values: Any) -> JobRecord:
+    async def renew(self, owner: str, *, until: datetime) -> set[str]:
+        """Extend every lease `owner` still holds; the ids of the jobs it holds (a job missing was taken over)."""
+        held = and_(col(IngestionJob.lease_owner) == owner, col(IngestionJob.status).in_(UNFINISHED))
         async with self._db.session() as session:
+            await session.exec(
+                update(IngestionJob).where(held).values(lease_expires_at=until).execution_options(**_NO_SYNC)
+            )
+            rows = (await session.exec(select(IngestionJob.id).where(held))).all()
+        return set(rows)
+
+    async def release(self, owner: str) -> int:
+        """Hand back every job `owner` holds, queued for any runner; a cut-short attempt does not count."""
+        statement = (
+            update(IngestionJob)
+            .where(col(IngestionJob.lease_owner) == owner, col(IngestionJob.status).in_(UNFINISHED))
+            .values(
+                status="queued",
+                stage="",
+                done=0,
+                total=0,
+                lease_owner="",
+                lease_expires_at=None,
+                attempts=col(IngestionJob.attempts) - case((col(IngestionJob.status) == "running", 1), else_=0),
+            )
+            .execution_options(**_NO_SYNC)
+        )
+        async with self._db.session() as session:
+            result = await session.exec(statement)
+        return int(result.rowcount)
+
+    async def abandon(self, job_id: str, error: str, *, now: datetime) -> JobRecord | None:
+        """Fail an orphaned running job (one that keeps killing its runner); None unless it is still orphaned."""
+        return await self._change(
+            job_id,
+            _orphaned(now),
+            status="failed",
+            error=error[:2000],
+            finished_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+        )
+
+    async def progress(self, job_id: str, owner: str, stage: str, done: int, total: int) -> JobRecord | None:
+        """Record the current stage and how far it got; None when `owner` no longer runs the job."""
+        return await self._change(job_id, self._running_for(owner), stage=stage, done=done, total=total)
+
+    async def succeed(self, job_id: str, owner: str, result: dict[str, Any]) -> JobRecord | None:
+        """Mark succeeded with its result counts; None when `owner` no longer runs the job."""
+        return await self._change(
+            job_id,
+            self._running_for(owner),
+            status="succeeded",
+            stage="done",
+            result=result,
+            finished_at=utcnow(),
+            lease_owner="",
+            lease_expires_at=None,
+        )
+
+    async def fail(self, job_id: str, owner: str, error: str) -> JobRecord | None:
+        """Mark failed with a one-line reason; None when `owner` no longer runs the job."""
+        return await self._change(
+            job_id,
+            self._running_for(owner),
+            status="failed",
+            error=error[:2000],
+            finished_at=utcnow(),
+            lease_owner="",
+            lease_expires_at=None,
+        )
+
+    @staticmethod
+    def _running_for(owner: str) -> ColumnElement[bool]:
+        return and_(col(IngestionJob.status) == "running", col(IngestionJob.lease_owner) == owner)
+
+    async def _change(self, job_id: str, condition: ColumnElement[bool], **values: Any) -> JobRecord | None:
+        """One conditional UPDATE, then the row as it now is; None when the condition matched nothing.
+
+        The UPDATE comes first in its transaction: SQLite then waits for a concurrent writer (busy_timeout)
+        instead of failing a read transaction's upgrade, and PostgreSQL re-checks the condition on the row
+        a concurrent transaction just committed.
+        """
+        statement = (
+            update(IngestionJob)
+            .where(col(IngestionJob.id) == job_id, condition)
+            .values(**values)
+            .execution_options(**_NO_SYNC)
+        )
+        async with self._db.session() as session:
+            result = await session.exec(statement)
+            if result.rowcount == 0:
+                return None
             row = await session.get(IngestionJob, job_id)
-            if row is None:
-                raise NotFound("job", job_id)
-            for key, value in values.items():
-                setattr(row, key, value)
-            row.attempts += attempts_delta
-            session.add(row)
+        assert row is not None
         return _record(row)

@@ -126,3 +126,41 @@ async def test_serve_resumes_a_job_that_a_crash_left_running(user_env: dict[str,
         process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.communicate(), 60)
     assert status == "succeeded"
+
+
+async def test_jobs_are_listed_a_page_at_a_time_and_an_orphaned_job_says_who_left_it(
+    user_env: dict[str, str], tmp_path: Path
+) -> None:
+    import sqlite3
+
+    code, _, err = await run_ragbot(user_env, tmp_path, "kb", "create", "office")
+    assert code == 0, err
+    database = Path(user_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
+    rows = [(f"job-{n}", "succeeded", "", None) for n in range(1, 4)]
+    rows += [("job-4", "running", "laptop:4242:abc123", "2026-01-01 00:10:00"), ("job-5", "queued", "", None)]
+    with sqlite3.connect(database) as connection:
+        kb_id = connection.execute("SELECT id FROM knowledge_base").fetchone()[0]
+        for n, (job_id, status, owner, expires) in enumerate(rows, start=1):
+            connection.execute(
+                "INSERT INTO ingestion_job (id, kb_id, kind, source, status, stage, done, total, error, requested_by,"
+                " requested_from, result, attempts, created_at, lease_owner, lease_expires_at) VALUES (?, ?, 'file',"
+                " ?, ?, 'embed', 3, 8, '', 'cli', '{}', '{\"chunks\": 2}', 1, ?, ?, ?)",
+                (job_id, kb_id, f"/docs/{job_id}.md", status, f"2026-01-01 00:00:0{n}", owner, expires),
+            )
+
+    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--limit", "2")
+    assert code == 0, err
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["job-5", "job-4"]
+    assert "jobs 1-2 of 5; 3 more: `--limit 2 --page 2` shows the next 2, `--all` shows every one" in err
+    orphan = out.splitlines()[1].split("\t")[4]
+    assert orphan.startswith("embed 3/8; its runner laptop:4242:abc123 stopped ")
+    assert orphan.endswith("ago: `ragbot serve` or the same `ragbot ingest` resumes it")
+
+    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--limit", "2", "--page", "3")
+    assert code == 0, err
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["job-1"]
+    assert "more" not in err
+
+    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--all", "--status", "succeeded")
+    assert code == 0, err
+    assert [line.split("\t")[0] for line in out.splitlines()] == ["job-3", "job-2", "job-1"]

@@ -6,6 +6,7 @@ import io
 import posixpath
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from rag.errors import CorruptDocument, EncryptedDocument, UnsupportedType
@@ -91,7 +92,11 @@ _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
     (b"ID3", "MP3 audio file", _MEDIA),
 )
 _RIFF_KINDS = {b"WEBP": ("WebP image", _IMAGE), b"WAVE": ("WAV audio file", _MEDIA), b"AVI ": ("AVI video", _MEDIA)}
-_MAX_SMALL_PART = 1024 * 1024
+# The `mimetype` entry of an EPUB or OpenDocument file is one short line.
+_MAX_SMALL_PART = 1024
+_ENCRYPTED = 0x1
+_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, ValueError, EOFError, NotImplementedError)
 _HTML_START = re.compile(r"<(?:!doctype\s+html|html[\s>])", re.IGNORECASE)
 _HEADER_LINE = re.compile(r"([!-9;-~]+):[ \t]")
 _MAIL_HEADERS = frozenset({"from", "to", "cc", "subject", "date", "message-id", "received", "mime-version", "reply-to"})
@@ -133,7 +138,7 @@ def _zip_type(data: bytes, filename: str | None, extension: str) -> str:
                 if part in names:
                     return mime_type
             declared = _small_part(archive, "mimetype")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
         label = _NAMES.get(_BINARY_EXTENSIONS.get(extension, ""), "ZIP container")
         raise CorruptDocument(f"{filename or 'file'} is a damaged {label} ({reason(exc)}): export it again") from exc
     if declared == EPUB:
@@ -148,9 +153,12 @@ def _small_part(archive: zipfile.ZipFile, name: str) -> str:
         info = archive.getinfo(name)
     except KeyError:
         return ""
-    if info.file_size > _MAX_SMALL_PART:
+    if info.file_size > _MAX_SMALL_PART or info.flag_bits & _ENCRYPTED or info.compress_type not in _METHODS:
         return ""
-    return archive.read(info).decode("ascii", errors="replace").strip()
+    # A bounded read: `archive.read()` would inflate the whole stream, however small the header says it is.
+    # (zipfile bounds only store and deflate reads, hence _METHODS.)
+    with archive.open(info) as part:
+        return part.read(_MAX_SMALL_PART).decode("ascii", errors="replace").strip()
 
 
 def _legacy_office(data: bytes) -> EncryptedDocument | UnsupportedType:

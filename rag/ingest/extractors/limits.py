@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import copy
 import io
 import zipfile
+import zlib
 from dataclasses import dataclass
 
-from rag.errors import CorruptDocument, DocumentTooLarge
+from rag.errors import CorruptDocument, DocumentTooLarge, EncryptedDocument
 
 # Decimal units, as settings such as INGEST_MAX_FILE_MB count them, so messages quote the configured number.
 _KB = 1000
 _MB = 1000 * _KB
 # Below this a container cannot hurt, however well it compresses (a page of spaces packs 1000:1).
 _RATIO_FLOOR = 10 * _MB
+# Each bounded read inflates at most this much, so checking a member never holds more than this in memory.
+_READ_SIZE = 64 * 1024
+# Office and EPUB writers only store or deflate. zipfile inflates bzip2 and LZMA members without an output
+# bound, so one read of a few KB could unpack to gigabytes: refuse those methods outright.
+_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+_ENCRYPTED = 0x1
+_ZIP_ERRORS: tuple[type[Exception], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,27 +61,98 @@ def check_file_size(data: bytes, limits: ExtractLimits) -> None:
 
 
 def check_zip_container(data: bytes, limits: ExtractLimits) -> None:
-    """Refuse a ZIP container (docx, pptx, xlsx, epub) that would unpack too large or too compressed.
+    """Refuse a ZIP container (docx, pptx, xlsx, epub) that unpacks too large, too compressed, or not as declared.
 
-    The sizes come from the central directory without decompressing anything. They can be trusted
-    as upper bounds: `zipfile` stops reading an entry at its declared size (and fails the CRC check),
-    so an entry that lies about its size cannot unpack to more than it declares.
+    The declared sizes in the central directory refuse an honest large file without inflating anything.
+    They cannot be trusted beyond that: `zipfile.read()` inflates an entry's whole deflate stream (up to
+    1 GB per call) before it cuts it to the declared size. So every entry is then inflated once, in
+    bounded reads, counting the bytes that really come out and stopping at the limit; a parser is only
+    handed a container whose entries unpack to no more than they declare, within the limits.
     """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+            declared = sum(info.file_size for info in infos)
+            _check_declared(declared, len(data), limits)
+            budget = _budget(len(data), limits)
+            unpacked = 0
+            for info in infos:
+                unpacked += _inflate(archive, info, budget - unpacked, declared, len(data), limits)
+    except _ZIP_ERRORS as exc:
         raise CorruptDocument(f"the ZIP container is damaged ({exc}): export or save the file again") from exc
-    unpacked = sum(info.file_size for info in infos)
-    if unpacked > limits.max_unpacked_bytes:
+
+
+def _check_declared(declared: int, packed: int, limits: ExtractLimits) -> None:
+    """Refuse what the central directory itself admits is too large or too compressed."""
+    if declared > limits.max_unpacked_bytes:
         raise DocumentTooLarge(
-            f"file would unpack to {format_size(unpacked)}, over the limit of "
+            f"file would unpack to {format_size(declared)}, over the limit of "
             f"{format_size(limits.max_unpacked_bytes)}: split it into smaller files"
         )
-    compressed = max(sum(info.compress_size for info in infos), 1)
-    ratio = unpacked / compressed
-    if unpacked > _RATIO_FLOOR and ratio > limits.max_compression_ratio:
+    ratio = declared / max(packed, 1)
+    if declared > _RATIO_FLOOR and ratio > limits.max_compression_ratio:
         raise DocumentTooLarge(
             f"file is compressed {ratio:.0f}:1, over the limit of {limits.max_compression_ratio:.0f}:1 "
             "(a zip bomb?): save it again from the application that made it"
         )
+
+
+def _budget(packed: int, limits: ExtractLimits) -> int:
+    """The most bytes the whole container may really unpack to under both the size and the ratio limit."""
+    by_ratio = max(_RATIO_FLOOR, int(packed * limits.max_compression_ratio))
+    return min(limits.max_unpacked_bytes, by_ratio)
+
+
+def _inflate(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int, declared: int, packed: int, limits: ExtractLimits
+) -> int:
+    """Inflate one entry in bounded reads and return its real size; refuse it past `budget` or its declared size."""
+    if info.flag_bits & _ENCRYPTED:
+        raise EncryptedDocument(f"{info.filename} inside the file is password-protected: remove the password")
+    if info.compress_type not in _METHODS:
+        raise CorruptDocument(
+            f"{info.filename} inside the file uses ZIP compression method {info.compress_type}, which Office "
+            "and EPUB files never use: save it again from the application that made it"
+        )
+    # zipfile stops an entry at its declared size (and then checks the CRC); lift that cap past the budget
+    # to see how far the stream really goes. The margin covers zipfile inflating 4 KB when asked for less.
+    unbounded = copy.copy(info)
+    unbounded.file_size = budget + 2 * _READ_SIZE
+    size = 0
+    try:
+        with archive.open(unbounded) as entry:
+            while chunk := entry.read(min(_READ_SIZE, budget + 1 - size)):
+                size += len(chunk)
+                if size > budget:
+                    raise _too_large(declared, packed, limits)
+    except _ZIP_ERRORS as exc:
+        if size <= info.file_size:
+            # Damage that is no size lie (a bad CRC, a broken stream) stops the parser at the same point;
+            # it reports it in its own words.
+            return size
+        raise _understated(info, size) from exc
+    if size > info.file_size:
+        raise _understated(info, size)
+    return size
+
+
+def _understated(info: zipfile.ZipInfo, size: int) -> CorruptDocument:
+    """The error for an entry that unpacks to more than its header declares, within the limits."""
+    return CorruptDocument(
+        f"{info.filename} inside the file unpacks to more than its ZIP header says ({format_size(size)}, not "
+        f"{format_size(info.file_size)}; damaged or tampered with): save it again from the application that made it"
+    )
+
+
+def _too_large(declared: int, packed: int, limits: ExtractLimits) -> DocumentTooLarge:
+    """The error for a container that really unpacks past the limits its headers claimed to meet."""
+    lie = f", although its ZIP headers declare {format_size(declared)} (a zip bomb?)"
+    if limits.max_unpacked_bytes <= max(_RATIO_FLOOR, packed * limits.max_compression_ratio):
+        return DocumentTooLarge(
+            f"file unpacks to more than the limit of {format_size(limits.max_unpacked_bytes)}{lie}: "
+            "save it again from the application that made it"
+        )
+    return DocumentTooLarge(
+        f"file is compressed more than {limits.max_compression_ratio:.0f}:1{lie}: "
+        "save it again from the application that made it"
+    )
