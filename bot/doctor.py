@@ -17,7 +17,7 @@ from rag.embedders import OpenAIEmbedder, build_embedder
 from rag.errors import RagError
 from rag.tokens import TokenCounter
 from storage.db import Database
-from storage.errors import StorageError
+from storage.errors import IndexUnavailable, ServerInUse, StorageError
 from storage.weaviate.config import WEAVIATE_VERSION
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoint_from_url
@@ -63,6 +63,8 @@ async def _weaviate(settings: Settings) -> Finding:
         endpoint = await server.start()
         store = await WeaviateStore.connect(endpoint, settings.weaviate())
         await store.close()
+    except ServerInUse as exc:
+        return await _shared_weaviate(settings, server, exc)
     finally:
         await server.stop()
     binary = settings.weaviate_server().binary
@@ -71,6 +73,29 @@ async def _weaviate(settings: Settings) -> Finding:
         "ok",
         f"embedded: {binary} (v{WEAVIATE_VERSION} pinned), data in {settings.weaviate_server().data_dir}",
     )
+
+
+async def _shared_weaviate(settings: Settings, server: WeaviateServer, in_use: ServerInUse) -> Finding:
+    """The server a running ragbot (serve) owns on this data dir, checked through the endpoint it serves."""
+    try:
+        endpoint = server.attach_endpoint(in_use)
+    except ServerInUse:
+        # The owner writes where it answers once its server is ready: until then there is nothing to ask.
+        return Finding(
+            "weaviate", "error", str(in_use), "if that ragbot is starting, wait and run `ragbot doctor` again"
+        )
+    where = f"served by the running ragbot, pid {endpoint.owner_pid}, {endpoint.http_url}"
+    try:
+        store = await WeaviateStore.connect(endpoint, settings.weaviate())
+    except IndexUnavailable as exc:
+        return Finding(
+            "weaviate",
+            "error",
+            f"{where}, but it does not answer: {exc}",
+            f"restart that ragbot (pid {endpoint.owner_pid}), or stop it and run `ragbot doctor` alone",
+        )
+    await store.close()
+    return Finding("weaviate", "ok", f"{where}, data in {settings.weaviate_server().data_dir}")
 
 
 async def _embedder(settings: Settings) -> Finding:

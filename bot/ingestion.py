@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rag.errors import DocumentTooLarge, ExtractionError
+from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_import import parse_faq_file
 from rag.ingest.faqs import FaqImporter
-from rag.ingest.fetch import AddressPolicy, FetchLimits, fetch_url
+from rag.ingest.fetch import FetchLimits, fetch_url
 from rag.ports import Progress
 from storage.records import JobRecord
 from storage.repos.knowledge_bases import KnowledgeBaseRepo

@@ -4,35 +4,38 @@ from __future__ import annotations
 
 import asyncio
 import http
-import ipaddress
 import logging
 import re
 import socket
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import collapse_rfc2231_value
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from aiohttp.resolver import ThreadedResolver
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from rag.errors import DocumentTooLarge, FetchError
+from rag.ingest.addresses import (
+    PUBLIC_ONLY,
+    AddressPolicy,
+    AddressRefused,
+    PublicAddressResolver,
+    check_address,
+    is_address_literal,
+    numeric_ipv4,
+)
 from rag.ingest.extractors.damage import reason
 from rag.ingest.extractors.limits import format_size
 
 logger = logging.getLogger(__name__)
-
-ALLOWED_NETWORKS_SETTING = "URL_FETCH_ALLOWED_NETWORKS"
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _MB = 1000 * 1000
 _SCHEMES = frozenset({"http", "https"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
 _USER_AGENT = "ragbot (document ingestion)"
-# RFC 6052 well-known NAT64 prefix: the last 32 bits are an IPv4 address the gateway connects to.
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -58,82 +61,6 @@ class FetchedFile:
 
 
 DEFAULT_FETCH_LIMITS = FetchLimits()
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@dataclass(frozen=True, slots=True)
-class AddressPolicy:
-    """Which addresses fetching may reach: public ones, plus the networks an admin allowed (an intranet)."""
-
-    allowed_networks: tuple[IPNetwork, ...] = ()
-
-    @classmethod
-    def allowing(cls, *networks: str) -> AddressPolicy:
-        """A policy that also allows these CIDR networks (e.g. "10.0.0.0/8"); ValueError for a bad one."""
-        return cls(
-            tuple(ipaddress.ip_network(network.strip(), strict=False) for network in networks if network.strip())
-        )
-
-    def allows(self, address: str | IPAddress) -> bool:
-        """Whether fetching may connect to `address`."""
-        ip = ipaddress.ip_address(address.split("%", 1)[0]) if isinstance(address, str) else address
-        if is_public_address(ip):
-            return True
-        return any(ip.version == network.version and ip in network for network in self.allowed_networks)
-
-
-PUBLIC_ONLY = AddressPolicy()
-
-
-def is_public_address(address: str | IPAddress) -> bool:
-    """Whether `address` is on the public internet: not private, loopback, link-local, multicast or reserved.
-
-    IPv6 forms that carry an IPv4 address (mapped, 6to4, NAT64) are judged by that IPv4 address.
-    """
-    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return is_public_address(embedded)
-    refused = ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast
-    return ip.is_global and not (refused or ip.is_reserved or ip.is_unspecified)
-
-
-def check_address(address: str, policy: AddressPolicy = PUBLIC_ONLY) -> None:
-    """Raise FetchError unless fetching from `address` is allowed."""
-    if not policy.allows(address):
-        raise FetchError(
-            f"{address} is not a public address: add its network to {ALLOWED_NETWORKS_SETTING} "
-            "to fetch from a private network"
-        )
-
-
-class PublicAddressResolver(AbstractResolver):
-    """An aiohttp resolver that hands out only addresses fetching may connect to.
-
-    Checking inside the resolver means the address checked is the address connected to: a DNS answer
-    cannot change between the check and the connection (DNS rebinding).
-    """
-
-    def __init__(self, *, policy: AddressPolicy = PUBLIC_ONLY, resolver: AbstractResolver | None = None) -> None:
-        self._policy = policy
-        self._resolver = resolver or ThreadedResolver()
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        """The addresses of `host` that pass `check_address`; FetchError naming one if none does."""
-        results = await self._resolver.resolve(host, port, family)
-        allowed = [result for result in results if self._policy.allows(result["host"])]
-        if not allowed and results:
-            check_address(results[0]["host"], self._policy)
-        return allowed
-
-    async def close(self) -> None:
-        """Release the wrapped resolver."""
-        await self._resolver.close()
 
 
 async def fetch_url(
@@ -153,11 +80,11 @@ async def fetch_url(
     try:
         async with asyncio.timeout(limits.total_timeout):
             if session is not None:
-                return await _follow(session, target, limits, policy=policy, resolve_first=True)
+                return await _follow(session, target, limits, policy=policy, resolve_first=True, given=url)
             resolver = PublicAddressResolver(policy=policy)
             try:
                 async with _open_session(resolver) as own:
-                    return await _follow(own, target, limits, policy=policy, resolve_first=False)
+                    return await _follow(own, target, limits, policy=policy, resolve_first=False, given=url)
             finally:
                 await resolver.close()
     except TimeoutError as exc:
@@ -172,16 +99,22 @@ def _open_session(resolver: AbstractResolver) -> aiohttp.ClientSession:
 
 
 async def _follow(
-    session: aiohttp.ClientSession, target: URL, limits: FetchLimits, *, policy: AddressPolicy, resolve_first: bool
+    session: aiohttp.ClientSession,
+    target: URL,
+    limits: FetchLimits,
+    *,
+    policy: AddressPolicy,
+    resolve_first: bool,
+    given: str,
 ) -> FetchedFile:
     timeout = aiohttp.ClientTimeout(total=None, connect=limits.connect_timeout, sock_read=limits.read_idle_timeout)
-    current = target
+    current, previous = target, None
     for _ in range(limits.max_redirects + 1):
-        await _check_hop(current, policy=policy, resolve=resolve_first)
         try:
-            async with session.get(current, allow_redirects=False, timeout=timeout) as response:
+            request_url = await _check_hop(current, policy=policy, resolve=resolve_first)
+            async with session.get(request_url, allow_redirects=False, timeout=timeout) as response:
                 if response.status in _REDIRECTS:
-                    current = _next_hop(current, response)
+                    current, previous = _next_hop(current, response), current
                     continue
                 if not 200 <= response.status < 300:
                     raise FetchError(f"{_shown(current)} answered {_status(response)}: check the link")
@@ -190,8 +123,12 @@ async def _follow(
                     data=data,
                     filename=_filename(response.headers.get("Content-Disposition"), current),
                     content_type=_content_type(response.headers.get("Content-Type")),
-                    final_url=str(current),
+                    final_url=str(request_url),
                 )
+        except AddressRefused as refusal:
+            if previous is None:
+                raise refusal.refusing(_shown_as_given(given)) from refusal
+            raise refusal.refusing(f"the redirect from {_shown(previous)} to {_shown(current)}") from refusal
         except aiohttp.ClientError as exc:
             raise _client_error(exc, current, limits) from exc
         logger.info("url_fetched host=%s bytes=%d", current.host, len(fetched.data))
@@ -213,32 +150,33 @@ def _parse(url: str) -> URL:
     return parsed
 
 
-async def _check_hop(url: URL, *, policy: AddressPolicy, resolve: bool) -> None:
-    """Refuse a scheme other than http(s); check a literal address, or every resolved one when asked to."""
+async def _check_hop(url: URL, *, policy: AddressPolicy, resolve: bool) -> URL:
+    """The URL to request, once its scheme and address pass: a numeric host is checked and written canonically.
+
+    A name is checked here only when asked to (a caller's session); otherwise the resolver checks it.
+    """
     if url.scheme not in _SCHEMES:
         raise FetchError(f"cannot fetch {url.scheme} URLs: use an http or https link")
     host = url.host
     if not host:
         raise FetchError(f"{_shown(url)} has no host name: check the link")
-    if _is_address_literal(host):
+    if is_address_literal(host):
         # aiohttp connects to an address literal without asking the resolver, so it is checked here.
         check_address(host, policy)
-        return
+        return url
+    numeric = numeric_ipv4(host)
+    if numeric is not None:
+        check_address(numeric, policy, host=host)
+        # aiohttp refuses the old numeric forms browsers accept (2130706433, 0x7f.1): send the usual one.
+        return url.with_host(str(numeric))
     if resolve:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, url.port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise FetchError(f"could not resolve {host} ({reason(exc)}): check the link") from exc
         for *_, address in infos:
-            check_address(str(address[0]), policy)
-
-
-def _is_address_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
+            check_address(str(address[0]), policy, host=host, resolved=True)
+    return url
 
 
 def _next_hop(current: URL, response: aiohttp.ClientResponse) -> URL:
@@ -320,6 +258,12 @@ def _content_type(header: str | None) -> str | None:
     if not header:
         return None
     return header.split(";", 1)[0].strip().lower() or None
+
+
+def _shown_as_given(url: str) -> str:
+    """The URL as the person wrote it (yarl rewrites an IPv6 host), without credentials, query or fragment."""
+    parts = urlsplit(url.strip())
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def _shown(url: URL) -> str:

@@ -40,6 +40,9 @@ class WeaviateEndpoint:
     grpc_host: str
     grpc_port: int
     grpc_secure: bool
+    # A local server's process, and the other ragbot that runs it when this one only shares it.
+    server_pid: int | None = None
+    owner_pid: int | None = None
 
     @property
     def http_url(self) -> str:

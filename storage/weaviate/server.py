@@ -169,7 +169,9 @@ class WeaviateServer:
         )
         (data_dir / _PID_FILE).write_text(f"{self._process.pid} {os.getpid()}")
         log.info("weaviate=starting pid=%s http=%s grpc=%s node=%s", self._process.pid, http_port, grpc_port, node)
-        endpoint = WeaviateEndpoint(self.config.host, http_port, False, self.config.host, grpc_port, False)
+        endpoint = WeaviateEndpoint(
+            self.config.host, http_port, False, self.config.host, grpc_port, False, server_pid=self._process.pid
+        )
         try:
             await self._wait_ready(endpoint)
         except BaseException:
@@ -190,6 +192,8 @@ class WeaviateServer:
             self.config.host,
             int(error.endpoint["grpc_port"]),
             False,
+            server_pid=int(error.endpoint["server_pid"]),
+            owner_pid=int(error.endpoint["owner_pid"]),
         )
 
     def _read_endpoint(self) -> dict[str, int | str] | None:
@@ -244,10 +248,12 @@ class WeaviateServer:
             pid_file.unlink(missing_ok=True)
             return
         if owner_pid != os.getpid() and _process_alive(owner_pid) and _parent_of(server_pid) == owner_pid:
+            endpoint = self._read_endpoint()
             raise ServerInUse(
                 f"Weaviate data dir {self.config.data_dir} is in use by another ragbot (pid {owner_pid}): "
                 "stop it or set RAGBOT_DATA_DIR to another folder",
-                self._read_endpoint(),
+                # Who runs the server travels with where it answers: sharers watch it and name its owner.
+                {**endpoint, "server_pid": server_pid, "owner_pid": owner_pid} if endpoint else None,
             )
         log.warning("weaviate=orphan pid=%s action=terminate", server_pid)
         os.kill(server_pid, signal.SIGTERM)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import weaviate
@@ -19,6 +20,7 @@ from storage.errors import IndexUnavailable, IndexWriteError
 from storage.records import ChunkRecord, FaqQuestionRecord, SearchHit
 from storage.weaviate import schema
 from storage.weaviate.config import WeaviateConfig, WeaviateEndpoint
+from storage.weaviate.liveness import ExitWatch, ServerExited, answers_ready
 from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 log = logging.getLogger(__name__)
@@ -27,6 +29,7 @@ log = logging.getLogger(__name__)
 _INSERT_BATCH = 200
 Fusion = Literal["ranked", "relative"]
 Vector = Sequence[float]
+T = TypeVar("T")
 
 
 def endpoint_from_url(url: str, grpc_url: str | None = None) -> WeaviateEndpoint:
@@ -62,11 +65,28 @@ def _cosine_similarity(obj: Object[Any, Any]) -> float:
     return 1.0 - distance if distance is not None else 0.0
 
 
+def stopped_message(endpoint: WeaviateEndpoint) -> str:
+    """What to tell a person when the Weaviate at `endpoint` stopped during an operation, and what to do."""
+    if endpoint.owner_pid is not None:
+        return (
+            f"the Weaviate server of the running ragbot (pid {endpoint.owner_pid}) stopped while this command ran "
+            "(it stops with that ragbot): start `ragbot serve` again, or stop it and run the command alone"
+        )
+    if endpoint.server_pid is not None:
+        return (
+            f"the local Weaviate server (pid {endpoint.server_pid}) stopped unexpectedly: "
+            "see weaviate.log in its data dir (`ragbot doctor` names it), then start ragbot again"
+        )
+    return f"Weaviate at {endpoint.http_url} stopped answering: check that it runs and is reachable, then try again"
+
+
 class WeaviateStore:
     """Index operations over the two ragbot collections; callers pass kb_ids to every search."""
 
-    def __init__(self, client: weaviate.WeaviateAsyncClient) -> None:
+    def __init__(self, client: weaviate.WeaviateAsyncClient, endpoint: WeaviateEndpoint) -> None:
         self._client = client
+        self._endpoint = endpoint
+        self._watch: ExitWatch | None = None
 
     @classmethod
     async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
@@ -88,16 +108,24 @@ class WeaviateStore:
         )
         try:
             await client.connect()
-            store = cls(client)
+            store = cls(client, endpoint)
             await store.ensure_schema()
             await store.ping()
+        except IndexUnavailable:
+            await client.close()
+            raise
         except (WeaviateBaseError, OSError) as exc:
             await client.close()
             raise IndexUnavailable(f"Weaviate at {endpoint.http_url} unreachable: {exc}") from exc
+        if endpoint.server_pid is not None:
+            store._watch = ExitWatch.start(endpoint.server_pid)
         return store
 
     async def close(self) -> None:
         """Close the client's HTTP and gRPC connections."""
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         await self._client.close()
 
     async def ping(self) -> None:
@@ -175,11 +203,13 @@ class WeaviateStore:
         """Nearest neighbours by cosine; score is cosine similarity."""
         if not kb_ids:
             return []
-        response = await self._client.collections.use(collection).query.near_vector(
-            near_vector=list(vector),
-            limit=limit,
-            filters=_kb_filter(kb_ids),
-            return_metadata=MetadataQuery(distance=True),
+        response = await self._call(
+            lambda: self._client.collections.use(collection).query.near_vector(
+                near_vector=list(vector),
+                limit=limit,
+                filters=_kb_filter(kb_ids),
+                return_metadata=MetadataQuery(distance=True),
+            )
         )
         return [_hit(obj, _cosine_similarity(obj)) for obj in response.objects]
 
@@ -189,12 +219,14 @@ class WeaviateStore:
         """BM25 over the pre-tokenised text; `tokens` must be cut the same way as the indexed text."""
         if not kb_ids or not tokens.strip():
             return []
-        response = await self._client.collections.use(collection).query.bm25(
-            query=tokens,
-            query_properties=[BM25_PROPERTY],
-            limit=limit,
-            filters=_kb_filter(kb_ids),
-            return_metadata=MetadataQuery(score=True),
+        response = await self._call(
+            lambda: self._client.collections.use(collection).query.bm25(
+                query=tokens,
+                query_properties=[BM25_PROPERTY],
+                limit=limit,
+                filters=_kb_filter(kb_ids),
+                return_metadata=MetadataQuery(score=True),
+            )
         )
         return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
 
@@ -212,15 +244,17 @@ class WeaviateStore:
         """Weaviate's own fusion of both legs; alpha 1 is all vector, 0 all BM25."""
         if not kb_ids:
             return []
-        response = await self._client.collections.use(collection).query.hybrid(
-            query=tokens,
-            vector=list(vector),
-            alpha=alpha,
-            query_properties=[BM25_PROPERTY],
-            fusion_type=HybridFusion.RANKED if fusion == "ranked" else HybridFusion.RELATIVE_SCORE,
-            limit=limit,
-            filters=_kb_filter(kb_ids),
-            return_metadata=MetadataQuery(score=True),
+        response = await self._call(
+            lambda: self._client.collections.use(collection).query.hybrid(
+                query=tokens,
+                vector=list(vector),
+                alpha=alpha,
+                query_properties=[BM25_PROPERTY],
+                fusion_type=HybridFusion.RANKED if fusion == "ranked" else HybridFusion.RELATIVE_SCORE,
+                limit=limit,
+                filters=_kb_filter(kb_ids),
+                return_metadata=MetadataQuery(score=True),
+            )
         )
         return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
 
@@ -228,8 +262,10 @@ class WeaviateStore:
         """How many objects the given knowledge bases hold in `collection`."""
         if not kb_ids:
             return 0
-        result = await self._client.collections.use(collection).aggregate.over_all(
-            filters=_kb_filter(kb_ids), total_count=True
+        result = await self._call(
+            lambda: self._client.collections.use(collection).aggregate.over_all(
+                filters=_kb_filter(kb_ids), total_count=True
+            )
         )
         return result.total_count or 0
 
@@ -259,19 +295,45 @@ class WeaviateStore:
             removed += await self._delete_where(collection, where)
         return removed
 
+    async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
+        """One client call; if the server stopped meanwhile, IndexUnavailable saying so and what to do.
+
+        A failure while the server still runs is the call's own and is raised as it is.
+        """
+        if self._watch is not None and self._watch.exited:
+            raise IndexUnavailable(stopped_message(self._endpoint))
+        try:
+            return await (self._watch.race(call) if self._watch is not None else call())
+        except ServerExited as exc:
+            raise IndexUnavailable(stopped_message(self._endpoint)) from exc
+        except WeaviateBaseError as exc:
+            if not await self._stopped():
+                raise
+            raise IndexUnavailable(stopped_message(self._endpoint)) from exc
+
+    async def _raise_if_stopped(self) -> None:
+        # A server shutting down fails the objects of a batch one by one ("resolve node name"): that is its stop.
+        if await self._stopped():
+            raise IndexUnavailable(stopped_message(self._endpoint))
+
+    async def _stopped(self) -> bool:
+        # Weaviate closes its REST port as soon as it is told to stop, before calls in flight fail.
+        return (self._watch is not None and self._watch.exited) or not await answers_ready(self._endpoint)
+
     async def _insert(self, collection: Collection, objects: Sequence[DataObject[Any, Any]]) -> None:
         handle = self._client.collections.use(collection)
         errors: dict[str, str] = {}
         for start in range(0, len(objects), _INSERT_BATCH):
             batch = objects[start : start + _INSERT_BATCH]
             try:
-                result = await handle.data.insert_many(batch)
+                result = await self._call(partial(handle.data.insert_many, batch))
             except WeaviateInsertManyAllFailedError as exc:
                 errors.update({str(obj.uuid): str(exc) for obj in batch})
                 continue
             for index, error in result.errors.items():
                 errors[str(batch[index].uuid)] = error.message
         if errors:
+            await self._raise_if_stopped()
             raise IndexWriteError(errors)
 
     async def _delete_where(self, collection: Collection, where: Any) -> int:
@@ -279,9 +341,10 @@ class WeaviateStore:
         removed = 0
         # The server deletes at most QUERY_MAXIMUM_RESULTS (10,000) objects a call.
         while True:
-            result = await handle.data.delete_many(where=where)
+            result = await self._call(partial(handle.data.delete_many, where=where))
             removed += result.successful
             if result.failed:
+                await self._raise_if_stopped()
                 raise IndexWriteError({"delete_many": f"{result.failed} object(s) not deleted"})
             if result.matches == 0 or result.successful == 0:
                 return removed

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -12,9 +14,11 @@ import pytest_asyncio
 from aiohttp import web
 
 from rag.errors import DocumentTooLarge, FetchError
-from rag.ingest.fetch import AddressPolicy, FetchLimits, fetch_url
+from rag.ingest.addresses import AddressPolicy, AddressRefused
+from rag.ingest.fetch import FetchLimits, fetch_url
 
 LOOPBACK = AddressPolicy.allowing("127.0.0.0/8", "::1/128")
+RULE = "private, loopback and link-local addresses are not fetched unless URL_FETCH_ALLOWED_NETWORKS lists them"
 
 CHUNK = b"x" * 65536
 
@@ -215,12 +219,33 @@ async def test_a_redirect_to_another_scheme_is_refused(site):
         await fetch_url(f"{site.base}/to-ftp", policy=LOOPBACK)
 
 
-@pytest.mark.parametrize(
-    "target", ["http://10.0.0.1/secrets", "http://169.254.169.254/latest/meta-data/", "http://[::ffff:192.168.1.1]/"]
-)
-async def test_a_redirect_to_a_private_address_is_refused_even_with_loopback_allowed(site, target):
-    with pytest.raises(FetchError, match="is not a public address: add its network to URL_FETCH_ALLOWED_NETWORKS"):
-        await fetch_url(f"{site.base}/to-private?to={target}", policy=LOOPBACK)
+# Where a redirect points, how the refusal shows that URL, and why it is refused. Nothing connects to them:
+# the refusal comes before any request.
+PRIVATE_REDIRECTS = [
+    ("http://10.0.0.1/secrets", "http://10.0.0.1/secrets", "10.0.0.1 is a private address"),
+    (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://169.254.169.254/latest/meta-data/",
+        "169.254.169.254 is a link-local address",
+    ),
+    ("http://[::ffff:192.168.1.1]/", "http://[::ffff:c0a8:101]/", "it points to 192.168.1.1, a private address"),
+    ("http://167772165/admin", "http://167772165/admin", "it points to 10.0.0.5, a private address"),
+    (
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "http://0xa9.0xfe.0xa9.0xfe/",
+        "it points to 169.254.169.254, a link-local address",
+    ),
+    ("http://user:pw@10.0.0.5/x?key=secret", "http://10.0.0.5/x", "10.0.0.5 is a private address"),
+]
+
+
+@pytest.mark.parametrize(("target", "shown", "why"), PRIVATE_REDIRECTS)
+async def test_a_redirect_to_a_private_address_is_refused_naming_both_ends_even_with_loopback_allowed(
+    site, target, shown, why
+):
+    with pytest.raises(AddressRefused) as refusal:
+        await fetch_url(f"{site.base}/to-private?to={quote(target)}", policy=LOOPBACK)
+    assert str(refusal.value) == f"refused the redirect from {site.base}/to-private to {shown}: {why}; {RULE}"
     assert len(site.requests) == 1
 
 
@@ -230,24 +255,67 @@ async def test_a_redirect_without_a_location_is_reported(site):
 
 
 async def test_a_loopback_address_is_refused_before_any_request(site):
-    with pytest.raises(
-        FetchError, match=r"^127\.0\.0\.1 is not a public address: add its network to URL_FETCH_ALLOWED_NETWORKS"
-    ):
-        await fetch_url(f"{site.base}/files/hours.txt")
+    with pytest.raises(AddressRefused) as refusal:
+        await fetch_url(f"{site.base}/files/hours.txt?token=secret")
+    assert str(refusal.value) == f"refused {site.base}/files/hours.txt: 127.0.0.1 is a loopback address; {RULE}"
     assert site.requests == []
+
+
+# URLs naming a non-public address in another form, and why each is refused. The refusal comes before
+# connecting, so none of them is ever reached.
+DISGUISED_ADDRESSES = [
+    ("http://2130706433/", "it points to 127.0.0.1, a loopback address"),
+    ("http://017700000001/", "it points to 127.0.0.1, a loopback address"),
+    ("http://0x7f.1/", "it points to 127.0.0.1, a loopback address"),
+    ("http://0x7f000001:8080/admin", "it points to 127.0.0.1, a loopback address"),
+    ("http://127.1/", "it points to 127.0.0.1, a loopback address"),
+    ("http://[::ffff:127.0.0.1]/", "it points to 127.0.0.1, a loopback address"),
+    ("http://[::ffff:a9fe:a9fe]/latest", "it points to 169.254.169.254, a link-local address"),
+    ("http://167772165/", "it points to 10.0.0.5, a private address"),
+    ("http://0300.0250.0.1/", "it points to 192.168.0.1, a private address"),
+    ("http://10.0.0.5/", "10.0.0.5 is a private address"),
+    ("http://[::1]/", "::1 is a loopback address"),
+]
+
+
+@pytest.mark.parametrize(("url", "why"), DISGUISED_ADDRESSES)
+async def test_a_non_public_address_in_any_form_is_refused_saying_what_and_why(url, why):
+    with pytest.raises(AddressRefused) as refusal:
+        await fetch_url(url)
+    assert str(refusal.value) == f"refused {url}: {why}; {RULE}"
+
+
+@pytest.mark.parametrize("host", ["1.2.3.256", "4294967296", "127.0.0.1.5", "0x7f.09"])
+async def test_a_host_that_ends_in_a_number_but_is_no_address_is_refused(host):
+    with pytest.raises(FetchError) as refusal:
+        await fetch_url(f"http://{host}/")
+    assert str(refusal.value) == f"{host} is not a valid IPv4 address: check the link"
+
+
+async def test_a_numeric_form_of_an_allowed_address_is_fetched_at_its_usual_form(site):
+    port = site.base.rsplit(":", 1)[1]
+    fetched = await fetch_url(f"http://2130706433:{port}/files/hours.txt", policy=LOOPBACK)
+    assert fetched.data == b"Opening hours: 9 to 5."
+    assert fetched.final_url == f"{site.base}/files/hours.txt"
 
 
 async def test_a_host_name_that_resolves_to_loopback_is_refused_at_connect(site):
     url = site.base.replace("127.0.0.1", "localhost") + "/files/hours.txt"
-    with pytest.raises(FetchError, match="is not a public address: add its network to URL_FETCH_ALLOWED_NETWORKS"):
+    with pytest.raises(AddressRefused) as refusal:
         await fetch_url(url)
+    assert re.fullmatch(
+        rf"refused {re.escape(url)}: localhost resolves to (127\.0\.0\.1|::1), a loopback address; {RULE}",
+        str(refusal.value),
+    )
     assert site.requests == []
 
 
 async def test_a_callers_session_is_checked_by_resolving_first(site):
     url = site.base.replace("127.0.0.1", "localhost") + "/files/hours.txt"
     async with aiohttp.ClientSession() as session:
-        with pytest.raises(FetchError, match="is not a public address"):
+        with pytest.raises(
+            AddressRefused, match=r"^refused http://localhost:\d+/files/hours\.txt: localhost resolves to"
+        ):
             await fetch_url(url, session=session)
         fetched = await fetch_url(f"{site.base}/files/hours.txt", session=session, policy=LOOPBACK)
     assert fetched.data == b"Opening hours: 9 to 5."

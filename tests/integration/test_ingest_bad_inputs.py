@@ -14,10 +14,11 @@ from pypdf import PdfWriter
 from bot.ingestion import IngestionLimits, IngestionWork
 from bot.jobs import JobRunner
 from rag.embedders import OnnxEmbedder
+from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.faqs import FaqImporter
-from rag.ingest.fetch import AddressPolicy, FetchLimits
+from rag.ingest.fetch import FetchLimits
 from rag.lexical import LexicalAnalyzer
 from storage.db import Database
 from storage.repos.documents import DocumentRepo
@@ -97,7 +98,7 @@ async def site() -> AsyncIterator[str]:
 BAD_URLS = [
     ("/missing", "404"),
     ("/slow", "timed out"),
-    ("/to-private", "10.0.0.1 is not a public address"),
+    ("/to-private", "to http://10.0.0.1/internal: 10.0.0.1 is a private address"),
     ("/endless", "limit"),
 ]
 
