@@ -96,7 +96,11 @@ class Database:
         path = self.config.sqlite_path()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(self.config.async_url(), echo=self.config.echo, pool_pre_ping=True)
+        # A pre-ping guards against PostgreSQL connections dropped by the server or a proxy; a SQLite file
+        # connection cannot be dropped, and the ping would be one more round trip on every checkout.
+        engine = create_async_engine(
+            self.config.async_url(), echo=self.config.echo, pool_pre_ping=not self.config.is_sqlite
+        )
         if self.config.is_sqlite:
             event.listen(engine.sync_engine, "connect", _enable_sqlite_pragmas)
         try:

@@ -64,3 +64,11 @@ class NotFound(StorageError):
         super().__init__(f"no {kind} {key!r}")
         self.kind = kind
         self.key = key
+
+
+class DuplicateEvent(StorageError):
+    """A platform event was stored before: a retried delivery, to be answered once."""
+
+    def __init__(self, event_key: str) -> None:
+        super().__init__(f"event {event_key!r} was already stored")
+        self.event_key = event_key

@@ -127,6 +127,8 @@ class Conversation(SQLModel, table=True):
     workspace: str = Field(default="", max_length=128)
     chat: str = Field(max_length=128)
     thread: str = Field(default="", max_length=128)
+    # `/new` sets it: history and the restored transcript start after it.
+    reset_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -143,6 +145,11 @@ class Message(SQLModel, table=True):
     text: str
     status: str = Field(default="done", max_length=16)
     platform_message_id: str = Field(default="", max_length=128)
+    # Who wrote a user message (group chats mix people): the platform's user id.
+    author: str = Field(default="", max_length=128)
+    # The platform's id of the event that brought a user message; unique, so a retried delivery is seen.
+    event_key: str | None = Field(default=None, max_length=300, unique=True, index=True)
+    feedback: str = Field(default="", max_length=8)
     meta: dict[str, Any] = _json_column()
     created_at: datetime = Field(default_factory=utcnow, index=True)
 
@@ -168,6 +175,9 @@ class IngestionJob(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # The runner holding a queued or running job; it renews the lease while alive, another takes over after.
+    lease_owner: str = Field(default="", max_length=128)
+    lease_expires_at: datetime | None = None
 
 
 class ChannelBinding(SQLModel, table=True):
@@ -182,6 +192,21 @@ class ChannelBinding(SQLModel, table=True):
     chat: str = Field(max_length=128)
     kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ChatSetting(SQLModel, table=True):
+    """How the bot behaves in one chat: when it answers, and what it says when nothing fits."""
+
+    __tablename__ = "chat_setting"
+    __table_args__ = (UniqueConstraint("platform", "workspace", "chat"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    platform: str = Field(max_length=32)
+    workspace: str = Field(default="", max_length=128)
+    chat: str = Field(max_length=128)
+    answer_mode: str = Field(default="", max_length=16)
+    fallback_text: str = Field(default="", max_length=2000)
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class EmbeddingCacheEntry(SQLModel, table=True):

@@ -144,6 +144,9 @@ class JobRecord:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    lease_owner: str = ""
+    """The runner that holds the job (queued for it, or running in it); empty when any runner may take it."""
+    lease_expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,7 @@ class ConversationRecord:
     chat: str
     thread: str
     created_at: datetime
+    reset_at: datetime | None = None
 
 
 MessageRole = Literal["user", "assistant"]
@@ -176,6 +180,8 @@ class MessageRecord:
     platform_message_id: str
     meta: dict[str, Any]
     created_at: datetime
+    author: str = ""
+    feedback: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +191,18 @@ class TextSpan:
     document_id: str
     start: int
     end: int
+
+
+AnswerMode = Literal["mention", "all"]
+"""`mention`: answer when addressed (mention, reply, command, private chat); `all`: every question in the chat."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSettingRecord:
+    """How the bot behaves in one chat; empty values mean the service's defaults."""
+
+    platform: str
+    workspace: str
+    chat: str
+    answer_mode: AnswerMode | None = None
+    fallback_text: str = ""

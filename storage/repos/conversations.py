@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from storage.db import Database
-from storage.errors import NotFound
+from storage.errors import DuplicateEvent, NotFound
 from storage.models import Conversation, Message, utcnow
 from storage.records import ConversationRecord, MessageRecord, MessageRole, MessageStatus
 
@@ -73,6 +73,7 @@ def _conversation(row: Conversation) -> ConversationRecord:
         chat=row.chat,
         thread=row.thread,
         created_at=row.created_at,
+        reset_at=row.reset_at,
     )
 
 
@@ -89,6 +90,8 @@ def _message(row: Message) -> MessageRecord:
         platform_message_id=row.platform_message_id,
         meta=dict(row.meta),
         created_at=row.created_at,
+        author=row.author,
+        feedback=row.feedback,
     )
 
 
@@ -143,8 +146,10 @@ class ConversationRepo:
         meta: Mapping[str, Any] | None = None,
         *,
         platform_message_id: str = "",
+        author: str = "",
+        event_key: str | None = None,
     ) -> MessageRecord:
-        """Store one message; raises NotFound when the conversation does not exist."""
+        """Store one message; raises NotFound without the conversation, DuplicateEvent for an event stored before."""
         row = Message(
             id=_next_message_id(),
             conversation_id=conversation_id,
@@ -153,13 +158,17 @@ class ConversationRepo:
             text=_storable(text),
             status=status,
             platform_message_id=platform_message_id,
+            author=author[:128],
+            event_key=event_key[:300] if event_key else None,
             meta=_storable_json(meta or {}),
             created_at=self._clock(),
         )
         try:
             async with self._db.session() as session:
                 session.add(row)
-        except IntegrityError as exc:  # the foreign key: no such conversation
+        except IntegrityError as exc:  # the event key's unique index, else the foreign key
+            if event_key and await self._event_stored(event_key):
+                raise DuplicateEvent(event_key) from exc
             raise NotFound("conversation", conversation_id) from exc
         return _message(row)
 
@@ -185,16 +194,71 @@ class ConversationRepo:
             session.add(row)
         return _message(row)
 
+    async def _event_stored(self, event_key: str) -> bool:
+        async with self._db.session() as session:
+            found = (await session.exec(select(Message.id).where(Message.event_key == event_key))).first()
+        return found is not None
+
     async def recent(self, conversation_id: str, limit: int) -> list[MessageRecord]:
-        """The conversation's newest `limit` messages, oldest first, in the order they were stored."""
+        """The conversation's newest `limit` messages since its last reset, oldest first, in the order stored."""
         if limit <= 0:
             return []
+        reset_at = select(Conversation.reset_at).where(Conversation.id == conversation_id).scalar_subquery()
         statement = (
             select(Message)
             .where(Message.conversation_id == conversation_id)
+            .where((reset_at.is_(None)) | (col(Message.created_at) > reset_at))
             .order_by(col(Message.created_at).desc(), col(Message.id).desc())
             .limit(limit)
         )
         async with self._db.session() as session:
             rows = (await session.exec(statement)).all()
         return [_message(row) for row in reversed(rows)]
+
+    async def reset(self, conversation_id: str) -> None:
+        """Start the conversation over (`/new`): earlier messages stay stored but are no longer its history."""
+        async with self._db.session() as session:
+            row = await session.get(Conversation, conversation_id)
+            if row is None:
+                raise NotFound("conversation", conversation_id)
+            row.reset_at = row.updated_at = self._clock()
+            session.add(row)
+
+    async def message(self, message_id: str) -> MessageRecord:
+        """One message by id; raises NotFound."""
+        async with self._db.session() as session:
+            row = await session.get(Message, message_id)
+        if row is None:
+            raise NotFound("message", message_id)
+        return _message(row)
+
+    async def set_feedback(self, message_id: str, value: str, *, conversation_id: str | None = None) -> MessageRecord:
+        """Record `up` or `down` on an answer (the newest press wins); NotFound outside `conversation_id`."""
+        async with self._db.session() as session:
+            row = await session.get(Message, message_id)
+            if (
+                row is None
+                or row.role != "assistant"
+                or (conversation_id is not None and row.conversation_id != conversation_id)
+            ):
+                raise NotFound("answer", message_id)
+            row.feedback = value
+            session.add(row)
+        return _message(row)
+
+    async def last_answer(self, conversation_id: str) -> MessageRecord | None:
+        """The conversation's newest assistant message since its last reset, if any."""
+        for message in reversed(await self.recent(conversation_id, 20)):
+            if message.role == "assistant":
+                return message
+        return None
+
+    async def messages_since(self, since: datetime, *, platform: str | None = None) -> list[MessageRecord]:
+        """Every message stored at or after `since` (for `ragbot stats`), oldest first."""
+        statement = select(Message).where(col(Message.created_at) >= since)
+        if platform is not None:
+            statement = statement.join(Conversation).where(Conversation.platform == platform)
+        statement = statement.order_by(col(Message.created_at), col(Message.id))
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        return [_message(row) for row in rows]

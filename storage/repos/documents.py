@@ -189,6 +189,16 @@ class DocumentRepo:
             rows = (await session.exec(select(Document.id, Document.title).where(col(Document.id).in_(unique)))).all()
         return {document_id: title for document_id, title in rows}
 
+    async def source_uris(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """Each document's source URI by id (a file URI, `upload:NAME` or the URL it was fetched from)."""
+        unique = list(dict.fromkeys(document_ids))
+        if not unique:
+            return {}
+        async with self._db.session() as session:
+            statement = select(Document.id, Document.source_uri).where(col(Document.id).in_(unique))
+            rows = (await session.exec(statement)).all()
+        return {document_id: uri for document_id, uri in rows}
+
     async def chunks_with_titles(self, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
         """The stored chunks among `chunk_ids`, each with its document's title, in one round trip per batch."""
         found: list[tuple[ChunkRecord, str]] = []

@@ -26,6 +26,7 @@ EXPECTED_TABLES = {
     "message",
     "ingestion_job",
     "channel_binding",
+    "chat_setting",
     "embedding_cache",
     "alembic_version",
 }

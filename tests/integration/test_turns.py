@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import io
-from collections.abc import AsyncIterator, Sequence
-
 import pytest
 
-from bot.cli_answer import answer_turn
 from bot.errors import UserFacingError
-from bot.turns import TURN_FAILED, TurnRecorder, apology
+from bot.messages import TURN_FAILED
+from bot.turns import TurnRecorder, apology
 from rag.history import LoadHistory
 from rag.pipeline import StageReport, TurnContext
 from rag.types import Candidate
@@ -160,66 +157,3 @@ async def test_an_answer_stored_while_streaming_is_completed_in_place(repo: Conv
 def test_the_apology_is_the_errors_own_user_message_when_it_has_one() -> None:
     assert apology(UserFacingError("That knowledge base is being rebuilt; try again in a minute.")).startswith("That")
     assert apology(RuntimeError("secret internals")) == TURN_FAILED
-
-
-class ScriptedAnswerer:
-    """Our TurnAnswerer protocol: answers with scripted pieces, failing in the pipeline or mid-stream."""
-
-    def __init__(self, pieces: Sequence[str], *, fail_in_pipeline: bool = False) -> None:
-        self.pieces = pieces
-        self.fail_in_pipeline = fail_in_pipeline
-
-    async def run(
-        self, question: str, kb_ids: Sequence[str], *, conversation_id: str, document_ids: Sequence[str] = ()
-    ) -> TurnContext:
-        if self.fail_in_pipeline:
-            error = ConnectionError("index unreachable")
-            error.add_note("pipeline=rag_stream stage=SEARCH")
-            raise error
-        turn = _answered(question, "generated", [VPN], conversation_id)
-        turn.answer = self._stream()
-        return turn
-
-    async def _stream(self) -> AsyncIterator[str]:
-        for piece in self.pieces:
-            if piece == "!":
-                raise ConnectionResetError("model connection dropped")
-            yield piece
-
-
-async def test_a_terminal_turn_streams_the_answer_and_stores_it(repo: ConversationRepo) -> None:
-    conversation = await repo.resolve("cli", "", "terminal-ok", "")
-    out = io.StringIO()
-    turn = await answer_turn(
-        ScriptedAnswerer(["The VPN ", "client."]), TurnRecorder(repo), conversation.id, "What is it?", ["kb"], out
-    )
-    assert turn is not None
-    assert out.getvalue() == "The VPN client.\n"
-    _, answer = await repo.recent(conversation.id, 10)
-    assert (answer.status, answer.text, answer.meta["outcome"]) == ("done", "The VPN client.", "generated")
-
-
-async def test_a_terminal_turn_broken_mid_stream_apologises_and_is_stored_as_failed(repo: ConversationRepo) -> None:
-    conversation = await repo.resolve("cli", "", "terminal-broken", "")
-    out = io.StringIO()
-    turn = await answer_turn(
-        ScriptedAnswerer(["The VPN ", "!"]), TurnRecorder(repo), conversation.id, "What is it?", ["kb"], out
-    )
-    assert turn is None
-    assert out.getvalue() == f"The VPN \n{TURN_FAILED}\n"
-    _, answer = await repo.recent(conversation.id, 10)
-    assert (answer.status, answer.text) == ("failed", "The VPN ")
-    assert answer.meta["error"]["type"] == "ConnectionResetError"
-    assert answer.meta["stages"][0]["name"] == "SEARCH"
-
-
-async def test_a_terminal_turn_whose_pipeline_fails_apologises_and_is_stored(repo: ConversationRepo) -> None:
-    conversation = await repo.resolve("cli", "", "terminal-early", "")
-    out = io.StringIO()
-    answerer = ScriptedAnswerer([], fail_in_pipeline=True)
-    assert await answer_turn(answerer, TurnRecorder(repo), conversation.id, "What is it?", ["kb"], out) is None
-    assert out.getvalue() == f"{TURN_FAILED}\n"
-    question, answer = await repo.recent(conversation.id, 10)
-    assert question.text == "What is it?"
-    assert answer.status == "failed"
-    assert answer.meta["error"]["notes"] == ["pipeline=rag_stream stage=SEARCH"]
