@@ -18,7 +18,7 @@ ifneq ($(wildcard $(SHARED)/tiktoken),)
   export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
 endif
 
-.PHONY: help install weaviate postgres demo run test lint unit integration e2e bench clean
+.PHONY: help install weaviate postgres chromium demo run test lint unit integration e2e bench clean
 
 help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
@@ -38,15 +38,20 @@ weaviate:
 postgres:
 	@sh scripts/install-postgres.sh
 
+chromium:
+	@sh scripts/install-chromium.sh
+
 # A knowledge base of ragbot's own documentation, so `ragbot chat --kb demo` works right away.
 # Re-ingesting unchanged files is a no-op, so this costs a second after the first run.
 demo: install weaviate
 	@$(BIN)/ragbot kb info demo >/dev/null 2>&1 || $(BIN)/ragbot kb create demo --description "ragbot's own documentation"
 	@$(BIN)/ragbot ingest README.md docs --kb demo
 
+# The web chat reads the demo knowledge base unless .env names others.
 run: install weaviate demo
-	@echo "ragbot serves on http://127.0.0.1:8080; in another terminal: .venv/bin/ragbot chat --kb demo"
-	$(BIN)/ragbot serve
+	@echo "ragbot's web chat: http://127.0.0.1:8080/  (or, in another terminal: .venv/bin/ragbot chat --kb demo)"
+	@if grep -q '^DEFAULT_KNOWLEDGE_BASES=.' .env 2>/dev/null; then exec $(BIN)/ragbot serve; \
+	else DEFAULT_KNOWLEDGE_BASES="$${DEFAULT_KNOWLEDGE_BASES:-demo}" exec $(BIN)/ragbot serve; fi
 
 lint: install
 	$(BIN)/ruff check bot rag adapters storage tests bench
@@ -57,7 +62,7 @@ lint: install
 unit: install
 	$(BIN)/pytest tests/unit -q
 
-test: install weaviate postgres lint
+test: install weaviate postgres chromium lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/pytest -q
 
 bench: install weaviate

@@ -207,15 +207,16 @@ async def _search_latency(pipeline: Pipeline, index: TimedIndex, kb_id: str, que
 async def _first_token(pipeline: Pipeline, kb_id: str, queries: list[str]) -> list[float]:
     overheads = []
     for query in queries:
+        first: list[float] = []
+
+        async def on_text(piece: str, first: list[float] = first) -> None:
+            if piece and not first:
+                first.append(time.perf_counter())
+
         started = time.perf_counter()
-        turn = await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
-        assert turn.answer is not None
-        async for text in turn.answer:
-            if text:
-                overheads.append((time.perf_counter() - started - FAKE_TTFT) * 1000)
-                break
-        async for _ in turn.answer:  # drain, so the HTTP stream closes
-            pass
+        await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,), on_text=on_text))
+        assert first, "the answer showed no text"
+        overheads.append((first[0] - started - FAKE_TTFT) * 1000)
     return overheads
 
 

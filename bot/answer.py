@@ -1,26 +1,37 @@
-"""Answering one question: check it, run the named pipeline, hand back the turn with its answer stream."""
+"""Answering one question: check it, run the named pipeline, which delivers the answer piece by piece."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from bot.services import Services
+from bot.model_limit import LimitedChatModel
 from rag.faq_search import FaqSearch
 from rag.input_check import check_question
 from rag.pipeline import Pipeline, TurnContext
 from rag.pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
+from rag.ports import ChatModel
 from rag.retrieval import Retriever
 from rag.rewrite import LlmRewriter, Rewriter
 from rag.rewrite_rules import RuleRewriter
-from rag.stages import answer_once
+from rag.stages import StreamAnswer, answer_once
+
+if TYPE_CHECKING:
+    from bot.services import Services
+
+OnText = Callable[[str], Awaitable[None]]
 
 
 def pipeline_parts(services: Services) -> PipelineParts:
     """The pipelines' parts over the running services, configured by their settings."""
     settings = services.settings
+    model: ChatModel | None = None
+    if services.chat_model is not None:
+        model = LimitedChatModel(services.chat_model, settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
     rewriter: Rewriter | None = None
     if settings.QUERY_REWRITE:
-        rewriter = LlmRewriter(services.chat_model) if services.chat_model else RuleRewriter()
+        rewriter = LlmRewriter(model) if model else RuleRewriter()
     return PipelineParts(
         retriever=Retriever(
             services.store,
@@ -37,7 +48,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
         tokens=services.tokens,
         rewriter=rewriter,
         reranker=services.reranker,
-        model=services.chat_model,
+        model=model,
         search=settings.search(),
         rerank=settings.rerank(),
         answer=settings.answer(),
@@ -47,7 +58,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
 
 
 class Answerer:
-    """Builds the pipelines once and answers questions over given knowledge bases."""
+    """Holds the pipelines (built once with the services) and answers questions over given knowledge bases."""
 
     def __init__(self, parts: PipelineParts) -> None:
         self.parts = parts
@@ -60,11 +71,52 @@ class Answerer:
             history_config=parts.history_config,
             observe=parts.observe,
         )
+        self._refusal = Pipeline("refusal", [StreamAnswer()], parts.observe)
 
     @classmethod
     def over(cls, services: Services) -> Answerer:
         """The Answerer over the running services."""
         return cls(pipeline_parts(services))
+
+    def prepare(
+        self,
+        question: str,
+        kb_ids: Sequence[str],
+        *,
+        conversation_id: str = "",
+        document_ids: Sequence[str] = (),
+        history: Sequence[tuple[str, str]] = (),
+        on_text: OnText | None = None,
+        stop: asyncio.Event | None = None,
+        fallback_text: str = "",
+    ) -> TurnContext:
+        """A new turn for `question`; a question that fails the input check carries its refusal as answer.
+
+        With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
+        `history`); store the question first, as it is not a round yet.
+        """
+        check = check_question(question)
+        turn = TurnContext(
+            query=check.text,
+            kb_ids=tuple(kb_ids),
+            conversation_id=conversation_id,
+            document_ids=tuple(document_ids),
+            history=list(history),
+            truncated=check.truncated,
+            on_text=on_text,
+            stop=stop,
+            fallback_text=fallback_text,
+        )
+        if not check.ok:
+            turn.outcome = "refused"
+            turn.answer = answer_once(check.refusal or "")
+        return turn
+
+    async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
+        """Run the turn's pipeline (rag_stream unless named) to its delivered end; a refusal is just delivered."""
+        if turn.outcome == "refused":
+            return await self._refusal.run(turn)
+        return await (pipeline or self.rag_stream).run(turn)
 
     async def run(
         self,
@@ -75,22 +127,15 @@ class Answerer:
         conversation_id: str = "",
         document_ids: Sequence[str] = (),
         pipeline: Pipeline | None = None,
+        on_text: OnText | None = None,
     ) -> TurnContext:
-        """The turn after the pipeline ran; a question that fails the input check gets its refusal as answer.
-
-        With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
-        `history`); store the question first (bot.turns.TurnRecorder.begin), as it is not a round yet.
-        """
-        check = check_question(question)
-        turn = TurnContext(
-            query=check.text,
-            kb_ids=tuple(kb_ids),
+        """prepare, then execute: the turn after its answer was delivered to `on_text`."""
+        turn = self.prepare(
+            question,
+            kb_ids,
             conversation_id=conversation_id,
-            document_ids=tuple(document_ids),
-            history=list(history),
+            document_ids=document_ids,
+            history=history,
+            on_text=on_text,
         )
-        if not check.ok:
-            turn.outcome = "refused"
-            turn.answer = answer_once(check.refusal or "")
-            return turn
-        return await (pipeline or self.rag_stream).run(turn)
+        return await self.execute(turn, pipeline)

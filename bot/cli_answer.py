@@ -2,31 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import uuid
 from collections.abc import Sequence
-from typing import Protocol, TextIO
+from typing import TextIO
 
-from bot.answer import Answerer
+from bot import messages
+from bot.cli_target import TerminalTarget
+from bot.conversation import ChatPolicy, ConversationManager, TurnResult
+from bot.limits import RateLimit
 from bot.services import Services
-from bot.turns import TurnRecorder, apology, shown_sources
-from rag.fallback import format_sources
+from bot.types import ConversationKey, IncomingMessage, UserRef
 from rag.pipeline import TurnContext
 
-log = logging.getLogger(__name__)
-
 CLI_PLATFORM = "cli"
-
-
-class TurnAnswerer(Protocol):
-    """What runs a turn's pipeline (met by bot.answer.Answerer)."""
-
-    async def run(
-        self, question: str, kb_ids: Sequence[str], *, conversation_id: str, document_ids: Sequence[str] = ()
-    ) -> TurnContext:
-        """The turn with its answer stream, history loaded from the conversation."""
-        ...
+CLI_USER = UserRef("terminal")
 
 
 def print_stages(turn: TurnContext, out: TextIO) -> None:
@@ -39,52 +29,37 @@ def print_stages(turn: TurnContext, out: TextIO) -> None:
         out.write(f"  searched as: {turn.rewritten}\n")
 
 
-def print_sources(turn: TurnContext, out: TextIO) -> None:
+def print_sources(result: TurnResult, out: TextIO) -> None:
     """The numbered sources the answer showed, if any."""
-    sources = format_sources(shown_sources(turn))
-    if sources:
-        out.write("\nSources:\n" + "".join(f"  {line}\n" for line in sources))
+    if result.answer.sources:
+        lines = "".join(f"  [{source.number}] {source.title}\n" for source in result.answer.sources)
+        out.write(f"\n{messages.CLI_SOURCES_HEADING}\n" + lines)
 
 
-async def new_conversation(services: Services) -> str:
-    """A fresh terminal conversation's id (each `ask`, and each `chat` until /new, is one)."""
-    conversation = await services.conversations.resolve(CLI_PLATFORM, "", str(uuid.uuid4()))
-    return conversation.id
+def cli_manager(services: Services) -> ConversationManager:
+    """The conversation manager as the terminal uses it: the person at the terminal is an admin, no rate limit."""
+    policy = ChatPolicy(
+        admins={CLI_PLATFORM: frozenset({CLI_USER.id})}, rate_limit=RateLimit(count=1_000_000), max_turns=1
+    )
+    return ConversationManager(services, policy)
+
+
+def new_conversation_key() -> ConversationKey:
+    """A fresh terminal conversation (each `ask`, and each `chat` until /new, is one)."""
+    return ConversationKey(CLI_PLATFORM, "", str(uuid.uuid4()))
 
 
 async def answer_turn(
-    answerer: TurnAnswerer,
-    recorder: TurnRecorder,
-    conversation_id: str,
+    manager: ConversationManager,
+    key: ConversationKey,
     question: str,
     kb_ids: Sequence[str],
     out: TextIO,
     document_ids: Sequence[str] = (),
-) -> TurnContext | None:
-    """One turn at the terminal: the question stored, the answer streamed to `out` and stored.
-
-    This is the terminal's turn boundary: whatever breaks, the person gets a short apology, the turn is stored
-    as failed with the error, and None is returned.
-    """
-    opened = await recorder.begin(conversation_id, question)
-    turn: TurnContext | None = None
-    shown: list[str] = []
-    try:
-        turn = await answerer.run(question, kb_ids, conversation_id=conversation_id, document_ids=document_ids)
-        if turn.answer is not None:
-            async for text in turn.answer:
-                shown.append(text)
-                out.write(text)
-                out.flush()
-    except Exception as exc:
-        log.exception("turn=failed conversation=%s request=%s", conversation_id, opened.request_id)
-        await recorder.fail(opened, exc, turn=turn, answer="".join(shown))
-        out.write(("\n" if shown else "") + apology(exc) + "\n")
-        out.flush()
-        return None
-    out.write("\n")
-    await recorder.finish(opened, turn, "".join(shown))
-    return turn
+) -> TurnResult | None:
+    """One turn at the terminal through the conversation manager: the answer printed as it is written."""
+    message = IncomingMessage(key=key, message_id="", user=CLI_USER, text=question)
+    return await manager.handle(message, TerminalTarget(out), kb_ids=kb_ids, document_ids=document_ids)
 
 
 async def run_ask(
@@ -98,13 +73,10 @@ async def run_ask(
 ) -> int:
     """Answer `question` from the named knowledge bases; 0 when answered, 1 when refused, unmatched or failed."""
     kb_ids = [(await services.knowledge.find(name)).id for name in kb_names]
-    conversation_id = await new_conversation(services)
-    recorder = TurnRecorder(services.conversations)
-    answerer = Answerer.over(services)
-    turn = await answer_turn(answerer, recorder, conversation_id, question, kb_ids, out, document_ids)
-    if turn is None:
+    result = await answer_turn(cli_manager(services), new_conversation_key(), question, kb_ids, out, document_ids)
+    if result is None or result.answer.outcome == "failed":
         return 1
-    print_sources(turn, out)
-    if show_stages:
-        print_stages(turn, sys.stderr)
-    return 0 if turn.outcome not in ("refused", "no_match") else 1
+    print_sources(result, out)
+    if show_stages and result.turn is not None:
+        print_stages(result.turn, sys.stderr)
+    return 0 if result.answer.outcome not in ("refused", "no_match") else 1

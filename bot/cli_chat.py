@@ -9,17 +9,13 @@ import sys
 import threading
 from typing import BinaryIO, Final, TextIO
 
-from bot.answer import Answerer
-from bot.cli_answer import answer_turn, new_conversation, print_sources, print_stages
+from bot import messages
+from bot.cli_answer import answer_turn, cli_manager, new_conversation_key, print_sources, print_stages
 from bot.services import Services
-from bot.turns import TurnRecorder
 from rag.input_check import decode_user_bytes
 
 log = logging.getLogger(__name__)
 
-BANNER: Final = "Chatting with {kbs}. Ask a question; /new starts a new conversation, /quit (or Ctrl-D) ends."
-PROMPT: Final = "you> "
-NEW_CONVERSATION: Final = "(new conversation)"
 NEW_COMMAND: Final = "/new"
 QUIT_COMMAND: Final = "/quit"
 
@@ -80,14 +76,14 @@ async def run_chat(
     kb_ids = [(await services.knowledge.find(name)).id for name in kb_names]
     source = stdin if stdin is not None else sys.stdin.buffer
     interactive = source.isatty()
-    answerer, recorder = Answerer.over(services), TurnRecorder(services.conversations)
-    conversation_id = await new_conversation(services)
+    manager = cli_manager(services)
+    key = new_conversation_key()
     lines = _InputLines(source.fileno())
     if interactive:
-        out.write(BANNER.format(kbs=", ".join(kb_names)) + "\n")
+        out.write(messages.cli_banner(kb_names) + "\n")
     while True:
         if interactive:
-            out.write(PROMPT)
+            out.write(messages.CLI_PROMPT)
             out.flush()
         line = await lines.next()
         if line is None:
@@ -95,20 +91,20 @@ async def run_chat(
         if not line.strip():
             continue
         if not interactive:
-            out.write(f"{PROMPT}{line}\n")
+            out.write(f"{messages.CLI_PROMPT}{line}\n")
         command = line.strip().lower()
         if command == QUIT_COMMAND:
             break
         if command == NEW_COMMAND:
-            conversation_id = await new_conversation(services)
-            out.write(NEW_CONVERSATION + "\n\n")
+            key = new_conversation_key()
+            out.write(messages.CLI_NEW_CONVERSATION + "\n\n")
             continue
-        turn = await answer_turn(answerer, recorder, conversation_id, line, kb_ids, out)
-        if turn is not None:
-            print_sources(turn, out)
-            if show_stages:
+        result = await answer_turn(manager, key, line, kb_ids, out)
+        if result is not None and result.answer.outcome != "failed":
+            print_sources(result, out)
+            if show_stages and result.turn is not None:
                 out.write("\nStages:\n")
-                print_stages(turn, out)
+                print_stages(result.turn, out)
         out.write("\n")
         out.flush()
     return 0

@@ -1,4 +1,4 @@
-"""Errors the bot layer shows to people: startup problems and user-facing failures."""
+"""Errors the bot layer shows to people or gets from platforms: startup problems, user-facing failures, delivery."""
 
 from __future__ import annotations
 
@@ -19,3 +19,27 @@ class UserFacingError(Exception):
     def __init__(self, user_message: str) -> None:
         super().__init__(user_message)
         self.user_message = user_message
+
+
+class PlatformError(Exception):
+    """A chat platform refused or failed a call; adapters translate their SDK's errors into this family."""
+
+
+class PlatformRateLimited(PlatformError):
+    """The platform said "too many requests"; try again after `retry_after` seconds."""
+
+    def __init__(self, retry_after: float, detail: str = "") -> None:
+        super().__init__(f"rate limited for {retry_after:g} s {detail}".strip())
+        self.retry_after = retry_after
+
+
+class MarkupRejected(PlatformError):
+    """The platform could not parse the message's markup; the same text sent plain will go through."""
+
+
+class MessageGone(PlatformError):
+    """The message to edit no longer exists (deleted by a person); a new one must be sent instead."""
+
+
+class DeliveryFailed(PlatformError):
+    """The chat cannot be written to at all (bot removed, chat deleted, token revoked): give up on it."""

@@ -65,6 +65,13 @@ class KnowledgeBases:
             names = ", ".join(kb.name for kb in await self._repo.all()) or "none yet"
             raise UserFacingError(f"No knowledge base named {name!r} (existing: {names}).") from exc
 
+    async def named(self, name: str) -> KnowledgeBaseRecord | None:
+        """By name, or None (for chats, where listing every name could show one the chat may not read)."""
+        try:
+            return await self._repo.by_name(name)
+        except NotFound:
+            return None
+
     async def all(self) -> list[KnowledgeBaseRecord]:
         """Every knowledge base."""
         return await self._repo.all()

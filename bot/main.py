@@ -8,16 +8,23 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiohttp import web
 from pydantic import ValidationError
 
 from bot import cli_answer, cli_chat, cli_knowledge, doctor, eval_cli
+from bot.adapters import load_adapters
+from bot.chat_metrics import ChatMetrics
+from bot.conversation import ChatPolicy, ConversationManager
 from bot.errors import StartupError, UserFacingError
-from bot.server import create_app
-from bot.services import build_services
-from bot.settings import Settings, describe_validation_error
+from bot.limits import RateLimit
+from bot.server import create_app, create_internal_app
+from bot.services import Services, build_services
+from bot.settings import Settings, describe_validation_error, is_loopback
+from bot.stats import compute_stats, render_stats
+from bot.turn_log import TurnIdFilter
 from storage.errors import IndexUnavailable
 from storage.weaviate.server import WeaviateServer
 
@@ -27,7 +34,11 @@ EXIT_CONFIG = 2
 
 
 def _configure_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s turn=%(turn)s %(message)s", stream=sys.stderr
+    )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(TurnIdFilter())
     for noisy in ("httpx", "httpcore", "weaviate-client", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("jieba").setLevel(logging.WARNING)
@@ -41,21 +52,69 @@ async def _wait_for_stop_signal() -> None:
     await stop.wait()
 
 
+def chat_policy(settings: Settings) -> ChatPolicy:
+    """Who may do what where, from the settings."""
+    return ChatPolicy(
+        default_kbs=settings.default_knowledge_bases(),
+        allowed_kbs={"web": settings.web_knowledge_bases()},
+        admins={"telegram": settings.telegram_admins()},
+        group_answer_mode=settings.CHAT_ANSWER_MODE,
+        rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
+        max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,
+    )
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuse to serve the chat to a network without an access token."""
+    if not is_loopback(settings.RAGBOT_HOST) and settings.WEB_ACCESS_TOKEN is None:
+        raise StartupError(
+            "RAGBOT_HOST",
+            f"{settings.RAGBOT_HOST} is reachable from the network and no WEB_ACCESS_TOKEN is set",
+            "set WEB_ACCESS_TOKEN (people open /?access=TOKEN once), or serve on 127.0.0.1 behind your proxy",
+        )
+
+
+async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
 async def serve(settings: Settings) -> None:
-    """Start every part, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
+    """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
+    check_exposure(settings)
     async with build_services(settings, serving=True) as services:
-        runner = web.AppRunner(create_app(services), access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+        chat_metrics = ChatMetrics()
+        manager = ConversationManager(services, chat_policy(settings), metrics=chat_metrics)
+        adapters = load_adapters(manager, settings)
+        public = not is_loopback(settings.RAGBOT_HOST)
+        app = create_app(services, chat_metrics, public=public)
+        for adapter in adapters:
+            adapter.mount(app)
+        runners: list[web.AppRunner] = []
         # Jobs queued or interrupted before this start are picked up here.
         await services.jobs.start()
         try:
-            await site.start()
-            log.info("serve=listening url=http://%s:%s", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+            runners.append(await _start_site(app, settings.RAGBOT_HOST, settings.RAGBOT_PORT))
+            if public:
+                internal = create_internal_app(services, chat_metrics)
+                runners.append(await _start_site(internal, "127.0.0.1", settings.internal_port()))
+                log.info("serve=internal url=http://127.0.0.1:%s/metrics", settings.internal_port())
+            for adapter in adapters:
+                await adapter.start()
+            log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
             await _wait_for_stop_signal()
             log.info("serve=stopping")
         finally:
-            await runner.cleanup()
+            for adapter in reversed(adapters):
+                await adapter.stop()
+            for runner in reversed(runners):
+                await runner.cleanup()
             await services.jobs.stop()
 
 
@@ -78,6 +137,15 @@ async def run_doctor(settings: Settings) -> int:
     findings = await doctor.diagnose(settings)
     print(doctor.render(findings))
     return doctor.exit_code(findings)
+
+
+async def run_stats(services: Services, days: int) -> int:
+    """Print `ragbot stats` for the last `days` days."""
+    if days < 1:
+        raise UserFacingError("--days must be 1 or more.")
+    since = datetime.now(UTC) - timedelta(days=days)
+    print(render_stats(compute_stats(await services.conversations.messages_since(since)), days))
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,6 +171,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
     chat.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
+    stats = commands.add_parser(
+        "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
+    )
+    stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
     evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
     evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
     return parser
@@ -127,6 +199,8 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
             return await cli_chat.run_chat(services, args.kb, show_stages=args.show_stages)
         if args.command == "eval":
             return await eval_cli.run_eval(services, args.folders)
+        if args.command == "stats":
+            return await run_stats(services, args.days)
         return await cli_knowledge.run_jobs(services, args)
 
 

@@ -73,5 +73,18 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
         raise StartupError(
             "ANSWER_FALLBACK", "is model but no CHAT_MODEL is configured", "set CHAT_MODEL or use extractive"
         )
+    if settings.TELEGRAM_BOT_TOKEN is not None and settings.TELEGRAM_MODE == "webhook":
+        if not settings.TELEGRAM_WEBHOOK_URL:
+            raise StartupError(
+                "TELEGRAM_WEBHOOK_URL",
+                "not set while TELEGRAM_MODE=webhook",
+                "set the public HTTPS URL, or use polling",
+            )
+        if settings.TELEGRAM_WEBHOOK_SECRET is None:
+            raise StartupError(
+                "TELEGRAM_WEBHOOK_SECRET",
+                "not set while TELEGRAM_MODE=webhook",
+                "set a secret so forged deliveries are refused",
+            )
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)

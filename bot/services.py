@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bot.answer import Answerer
 from bot.errors import StartupError
 from bot.ingestion import IngestionWork
 from bot.jobs import JobRunner
@@ -26,6 +27,7 @@ from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.errors import DatabaseUnavailable, IndexUnavailable, ServerInUse
+from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
@@ -59,6 +61,9 @@ class Services:
     ingestor: DocumentIngestor
     faq_importer: FaqImporter
     jobs: JobRunner
+    bindings: BindingRepo
+    # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
+    answerer: Answerer = field(init=False)
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -165,7 +170,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
         await knowledge.repair_pending_deletes()
-        yield Services(
+        services = Services(
             settings=settings,
             db=db,
             store=store,
@@ -184,4 +189,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             ingestor=ingestor,
             faq_importer=faq_importer,
             jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY),
+            bindings=BindingRepo(db),
         )
+        services.answerer = Answerer.over(services)
+        yield services

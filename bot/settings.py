@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -14,8 +16,9 @@ from bot.ingestion import IngestionLimits
 from rag.config import ChatModelConfig, EmbedderConfig
 from rag.faq_search import FaqSearchConfig
 from rag.history import HistoryConfig
+from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
-from rag.ingest.fetch import AddressPolicy, FetchLimits
+from rag.ingest.fetch import FetchLimits
 from rag.rerank import RerankConfig
 from rag.rerankers import RerankerConfig
 from rag.retrieval import Language, RetrievalConfig
@@ -91,6 +94,40 @@ class Settings(BaseSettings):
     ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
     ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
     ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
+
+    DEFAULT_KNOWLEDGE_BASES: str = ""
+    CHAT_ANSWER_MODE: Literal["mention", "all"] = "mention"
+    CHAT_RATE_LIMIT: int = Field(default=20, ge=1, le=10_000)
+    CHAT_MAX_CONCURRENT_TURNS: int = Field(default=64, ge=1, le=10_000)
+    CHAT_MAX_CONCURRENT_MODEL_CALLS: int = Field(default=16, ge=1, le=10_000)
+    RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
+    WEB_KNOWLEDGE_BASES: str = ""
+    WEB_ADMIN_TOKEN: SecretStr | None = None
+    WEB_ACCESS_TOKEN: SecretStr | None = None
+
+    TELEGRAM_BOT_TOKEN: SecretStr | None = None
+    TELEGRAM_ADMINS: str = ""
+    TELEGRAM_MODE: Literal["polling", "webhook"] = "polling"
+    TELEGRAM_WEBHOOK_URL: str | None = None
+    TELEGRAM_WEBHOOK_SECRET: SecretStr | None = None
+    TELEGRAM_API_BASE_URL: str | None = None
+    TELEGRAM_FILE_BASE_URL: str | None = None
+    TELEGRAM_DOWNLOAD_LIMIT_MB: float = Field(default=20.0, gt=0, le=100_000)
+
+    @field_validator("TELEGRAM_ADMINS")
+    @classmethod
+    def _telegram_admins_are_ids(cls, value: str) -> str:
+        bad = [name for name in _names(value) if not name.lstrip("-").isdigit()]
+        if bad:
+            raise ValueError(f"must be numeric Telegram user ids (ask @userinfobot), not {', '.join(bad)}")
+        return value
+
+    @field_validator("TELEGRAM_WEBHOOK_SECRET")
+    @classmethod
+    def _webhook_secret_charset(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
+        return value
 
     @field_validator("DATABASE_URL")
     @classmethod
@@ -247,6 +284,36 @@ class Settings(BaseSettings):
             fallback=self.ANSWER_FALLBACK,
             fallback_text=self.ANSWER_FALLBACK_TEXT,
         )
+
+    def default_knowledge_bases(self) -> tuple[str, ...]:
+        """DEFAULT_KNOWLEDGE_BASES as names."""
+        return _names(self.DEFAULT_KNOWLEDGE_BASES)
+
+    def web_knowledge_bases(self) -> tuple[str, ...]:
+        """The knowledge bases the web chat may read: WEB_KNOWLEDGE_BASES, else the defaults."""
+        return _names(self.WEB_KNOWLEDGE_BASES) or self.default_knowledge_bases()
+
+    def telegram_admins(self) -> frozenset[str]:
+        """TELEGRAM_ADMINS as user ids (numbers: usernames can change hands)."""
+        return frozenset(_names(self.TELEGRAM_ADMINS))
+
+    def internal_port(self) -> int:
+        """Where /metrics and health details listen when RAGBOT_HOST faces a network: loopback, this port."""
+        return self.RAGBOT_INTERNAL_PORT or (self.RAGBOT_PORT % 65535) + 1
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen address is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
 
 
 def describe_validation_error(error: ValidationError) -> list[str]:

@@ -8,13 +8,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from bot.errors import UserFacingError
+from bot.messages import TURN_FAILED
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
 from rag.pipeline import TurnContext
 from rag.types import Candidate
 from storage.records import MessageRecord, MessageStatus
 from storage.repos.conversations import ConversationRepo
-
-TURN_FAILED: Final = "Sorry, something went wrong while I was answering. Please try again in a moment."
 
 _NO_SOURCES_SHOWN: Final = frozenset({"refused", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
@@ -97,10 +96,12 @@ class TurnRecorder:
         self._repo = repo
         self._new_request_id = new_request_id
 
-    async def begin(self, conversation_id: str, text: str) -> OpenTurn:
-        """Store the person's message as sent, under a fresh request id."""
+    async def begin(
+        self, conversation_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> OpenTurn:
+        """Store the person's message as sent, under a fresh request id; DuplicateEvent for a retried delivery."""
         request_id = self._new_request_id()
-        await self._repo.add_message(conversation_id, request_id, "user", text)
+        await self._repo.add_message(conversation_id, request_id, "user", text, author=author, event_key=event_key)
         return OpenTurn(conversation_id, request_id)
 
     async def streaming(self, opened: OpenTurn, *, platform_message_id: str = "") -> OpenTurn:
@@ -115,9 +116,17 @@ class TurnRecorder:
         )
         return replace(opened, answer_id=message.id)
 
-    async def finish(self, opened: OpenTurn, turn: TurnContext, answer: str) -> MessageRecord:
-        """Store the answer as shown, with what its turn did (turn_meta)."""
-        return await self._answer(opened, answer, "done", turn_meta(turn))
+    async def finish(
+        self,
+        opened: OpenTurn,
+        turn: TurnContext,
+        answer: str,
+        *,
+        platform_message_id: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> MessageRecord:
+        """Store the answer as shown, with what its turn did (turn_meta, and `extra`) and its platform message id."""
+        return await self._answer(opened, answer, "done", {**turn_meta(turn), **(extra or {})}, platform_message_id)
 
     async def fail(
         self, opened: OpenTurn, error: BaseException, *, turn: TurnContext | None = None, answer: str = ""
@@ -127,7 +136,19 @@ class TurnRecorder:
         meta.update({META_OUTCOME: "failed", "error": _error(error)})
         return await self._answer(opened, answer, "failed", meta)
 
-    async def _answer(self, opened: OpenTurn, text: str, status: MessageStatus, meta: dict[str, Any]) -> MessageRecord:
+    async def _answer(
+        self, opened: OpenTurn, text: str, status: MessageStatus, meta: dict[str, Any], platform_message_id: str = ""
+    ) -> MessageRecord:
         if opened.answer_id:
-            return await self._repo.finish_message(opened.answer_id, text=text, status=status, meta=meta)
-        return await self._repo.add_message(opened.conversation_id, opened.request_id, "assistant", text, status, meta)
+            return await self._repo.finish_message(
+                opened.answer_id, text=text, status=status, meta=meta, platform_message_id=platform_message_id or None
+            )
+        return await self._repo.add_message(
+            opened.conversation_id,
+            opened.request_id,
+            "assistant",
+            text,
+            status,
+            meta,
+            platform_message_id=platform_message_id,
+        )

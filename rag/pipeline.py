@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -48,6 +49,15 @@ class TurnContext:
     answer: AsyncIterator[str] | None = None
     outcome: str = ""
     reports: list[StageReport] = field(default_factory=list)
+    # The question was over the length cap and only its start was answered.
+    truncated: bool = False
+    # What this chat says when nothing fits (set per chat by an admin); empty: the configured fallback.
+    fallback_text: str = ""
+    # The answer as delivered (STREAM_ANSWER), each piece also handed to `on_text` as it comes.
+    text: str = ""
+    on_text: Callable[[str], Awaitable[None]] | None = None
+    # Set when the asker stops the answer (`/stop`): delivery ends at once, keeping what was written.
+    stop: asyncio.Event | None = None
 
     @property
     def ranked(self) -> list[Candidate]:

@@ -13,7 +13,16 @@ from rag.ports import ChatModel, Reranker
 from rag.rerank import Rerank, RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite import Rewriter
-from rag.stages import AnswerConfig, FilterTopK, Generate, IntoChatMessage, RewriteQuery, Search, SearchConfig
+from rag.stages import (
+    AnswerConfig,
+    FilterTopK,
+    Generate,
+    IntoChatMessage,
+    RewriteQuery,
+    Search,
+    SearchConfig,
+    StreamAnswer,
+)
 from rag.tokens import TokenCounter
 
 
@@ -54,10 +63,15 @@ def search_pipeline(parts: PipelineParts) -> Pipeline:
 
 
 def rag_stream(parts: PipelineParts) -> Pipeline:
-    """The whole answer: the search pipeline, then the prompt and a streamed (or extractive) answer."""
+    """The whole answer: the search pipeline, the prompt, the answer, and its delivery piece by piece."""
     return Pipeline(
         "rag_stream",
-        [*_retrieval_stages(parts), IntoChatMessage(parts.tokens, parts.answer), Generate(parts.model, parts.answer)],
+        [
+            *_retrieval_stages(parts),
+            IntoChatMessage(parts.tokens, parts.answer),
+            Generate(parts.model, parts.answer),
+            StreamAnswer(),
+        ],
         parts.observe,
     )
 
@@ -74,6 +88,11 @@ def chat_stream(
     config = chat_config(model)
     return Pipeline(
         "chat_stream",
-        [LoadHistory(history, history_config), IntoChatMessage(tokens, config), Generate(model, config)],
+        [
+            LoadHistory(history, history_config),
+            IntoChatMessage(tokens, config),
+            Generate(model, config),
+            StreamAnswer(),
+        ],
         observe,
     )

@@ -167,7 +167,7 @@ class IntoChatMessage:
 
 
 class Generate:
-    """Reads messages, selected; writes answer (a stream of visible text) and outcome."""
+    """Reads messages, selected, fallback_text; writes answer (a stream of visible text) and outcome."""
 
     name = "CHAT_COMPLETION_STREAM"
 
@@ -197,11 +197,17 @@ class Generate:
         return None
 
     def _fallback_text(self, turn: TurnContext) -> str:
+        if self._config.fallback == "fixed" or not turn.selected:
+            return self._nothing_found(turn)
+        return extractive_answer(turn.query, turn.selected)
+
+    def _nothing_found(self, turn: TurnContext) -> str:
+        """The chat's own fallback text when it has one, else the configured fixed text or the apology."""
+        if turn.fallback_text.strip():
+            return turn.fallback_text.strip()
         if self._config.fallback == "fixed":
             return fixed_answer(self._config.fallback_text)
-        if not turn.selected:
-            return no_answer_text(turn.query)
-        return extractive_answer(turn.query, turn.selected)
+        return no_answer_text(turn.query)
 
     async def _stream(self, turn: TurnContext, model: ChatModel) -> AsyncIterator[str]:
         visible = StreamFilter()
@@ -235,9 +241,54 @@ class Generate:
             return StreamFilter().feed(reply) or no_answer_text(turn.query)
         if self._config.fallback == "extractive" and turn.selected:
             return extractive_answer(turn.query, turn.selected)
-        if self._config.fallback == "fixed":
-            return fixed_answer(self._config.fallback_text)
-        return no_answer_text(turn.query)
+        return self._nothing_found(turn)
+
+
+class StreamAnswer:
+    """Reads answer, on_text, stop; writes text and outcome (`stopped` when the asker stopped it)."""
+
+    name = "STREAM_ANSWER"
+
+    async def run(self, turn: TurnContext) -> str:
+        if turn.answer is None:
+            return "skipped=no_answer"
+        pieces = 0
+        answer = turn.answer
+        try:
+            while (piece := await _next_unless_stopped(answer, turn.stop)) is not None:
+                if not piece:
+                    continue
+                turn.text += piece
+                pieces += 1
+                if turn.on_text is not None:
+                    await turn.on_text(piece)
+        except _Stopped:
+            turn.outcome = "stopped"
+        return f"pieces={pieces} chars={len(turn.text)} outcome={turn.outcome}"
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def _next_unless_stopped(answer: AsyncIterator[str], stop: asyncio.Event | None) -> str | None:
+    """The answer's next piece (None at its end); raises _Stopped as soon as `stop` is set, even mid-wait."""
+    if stop is not None and stop.is_set():
+        raise _Stopped
+    if stop is None:
+        return await anext(answer, None)
+    piece = asyncio.ensure_future(anext(answer, None))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({piece, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if stop.is_set():
+        # The model is cut off mid-token; its stream is closed so the provider stops generating too.
+        piece.cancel()
+        await asyncio.gather(piece, return_exceptions=True)
+        raise _Stopped
+    return piece.result()
 
 
 async def answer_once(text: str) -> AsyncIterator[str]:

@@ -123,6 +123,12 @@ class FaqImporter:
         log.info("faq_import=done kb=%s created=%d updated=%d", kb.id, created, len(saved) - created)
         return FaqImportResult(created, len(saved) - created, len(entries) - len(changed), len(variants))
 
+    async def delete(self, faq: FaqRecord) -> None:
+        """Remove an FAQ: its question variants from the index first, then its row."""
+        variants = _variants(faq.kb_id, faq, faq.id, None)
+        await self._store.delete_ids(Collection.FAQ_QUESTIONS, [variant.variant_id for variant in variants])
+        await self._faqs.delete(faq.id)
+
     @staticmethod
     def _identifier(kb_id: str, entry: FaqEntry, current: dict[str, FaqRecord]) -> str:
         existing = current.get(question_key(entry.question))

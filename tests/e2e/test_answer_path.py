@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot.answer import Answerer
-from bot.cli_answer import answer_turn, new_conversation
+from bot.cli_answer import answer_turn, cli_manager, new_conversation_key
 from bot.services import Services, build_services
 from bot.settings import Settings
-from bot.turns import TurnRecorder
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_import import FaqEntry
 from rag.pipeline import TurnContext
@@ -94,13 +92,12 @@ class Asked:
 
 async def _ask(world: World, question: str) -> Asked:
     services = world.services
-    conversation_id = await new_conversation(services)
+    key = new_conversation_key()
     out = io.StringIO()
-    turn = await answer_turn(
-        Answerer.over(services), TurnRecorder(services.conversations), conversation_id, question, [world.kb_id], out
-    )
-    stored = await services.conversations.recent(conversation_id, 10)
-    return Asked(out.getvalue(), turn, stored)
+    result = await answer_turn(cli_manager(services), key, question, [world.kb_id], out)
+    conversation = await services.conversations.resolve(key.platform, key.workspace, key.chat, key.thread)
+    stored = await services.conversations.recent(conversation.id, 10)
+    return Asked(out.getvalue(), result.turn if result else None, stored)
 
 
 def _last_prompt(model: FakeOpenAI) -> list[dict[str, str]]:

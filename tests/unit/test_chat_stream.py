@@ -56,8 +56,9 @@ class RecordingModel:
 
 
 async def _answer(turn: TurnContext) -> str:
-    assert turn.answer is not None
-    return "".join([piece async for piece in turn.answer])
+    """The answer as STREAM_ANSWER delivered it."""
+    assert turn.reports[-1].name == "STREAM_ANSWER"
+    return turn.text
 
 
 async def test_the_model_sees_the_history_and_the_question_without_sources(tokens: TokenCounter) -> None:
@@ -65,7 +66,12 @@ async def test_the_model_sees_the_history_and_the_question_without_sources(token
     pipeline = chat_stream(tokens, model, history=FakeHistory())
     turn = await pipeline.run(TurnContext(query="What is my name?", kb_ids=(), conversation_id="c"))
     assert await _answer(turn) == "Your name is Ada."
-    assert [report.name for report in turn.reports] == ["LOAD_HISTORY", "INTO_CHAT_MESSAGE", "CHAT_COMPLETION_STREAM"]
+    assert [report.name for report in turn.reports] == [
+        "LOAD_HISTORY",
+        "INTO_CHAT_MESSAGE",
+        "CHAT_COMPLETION_STREAM",
+        "STREAM_ANSWER",
+    ]
     (prompt,) = model.prompts
     assert [(m.role, m.content) for m in prompt[1:]] == [
         ("user", "My name is Ada."),

@@ -121,3 +121,56 @@ async def test_top_k_falls_back_from_merged_to_reranked_to_candidates() -> None:
     turn.reranked = [_chunk("r")]
     await FilterTopK(2).run(turn)
     assert [c.text for c in turn.selected] == ["r"]
+
+
+async def test_stream_answer_hands_each_piece_on_and_keeps_the_whole_text() -> None:
+    from rag.stages import StreamAnswer
+
+    seen: list[str] = []
+
+    async def on_text(piece: str) -> None:
+        seen.append(piece)
+
+    turn = TurnContext(query="q", kb_ids=("kb",), on_text=on_text)
+    turn.outcome = "generated"
+    turn.answer = _pieces(["Open ", "", "9 to 17."])
+    note = await StreamAnswer().run(turn)
+    assert (seen, turn.text, turn.outcome) == (["Open ", "9 to 17."], "Open 9 to 17.", "generated")
+    assert note == "pieces=2 chars=13 outcome=generated"
+
+
+async def test_stream_answer_stops_at_once_when_asked_even_while_the_model_is_silent() -> None:
+    import asyncio
+
+    from rag.stages import StreamAnswer
+
+    stop = asyncio.Event()
+    closed = asyncio.Event()
+
+    async def model() -> AsyncIterator[str]:
+        try:
+            yield "Open "
+            stop.set()  # the asker presses stop while the model thinks
+            await asyncio.Event().wait()  # a model that never sends its next token
+            yield "never"
+        finally:
+            closed.set()
+
+    turn = TurnContext(query="q", kb_ids=("kb",), stop=stop)
+    turn.answer = model()
+    await asyncio.wait_for(StreamAnswer().run(turn), 5)
+    assert (turn.text, turn.outcome) == ("Open ", "stopped")
+    await asyncio.wait_for(closed.wait(), 5)  # the model's stream was closed, not left running
+
+
+async def _pieces(pieces: list[str]) -> AsyncIterator[str]:
+    for piece in pieces:
+        yield piece
+
+
+async def test_a_chats_own_fallback_text_is_said_when_nothing_fits() -> None:
+    turn = TurnContext(query="Who won the match?", kb_ids=("kb",), fallback_text="Ask the front desk, ext. 100.")
+    await Generate(None, AnswerConfig()).run(turn)
+    assert turn.answer is not None
+    assert "".join([piece async for piece in turn.answer]) == "Ask the front desk, ext. 100."
+    assert turn.outcome == "no_match"

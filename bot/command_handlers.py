@@ -1,0 +1,335 @@
+"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /faq /mode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot import messages
+from bot.commands import CommandContext, CommandRegistry
+from bot.errors import UserFacingError
+from bot.ingestion import describe_result
+from bot.status_message import StatusMessage
+from bot.types import Attachment
+from rag.ingest.extractors.limits import format_size
+from rag.ingest.faq_import import FaqEntry
+from storage.records import JobRecord, KnowledgeBaseRecord
+
+log = logging.getLogger(__name__)
+
+_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_LIST_LIMIT = 20
+_SAFE_NAME = re.compile(r"[^\w.\- ]+")
+
+
+def _usage_error(context: CommandContext, usage: str) -> UserFacingError:
+    return UserFacingError(messages.usage(usage))
+
+
+def register_all(registry: CommandRegistry) -> None:
+    """Register every built-in command."""
+
+    @registry.register("help", admin=False, usage="/help", help="what I can do")
+    async def help_(context: CommandContext) -> None:
+        specs = context.manager.commands.visible_to(context.is_admin)
+        await context.reply(messages.help_text([(spec.usage, spec.help) for spec in specs]))
+
+    @registry.register("new", admin=False, usage="/new", help="start a new conversation")
+    async def new(context: CommandContext) -> None:
+        conversation = await context.manager.conversation(context.message.key)
+        await context.manager.services.conversations.reset(conversation.id)
+        await context.reply(messages.NEW_CONVERSATION)
+
+    @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")
+    async def stop(context: CommandContext) -> None:
+        conversation = await context.manager.conversation(context.message.key)
+        stopped = context.manager.stop(context.message.key, conversation.id)
+        await context.reply(messages.STOPPING if stopped else messages.NOTHING_TO_STOP)
+
+    @registry.register("sources", admin=False, usage="/sources", help="the sources of my last answer")
+    async def sources(context: CommandContext) -> None:
+        await context.reply(await _last_sources(context))
+
+    @registry.register("kb", admin=False, usage="/kb list | /kb use NAME | /kb info [NAME]", help="knowledge bases")
+    async def kb(context: CommandContext) -> None:
+        args = context.command.args
+        if args[:1] == ("list",) and len(args) == 1:
+            await context.reply(await _kb_list(context))
+        elif args[:1] == ("use",) and len(args) >= 2:
+            await context.reply(await _kb_use(context, " ".join(args[1:])))
+        elif args[:1] == ("info",) and len(args) <= 2:
+            await context.reply(await _kb_info(context, args[1] if len(args) == 2 else None))
+        else:
+            raise _usage_error(context, "/kb list | /kb use NAME | /kb info [NAME]")
+
+    @registry.register(
+        "ingest",
+        admin=True,
+        usage="/ingest URL… (or attach files)",
+        help="add files or web pages to the knowledge base",
+    )
+    async def ingest(context: CommandContext) -> None:
+        await _ingest(context, kind="upload")
+
+    @registry.register("jobs", admin=True, usage="/jobs", help="recent ingestion jobs")
+    async def jobs(context: CommandContext) -> None:
+        await context.reply(await _jobs(context))
+
+    @registry.register(
+        "faq",
+        admin=True,
+        usage='/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID',
+        help="curated questions and answers",
+    )
+    async def faq(context: CommandContext) -> None:
+        args = context.command.args
+        if args[:1] == ("add",) and len(args) == 3:
+            await context.reply(await _faq_add(context, args[1], args[2]))
+        elif args[:1] == ("import",) and len(args) == 1:
+            await _ingest(context, kind="faq")
+        elif args[:1] == ("list",) and len(args) == 1:
+            await context.reply(await _faq_list(context))
+        elif args[:1] == ("delete",) and len(args) == 2:
+            await context.reply(await _faq_delete(context, args[1]))
+        else:
+            raise _usage_error(context, '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID')
+
+    @registry.register(
+        "fallback",
+        admin=True,
+        usage="/fallback TEXT (empty: the default)",
+        help="what I say in this chat when nothing fits",
+    )
+    async def fallback(context: CommandContext) -> None:
+        await context.reply(await _set_fallback(context))
+
+    @registry.register(
+        "mode", admin=True, usage="/mode mention | /mode all", help="answer only when addressed, or every question"
+    )
+    async def mode(context: CommandContext) -> None:
+        args = context.command.args
+        if len(args) != 1 or args[0] not in ("mention", "all"):
+            raise _usage_error(context, "/mode mention | /mode all")
+        key = context.message.key.chat_key
+        await context.manager.services.bindings.save_setting(
+            key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
+        )
+        await context.reply(messages.mode_set(args[0]))
+
+
+async def _set_fallback(context: CommandContext) -> str:
+    text = context.command.raw.strip()
+    key = context.message.key.chat_key
+    await context.manager.services.bindings.save_setting(key.platform, key.workspace, key.chat, fallback_text=text)
+    return messages.fallback_set(text)
+
+
+async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
+    ids = await context.manager.readable_kb_ids(context.message.key)
+    by_id = {kb.id: kb for kb in await context.manager.services.knowledge.all()}
+    return [by_id[kb_id] for kb_id in ids if kb_id in by_id]
+
+
+async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
+    kbs = await _chat_kbs(context)
+    if not kbs:
+        raise UserFacingError(messages.NO_KB_BOUND)
+    return kbs[0]
+
+
+async def _kb_list(context: CommandContext) -> str:
+    platform = context.message.key.platform
+    reading = {kb.id for kb in await _chat_kbs(context)}
+    names = [
+        (kb.name, kb.description, kb.id in reading)
+        for kb in await context.manager.services.knowledge.all()
+        if context.manager.may_read(platform, kb.name)
+    ]
+    return messages.kb_list(names)
+
+
+async def _kb_use(context: CommandContext, name: str) -> str:
+    manager, key = context.manager, context.message.key
+    platform_limits = manager.policy.allowed_kbs.get(key.platform)
+    # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
+    if not context.is_admin and not (platform_limits is not None and context.message.private):
+        raise UserFacingError(messages.admins_only("kb use"))
+    if not manager.may_read(key.platform, name):
+        raise UserFacingError(messages.kb_not_allowed(name))
+    kb = await manager.services.knowledge.named(name)
+    if kb is None:
+        raise UserFacingError(messages.kb_missing(name))
+    chat = key.chat_key
+    await manager.services.bindings.bind(chat.platform, chat.workspace, chat.chat, [kb.id])
+    return messages.kb_now_using(kb.name)
+
+
+async def _kb_info(context: CommandContext, name: str | None) -> str:
+    if name is None:
+        kb = await _target_kb(context)
+    else:
+        if not context.manager.may_read(context.message.key.platform, name):
+            raise UserFacingError(messages.kb_not_allowed(name))
+        found = await context.manager.services.knowledge.named(name)
+        if found is None:
+            raise UserFacingError(messages.kb_missing(name))
+        kb = found
+    info = await context.manager.services.knowledge.info(kb.name)
+    return messages.kb_info(kb.name, kb.description, info.counts)
+
+
+async def _last_sources(context: CommandContext) -> str:
+    services = context.manager.services
+    conversation = await context.manager.conversation(context.message.key)
+    answer = await services.conversations.last_answer(conversation.id)
+    stored = answer.meta.get("sources", []) if answer is not None else []
+    if not stored:
+        return messages.NO_SOURCES
+    chunk_ids = [str(source["id"]) for source in stored if source.get("kind") == "chunk"]
+    texts = {chunk.chunk_id: chunk.text for chunk, _title in await services.documents.chunks_with_titles(chunk_ids)}
+    faq_ids = [str(source["id"]) for source in stored if source.get("kind") == "faq"]
+    faqs = {faq.id: faq for faq in await services.faqs.by_ids(faq_ids)}
+    uris = await services.documents.source_uris([str(s.get("document_id") or "") for s in stored])
+    lines = []
+    for number, source in enumerate(stored, start=1):
+        source_id = str(source["id"])
+        faq_record = faqs.get(source_id)
+        text = texts.get(source_id) or (
+            f"{faq_record.question} — {faq_record.answers[0] if faq_record.answers else ''}" if faq_record else ""
+        )
+        uri = uris.get(str(source.get("document_id") or ""), "")
+        lines.append(messages.source_detail(number, str(source.get("title") or source_id), uri, text))
+    return "\n\n".join(lines)
+
+
+async def _jobs(context: CommandContext) -> str:
+    services = context.manager.services
+    kbs = await _chat_kbs(context)
+    names = {kb.id: kb.name for kb in kbs}
+    found: list[JobRecord] = []
+    for kb in kbs:
+        found += await services.job_repo.recent(kb_id=kb.id, limit=_LIST_LIMIT)
+    found.sort(key=lambda job: job.created_at, reverse=True)
+    if not found:
+        return messages.NO_JOBS
+    return "\n".join(messages.job_line(job, names.get(job.kb_id, "?")) for job in found[:_LIST_LIMIT])
+
+
+async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
+    question, answer = question.strip(), answer.strip()
+    if not question or not answer:
+        raise UserFacingError(messages.usage('/faq add "question" "answer"'))
+    kb = await _target_kb(context)
+    result = await context.manager.services.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
+    return messages.faq_added(kb.name, created=result.created > 0)
+
+
+async def _faq_list(context: CommandContext) -> str:
+    kb = await _target_kb(context)
+    faqs = await context.manager.services.faqs.in_kb(kb.id)
+    return messages.faq_list(kb.name, [(faq.id, faq.question) for faq in faqs], _LIST_LIMIT)
+
+
+async def _faq_delete(context: CommandContext, faq_id: str) -> str:
+    services = context.manager.services
+    readable = {kb.id for kb in await _chat_kbs(context)}
+    matches = [faq for faq in await services.faqs.by_ids([faq_id]) if faq.kb_id in readable]
+    if not matches:
+        # Accept the short id /faq list shows.
+        for kb_id in readable:
+            matches += [faq for faq in await services.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
+    if len(matches) != 1:
+        raise UserFacingError(messages.faq_missing(faq_id) if not matches else messages.faq_ambiguous(faq_id))
+    await services.faq_importer.delete(matches[0])
+    return messages.faq_deleted(matches[0].question)
+
+
+async def _ingest(context: CommandContext, *, kind: str) -> None:
+    services = context.manager.services
+    kb = await _target_kb(context)
+    urls = [arg for arg in context.command.args if _URL.match(arg)] if kind == "upload" else []
+    others = [arg for arg in context.command.args if arg not in urls and not (kind == "faq" and arg == "import")]
+    if others:
+        raise UserFacingError(messages.not_urls(others))
+    files = context.message.attachments
+    if not files and not urls:
+        raise UserFacingError(messages.NOTHING_TO_INGEST if kind == "upload" else messages.NO_FAQ_SHEET)
+    limit = services.settings.ingestion_limits().max_file_bytes
+    too_big = [file for file in files if file.size > limit]
+    if too_big:
+        raise UserFacingError(
+            messages.file_too_large(too_big[0].name, format_size(too_big[0].size), format_size(limit))
+        )
+    status = StatusMessage(context.target)
+    await status.update(messages.ingest_queued(len(files) + len(urls), kb.name))
+    requested_from = {
+        "platform": context.message.key.platform,
+        "workspace": context.message.key.workspace,
+        "chat": context.message.key.chat,
+    }
+    jobs: list[JobRecord] = []
+    for file in files:
+        path = await _save_upload(services.settings.data_dir / "uploads", file, limit)
+        job_kind = "faq" if kind == "faq" else "upload"
+        jobs.append(
+            await services.jobs.submit(
+                kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
+            )
+        )
+    for url in urls:
+        jobs.append(
+            await services.jobs.submit(
+                kb.id, "url", url, requested_by=context.message.user.id, requested_from=requested_from
+            )
+        )
+    await _follow(context, status, jobs)
+
+
+async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence[JobRecord]) -> None:
+    """Edit the status message as the jobs move, then show each outcome."""
+    latest = {job.id: job for job in jobs}
+    changed = asyncio.Event()
+
+    def on_change(job: JobRecord) -> None:
+        if job.id in latest:
+            latest[job.id] = job
+            changed.set()
+
+    watch = context.manager.watch_jobs(on_change)
+    try:
+        waiting = asyncio.ensure_future(_wait_all(context, jobs))
+        while not waiting.done():
+            changed.clear()
+            woken = asyncio.ensure_future(changed.wait())
+            await asyncio.wait([waiting, woken], return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            await status.update(messages.ingest_progress(list(latest.values())))
+        finished = waiting.result()
+    finally:
+        watch()
+    await status.final(messages.ingest_outcome([(job, describe_result(job)) for job in finished]))
+
+
+async def _wait_all(context: CommandContext, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    return list(await asyncio.gather(*(context.manager.services.jobs.wait(job.id) for job in jobs)))
+
+
+async def _save_upload(folder: Path, file: Attachment, limit: int) -> Path:
+    if file.read is None:
+        raise UserFacingError(messages.file_unreadable(file.name))
+    data = await file.read()
+    if len(data) > limit:
+        raise UserFacingError(messages.file_too_large(file.name, format_size(len(data)), format_size(limit)))
+    name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
+    path = folder / uuid.uuid4().hex / name[:200]
+
+    def write() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    await asyncio.to_thread(write)
+    return path

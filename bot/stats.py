@@ -1,0 +1,111 @@
+"""`ragbot stats`: what people asked, how it went, and the questions an admin should turn into FAQs."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from storage.records import MessageRecord
+
+OUTCOME_GROUPS = {
+    "faq_direct": "FAQ direct",
+    "generated": "answered",
+    "extractive": "answered",
+    "chat": "answered",
+    "no_match": "no match",
+    "refused": "refused",
+    "failed": "failed",
+    "model_error": "failed",
+    "stopped": "stopped",
+}
+_TOP = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStats:
+    """Figures over a period of stored turns."""
+
+    questions_per_day: dict[date, int]
+    outcomes: Counter[str]
+    helpful: int
+    unhelpful: int
+    first_text_ms: list[float] = field(default_factory=list)
+    unanswered: list[tuple[str, int]] = field(default_factory=list)
+    disliked: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def questions(self) -> int:
+        """All questions asked in the period."""
+        return sum(self.questions_per_day.values())
+
+
+def _normalise(question: str) -> str:
+    return " ".join(question.casefold().split()).rstrip("?？!. ")
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
+
+
+def compute_stats(messages: Sequence[MessageRecord]) -> ChatStats:
+    """Aggregate stored messages: each answer is paired with its question by request id."""
+    questions = {m.request_id: m for m in messages if m.role == "user"}
+    per_day: Counter[date] = Counter(m.created_at.date() for m in questions.values())
+    outcomes: Counter[str] = Counter()
+    first_text: list[float] = []
+    unanswered: Counter[str] = Counter()
+    disliked: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    helpful = unhelpful = 0
+    for answer in (m for m in messages if m.role == "assistant"):
+        outcome = str(answer.meta.get("outcome") or ("failed" if answer.status == "failed" else "unknown"))
+        outcomes[OUTCOME_GROUPS.get(outcome, outcome)] += 1
+        if isinstance(ms := answer.meta.get("first_text_ms"), int | float):
+            first_text.append(float(ms))
+        helpful += answer.feedback == "up"
+        unhelpful += answer.feedback == "down"
+        question = questions.get(answer.request_id)
+        if question is None:
+            continue
+        key = _normalise(question.text)
+        shown.setdefault(key, question.text.strip())
+        if outcome == "no_match":
+            unanswered[key] += 1
+        if answer.feedback == "down":
+            disliked[key] += 1
+    return ChatStats(
+        questions_per_day=dict(sorted(per_day.items())),
+        outcomes=outcomes,
+        helpful=helpful,
+        unhelpful=unhelpful,
+        first_text_ms=first_text,
+        unanswered=[(shown[key], n) for key, n in unanswered.most_common(_TOP)],
+        disliked=[(shown[key], n) for key, n in disliked.most_common(_TOP)],
+    )
+
+
+def render_stats(stats: ChatStats, days: int) -> str:
+    """The report as a person reads it in a terminal."""
+    lines = [f"Last {days} day{'s' if days != 1 else ''}: {stats.questions} questions"]
+    lines += [f"  {day.isoformat()}  {count}" for day, count in stats.questions_per_day.items()]
+    total = sum(stats.outcomes.values())
+    if total:
+        lines.append("Outcomes:")
+        lines += [f"  {name:<11} {n:>6}  {n / total:6.1%}" for name, n in stats.outcomes.most_common()]
+    lines.append(f"Feedback: {stats.helpful} helpful, {stats.unhelpful} not helpful")
+    if stats.first_text_ms:
+        p50 = statistics.median(stats.first_text_ms)
+        p95 = _percentile(stats.first_text_ms, 0.95)
+        lines.append(f"Time to first text: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
+    for title, rows in (
+        ("Asked, and nothing was found (make these FAQs or add documents):", stats.unanswered),
+        ("Answers marked not helpful:", stats.disliked),
+    ):
+        if rows:
+            lines.append(title)
+            lines += [f"  {n:>4} x  {question}" for question, n in rows]
+    return "\n".join(lines)

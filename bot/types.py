@@ -1,0 +1,108 @@
+"""Platform-neutral chat values: who wrote what where, and the answer that goes back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal[
+    "faq_direct", "generated", "extractive", "no_match", "refused", "model_error", "failed", "stopped", "chat"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationKey:
+    """Where a conversation lives: platform, workspace (Slack team, empty elsewhere), chat, thread."""
+
+    platform: str
+    workspace: str
+    chat: str
+    thread: str = ""
+
+    @property
+    def chat_key(self) -> ConversationKey:
+        """The chat this conversation belongs to (thread cleared): what bindings are stored for."""
+        return ConversationKey(self.platform, self.workspace, self.chat)
+
+
+@dataclass(frozen=True, slots=True)
+class UserRef:
+    """The person who wrote a message, by the platform's user id."""
+
+    id: str
+    name: str = ""
+    # Set by an adapter that proved admin rights itself (the web chat's admin token); elsewhere ids are listed.
+    verified_admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """A message the bot sent, by the platform's id for it."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file sent with a message; `read` fetches its bytes (None when the platform gave no way to)."""
+
+    name: str
+    size: int
+    mime_type: str = ""
+    read: Callable[[], Awaitable[bytes]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A parsed chat command: `/faq add "Q" "A"` is name `faq`, args ("add", "Q", "A")."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    raw: str = ""
+    # Why the arguments could not be read (an unclosed quote); empty when they were.
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message a person sent, stripped of platform syntax by the adapter's translate step.
+
+    `addressed` says the bot was spoken to (a mention, a reply to the bot, a command, a private chat);
+    `private` says the chat has only this person and the bot. `raw` is the platform payload, an escape hatch.
+    """
+
+    key: ConversationKey
+    message_id: str
+    user: UserRef
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+    reply_to: MessageRef | None = None
+    command: Command | None = None
+    addressed: bool = True
+    private: bool = True
+    raw: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLink:
+    """One numbered source shown under an answer."""
+
+    number: int
+    title: str
+    document_id: str = ""
+    url: str = ""
+    snippet: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The whole of an answer as it ends: its text, its sources and how it ended."""
+
+    text: str
+    sources: tuple[SourceLink, ...] = ()
+    outcome: str = ""
+    # The stored assistant message, for feedback buttons; empty where nothing was stored (command replies).
+    message_id: str = ""
+    notice: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)

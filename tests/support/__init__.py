@@ -1,0 +1,1 @@
+"""Hand fakes of ragbot's own protocols, shared by the chat tests."""
