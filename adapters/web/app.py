@@ -1,0 +1,378 @@
+"""The web chat's routes: the page, its assets, and a small JSON + server-sent-events API over the manager."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import BodyPartReader, web
+
+from adapters.web.reply import EventSink, WebReplyTarget, encode_event
+from adapters.web.session import (
+    ACCESS_COOKIE,
+    ADMIN_COOKIE,
+    SESSION_COOKIE,
+    SessionSigner,
+    load_key,
+    token_matches,
+)
+from bot import messages
+from bot.commands import parse_command
+from bot.conversation import ConversationManager, snippet
+from bot.ports import Adapter
+from bot.settings import Settings
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from rag.ingest.extractors.limits import format_size
+from storage.errors import NotFound
+
+log = logging.getLogger(__name__)
+
+PLATFORM: Final = "web"
+STATIC_DIR: Final = Path(__file__).parent / "static"
+_HISTORY_LIMIT: Final = 200
+_MAX_TEXT_BYTES: Final = 64 * 1024
+_COOKIE_AGE: Final = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
+_SESSION_KEY: Final = web.RequestKey("web_session_id", str)
+
+
+@dataclass(frozen=True, slots=True)
+class WebConfig:
+    """The web chat's settings."""
+
+    knowledge_bases: tuple[str, ...]
+    admin_token: str | None
+    access_token: str | None
+    upload_limit: int
+
+
+class WebChat:
+    """The web chat adapter: mounts its routes; runs each answer in a tracked task so a closed tab loses nothing."""
+
+    name = PLATFORM
+
+    def __init__(self, manager: ConversationManager, config: WebConfig, signer: SessionSigner) -> None:
+        self._manager = manager
+        self._config = config
+        self._signer = signer
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def mount(self, app: web.Application) -> None:
+        """Add the page, its assets and the API."""
+        app.middlewares.append(self._session_middleware)
+        app.router.add_get("/", self.index)
+        app.router.add_static("/static/", STATIC_DIR, append_version=False)
+        app.router.add_get("/api/session", self.session)
+        app.router.add_get("/api/history", self.history)
+        app.router.add_post("/api/messages", self.post_message)
+        app.router.add_post("/api/stop", self.stop_answer)
+        app.router.add_post("/api/feedback", self.feedback)
+        app.router.add_post("/api/new", self.new_conversation)
+        app.router.add_post("/api/admin/login", self.admin_login)
+        app.router.add_post("/api/admin/logout", self.admin_logout)
+        app.router.add_post("/api/upload", self.upload)
+
+    async def start(self) -> None:
+        """Nothing to start: the routes serve on ragbot's listener."""
+
+    async def stop(self) -> None:
+        """Let answers in flight finish (they are stored whole even when their tab closed)."""
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=30)
+
+    # --- sessions -----------------------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _session_middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if not (request.path == "/" or request.path.startswith("/api/")):
+            return await handler(request)
+        fresh_access = self._fresh_access(request)
+        if fresh_access is None and not self._signer.has_access(
+            request.cookies.get(ACCESS_COOKIE), self._config.access_token
+        ):
+            return _error(403, messages.WEB_NEEDS_ACCESS)
+        session_id = self._signer.session_id(request.cookies.get(SESSION_COOKIE))
+        cookie = None
+        if session_id is None:
+            if request.path.startswith("/api/") and request.method == "POST":
+                return _error(403, messages.WEB_SESSION_EXPIRED)
+            cookie = self._signer.new_session()
+            session_id = cookie.split(".")[0]
+        request[_SESSION_KEY] = session_id
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            response = exc
+        if cookie is not None:
+            _set_cookie(request, response, SESSION_COOKIE, cookie)
+        if fresh_access is not None:
+            _set_cookie(request, response, ACCESS_COOKIE, fresh_access)
+        if isinstance(response, web.HTTPException):
+            raise response
+        return response
+
+    def _fresh_access(self, request: web.Request) -> str | None:
+        token = self._config.access_token
+        given = request.query.get("access")
+        if request.path != "/" or not token or given is None or not token_matches(given, token):
+            return None
+        return self._signer.access_cookie(token)
+
+    def _key(self, request: web.Request) -> ConversationKey:
+        return ConversationKey(PLATFORM, "", request[_SESSION_KEY])
+
+    def _is_admin(self, request: web.Request) -> bool:
+        return self._signer.is_admin(request[_SESSION_KEY], request.cookies.get(ADMIN_COOKIE), self._config.admin_token)
+
+    def _user(self, request: web.Request) -> UserRef:
+        # Web admins are proven by the token they entered (their cookie), not listed by id.
+        return UserRef(request[_SESSION_KEY], verified_admin=self._is_admin(request))
+
+    # --- pages and reads ------------------------------------------------------------------------------------------
+
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        """The chat page (after an access link, a redirect that drops the token from the address bar)."""
+        if "access" in request.query:
+            raise web.HTTPFound("/")
+        return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+    async def session(self, request: web.Request) -> web.Response:
+        """What the page needs to know: admin or not, the knowledge bases in use, the upload limit."""
+        ids = await self._manager.readable_kb_ids(self._key(request))
+        names = [kb.name for kb in await self._manager.services.knowledge.all() if kb.id in ids]
+        return web.json_response(
+            {
+                "admin": self._is_admin(request),
+                "admin_enabled": bool(self._config.admin_token),
+                "knowledge_bases": names,
+                "upload_limit_mb": round(self._config.upload_limit / 1_000_000, 1),
+            }
+        )
+
+    async def history(self, request: web.Request) -> web.Response:
+        """The conversation since its last /new, oldest first."""
+        conversation = await self._manager.conversation(self._key(request))
+        stored = await self._manager.services.conversations.recent(conversation.id, _HISTORY_LIMIT)
+        sources = [source for message in stored for source in message.meta.get("sources", [])]
+        documents = self._manager.services.documents
+        uris = await documents.source_uris([str(s.get("document_id") or "") for s in sources if s.get("document_id")])
+        chunk_ids = [str(s["id"]) for s in sources if s.get("kind") == "chunk" and s.get("id")]
+        snippets = {chunk.chunk_id: snippet(chunk.text) for chunk, _ in await documents.chunks_with_titles(chunk_ids)}
+        return web.json_response({"messages": [_history_entry(m, uris, snippets) for m in stored]})
+
+    # --- writes -----------------------------------------------------------------------------------------------
+
+    async def post_message(self, request: web.Request) -> web.StreamResponse:
+        """A question or command; the reply streams back as server-sent events."""
+        body = await _json_body(request)
+        text = body.get("text") if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            return _error(400, messages.WEB_BAD_BODY)
+        if len(text.encode()) > _MAX_TEXT_BYTES:
+            return _error(413, messages.web_text_too_long(_MAX_TEXT_BYTES))
+        message = IncomingMessage(
+            key=self._key(request),
+            message_id="",
+            user=self._user(request),
+            text=text,
+            command=parse_command(text),
+        )
+        return await self._stream(request, message)
+
+    async def upload(self, request: web.Request) -> web.StreamResponse:
+        """Files for ingestion (admins): saved, queued, and the job's progress streamed back."""
+        if not self._is_admin(request):
+            return _error(403, messages.WEB_ADMIN_ONLY)
+        if not request.content_type.startswith("multipart/"):
+            return _error(400, messages.WEB_UPLOAD_FORM)
+        files: list[Attachment] = []
+        command = "ingest"
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "command":
+                command = "faq" if (await part.text()).strip() == "faq import" else "ingest"
+                continue
+            if part.name != "file" or not part.filename:
+                continue
+            data = await _read_limited(part, self._config.upload_limit)
+            if data is None:
+                return _error(
+                    413,
+                    messages.file_too_large(part.filename, "larger", format_size(self._config.upload_limit)),
+                )
+            files.append(_attachment(part.filename, data, part.headers.get("Content-Type", "")))
+        if not files:
+            return _error(400, messages.WEB_UPLOAD_FORM)
+        parsed = Command("faq", ("import",), "import") if command == "faq" else Command("ingest")
+        message = IncomingMessage(
+            key=self._key(request),
+            message_id="",
+            user=self._user(request),
+            text=f"/{command}",
+            attachments=tuple(files),
+            command=parsed,
+        )
+        return await self._stream(request, message)
+
+    async def _stream(self, request: web.Request, message: IncomingMessage) -> web.StreamResponse:
+        sink = EventSink()
+        target = WebReplyTarget(sink, self._manager.metrics.observer(PLATFORM))
+        task = asyncio.create_task(self._handle(message, target, sink), name="web-turn")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+        await response.prepare(request)
+        try:
+            while (event := await sink.next()) is not None:
+                await response.write(encode_event(*event))
+            await response.write(encode_event("done", {}))
+        except (ConnectionResetError, asyncio.CancelledError):
+            # The tab closed: the answer goes on in its task and is stored whole.
+            sink.closed = True
+            log.info("web=client_gone")
+            raise
+        return response
+
+    async def _handle(self, message: IncomingMessage, target: WebReplyTarget, sink: EventSink) -> None:
+        try:
+            await self._manager.handle(message, target)
+        except Exception:
+            # handle() is the turn boundary and catches its own; this is only what escapes before a turn exists.
+            log.exception("web=turn_failed")
+            sink.emit("error", {"text": messages.TURN_FAILED})
+        finally:
+            sink.end()
+
+    async def stop_answer(self, request: web.Request) -> web.Response:
+        """Stop the answer being written in this browser's conversation."""
+        conversation = await self._manager.conversation(self._key(request))
+        return web.json_response({"stopped": self._manager.stop(self._key(request), conversation.id)})
+
+    async def feedback(self, request: web.Request) -> web.Response:
+        """Helpful or not, on one of this conversation's answers."""
+        body = await _json_body(request)
+        if not isinstance(body, dict) or body.get("value") not in ("up", "down"):
+            return _error(400, messages.WEB_BAD_FEEDBACK)
+        conversation = await self._manager.conversation(self._key(request))
+        try:
+            await self._manager.services.conversations.set_feedback(
+                str(body.get("message_id", "")), str(body["value"]), conversation_id=conversation.id
+            )
+        except NotFound:
+            return _error(404, messages.WEB_NO_SUCH_ANSWER)
+        return web.json_response({"ok": True})
+
+    async def new_conversation(self, request: web.Request) -> web.Response:
+        """Start over: history is no longer used or shown."""
+        conversation = await self._manager.conversation(self._key(request))
+        await self._manager.services.conversations.reset(conversation.id)
+        return web.json_response({"ok": True})
+
+    async def admin_login(self, request: web.Request) -> web.Response:
+        """Check the admin token once; the proof stays in an HttpOnly cookie."""
+        body = await _json_body(request)
+        token = body.get("token") if isinstance(body, dict) else None
+        expected = self._config.admin_token
+        if not expected:
+            return _error(403, messages.WEB_NO_ADMIN)
+        if not isinstance(token, str) or not token_matches(token, expected):
+            log.warning("web=admin_refused")
+            return _error(403, messages.WEB_WRONG_TOKEN)
+        response = web.json_response({"admin": True})
+        _set_cookie(request, response, ADMIN_COOKIE, self._signer.admin_cookie(request[_SESSION_KEY], expected))
+        return response
+
+    async def admin_logout(self, request: web.Request) -> web.Response:
+        """Forget the admin proof."""
+        response = web.json_response({"admin": False})
+        response.del_cookie(ADMIN_COOKIE, path="/")
+        return response
+
+
+_PAGE_HEADERS: Final = {
+    # The page loads only its own assets; nothing from a server or a document may run script.
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _set_cookie(request: web.Request, response: web.StreamResponse, name: str, value: str) -> None:
+    # Secure only over TLS (directly or behind a proxy): a loopback or LAN http page must still keep its session.
+    response.set_cookie(
+        name, value, max_age=_COOKIE_AGE, httponly=True, samesite="Strict", secure=request.secure, path="/"
+    )
+
+
+def _error(status: int, text: str) -> web.Response:
+    return web.json_response({"error": text}, status=status)
+
+
+async def _json_body(request: web.Request) -> Any:
+    try:
+        return await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        return None
+
+
+async def _read_limited(part: BodyPartReader, limit: int) -> bytes | None:
+    data = bytearray()
+    while chunk := await part.read_chunk(256 * 1024):
+        data += chunk
+        if len(data) > limit:
+            return None
+    return bytes(data)
+
+
+def _attachment(name: str, data: bytes, mime_type: str) -> Attachment:
+    async def read() -> bytes:
+        return data
+
+    return Attachment(name=name, size=len(data), mime_type=mime_type, read=read)
+
+
+def _history_entry(message: Any, uris: dict[str, str], snippets: dict[str, str]) -> dict[str, Any]:
+    sources = []
+    for number, source in enumerate(message.meta.get("sources", []), start=1):
+        uri = uris.get(str(source.get("document_id") or ""), "")
+        sources.append(
+            {
+                "number": number,
+                "title": str(source.get("title") or source.get("id") or ""),
+                "document_id": str(source.get("document_id") or ""),
+                "url": uri if uri.startswith(("http://", "https://")) else "",
+                "snippet": snippets.get(str(source.get("id") or ""), ""),
+            }
+        )
+    return {
+        "id": message.id,
+        "role": message.role,
+        "text": message.text,
+        "status": message.status,
+        "outcome": str(message.meta.get("outcome", "")),
+        "sources": sources if message.role == "assistant" else [],
+        "feedback": message.feedback or None,
+    }
+
+
+def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
+    """The `ragbot.adapters` entry point: the web chat is always on (it is what `make run` opens)."""
+    config = WebConfig(
+        knowledge_bases=settings.web_knowledge_bases(),
+        admin_token=settings.WEB_ADMIN_TOKEN.get_secret_value() if settings.WEB_ADMIN_TOKEN else None,
+        access_token=settings.WEB_ACCESS_TOKEN.get_secret_value() if settings.WEB_ACCESS_TOKEN else None,
+        upload_limit=settings.ingestion_limits().max_file_bytes,
+    )
+    return WebChat(manager, config, SessionSigner(load_key(settings.data_dir)))

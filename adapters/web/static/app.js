@@ -1,0 +1,847 @@
+/* ragbot web chat: session, history, the message stream, uploads and admin login.
+ *
+ * Every text from the server reaches the page through textContent or RagbotMarkdown (which builds DOM nodes);
+ * nothing is ever assigned to innerHTML. Streams (POST /api/messages and /api/upload) are read with fetch and
+ * a ReadableStream, since EventSource cannot POST.
+ */
+(function () {
+  "use strict";
+
+  var md = window.RagbotMarkdown;
+  var $ = function (id) {
+    return document.getElementById(id);
+  };
+  var els = {
+    kbs: $("kbs"),
+    messages: $("messages"),
+    empty: $("empty"),
+    status: $("status"),
+    statusText: $("status-text"),
+    composer: $("composer"),
+    input: $("input"),
+    send: $("send"),
+    stop: $("stop"),
+    newConversation: $("new-conversation"),
+    adminButton: $("admin-button"),
+    adminDialog: $("admin-dialog"),
+    adminForm: $("admin-form"),
+    adminLogin: $("admin-login"),
+    adminToken: $("admin-token"),
+    adminError: $("admin-error"),
+    adminLoggedIn: $("admin-logged-in"),
+    adminSubmit: $("admin-submit"),
+    adminCancel: $("admin-cancel"),
+    adminLogout: $("admin-logout"),
+    upload: $("upload"),
+    uploadInput: $("upload-input"),
+    dropzone: $("dropzone"),
+    dropzoneHint: $("dropzone-hint"),
+  };
+
+  var state = {
+    admin: false,
+    busy: false,
+    uploadLimitMb: 0,
+    stickToBottom: true,
+    bubbles: new Map(), // ref -> bubble
+    dragDepth: 0,
+  };
+
+  // ---- scrolling -----------------------------------------------------------------------------------------
+
+  function nearBottom() {
+    var list = els.messages;
+    return list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+  }
+
+  els.messages.addEventListener("scroll", function () {
+    state.stickToBottom = nearBottom();
+  });
+
+  /** Keep the newest text in view, unless the person scrolled up to read (force: they just sent something). */
+  function scrollToEnd(force) {
+    if (force) {
+      state.stickToBottom = true;
+    }
+    if (state.stickToBottom) {
+      els.messages.scrollTop = els.messages.scrollHeight;
+    }
+  }
+
+  // ---- icons ---------------------------------------------------------------------------------------------
+
+  // Static outlines after Feather icons (MIT): drawn as SVG so they show without an emoji font.
+  var ICONS = {
+    up: "M14 9V5a3 3 0 0 0-3-3l-4 9v11h11.28a2 2 0 0 0 2-1.7l1.38-9a2 2 0 0 0-2-2.3zM7 22H4a2 2 0 0 1-2-2v-7a2 2 0 0 1 2-2h3",
+    down: "M10 15v4a3 3 0 0 0 3 3l4-9V2H5.72a2 2 0 0 0-2 1.7l-1.38 9a2 2 0 0 0 2 2.3zm7-13h2.67A2.31 2.31 0 0 1 22 4v7a2.31 2.31 0 0 1-2.33 2H17",
+    file: "M13 2H6a2 2 0 0 0-2 2v16a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2V9zM13 2v7h7",
+  };
+
+  function icon(name) {
+    var ns = "http://www.w3.org/2000/svg";
+    var svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("width", "16");
+    svg.setAttribute("height", "16");
+    svg.setAttribute("fill", "none");
+    svg.setAttribute("stroke", "currentColor");
+    svg.setAttribute("stroke-width", "2");
+    svg.setAttribute("stroke-linecap", "round");
+    svg.setAttribute("stroke-linejoin", "round");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("focusable", "false");
+    var path = document.createElementNS(ns, "path");
+    path.setAttribute("d", ICONS[name]);
+    svg.appendChild(path);
+    return svg;
+  }
+
+  // ---- bubbles -------------------------------------------------------------------------------------------
+
+  function makeBubble(role) {
+    els.empty.hidden = true;
+    var article = document.createElement("article");
+    article.className = "msg msg--" + role;
+    article.setAttribute("data-testid", "message");
+    article.setAttribute("data-role", role);
+    article.setAttribute("aria-label", role === "user" ? "You said" : "ragbot said");
+    var body = document.createElement("div");
+    body.className = "msg__body";
+    body.setAttribute("data-testid", "message-text");
+    article.appendChild(body);
+    els.messages.appendChild(article);
+    var bubble = { el: article, body: body, text: "", role: role };
+    return bubble;
+  }
+
+  function addUserBubble(text) {
+    var bubble = makeBubble("user");
+    bubble.text = text;
+    bubble.body.textContent = text; // what the person typed is shown as typed
+    return bubble;
+  }
+
+  function setText(bubble, text) {
+    bubble.text = text;
+    md.renderInto(bubble.body, text);
+  }
+
+  /** The assistant bubble for `ref`, created (empty) when it is new. */
+  function assistantBubble(ref, ctx) {
+    var key = String(ref);
+    var bubble = state.bubbles.get(key);
+    if (!bubble || !bubble.el.isConnected) {
+      bubble = makeBubble("assistant");
+      bubble.el.setAttribute("data-ref", key);
+      state.bubbles.set(key, bubble);
+      if (ctx) {
+        ctx.created.push(bubble);
+      }
+    }
+    return bubble;
+  }
+
+  function addErrorBubble(text, ctx) {
+    var bubble = makeBubble("assistant");
+    bubble.el.classList.add("msg--error");
+    bubble.el.setAttribute("data-kind", "error");
+    bubble.el.setAttribute("role", "alert");
+    setText(bubble, text);
+    if (ctx) {
+      ctx.failed = true;
+      ctx.created.push(bubble);
+    }
+    scrollToEnd(false);
+    return bubble;
+  }
+
+  function setStreaming(bubble, streaming) {
+    bubble.el.classList.toggle("msg--streaming", streaming);
+    bubble.el.setAttribute("data-status", streaming ? "streaming" : "done");
+  }
+
+  function setNotice(bubble, notice) {
+    var old = bubble.el.querySelector(".msg__notice");
+    if (old) {
+      old.remove();
+    }
+    if (!notice) {
+      return;
+    }
+    var p = document.createElement("p");
+    p.className = "msg__notice";
+    p.setAttribute("data-testid", "message-notice");
+    var em = document.createElement("em");
+    em.textContent = notice;
+    p.appendChild(em);
+    bubble.el.appendChild(p);
+  }
+
+  function setSources(bubble, sources) {
+    var old = bubble.el.querySelector(".sources");
+    if (old) {
+      old.remove();
+    }
+    if (!Array.isArray(sources) || sources.length === 0) {
+      return;
+    }
+    var section = document.createElement("section");
+    section.className = "sources";
+    section.setAttribute("data-testid", "sources");
+    section.setAttribute("aria-label", "Sources");
+    var heading = document.createElement("p");
+    heading.className = "sources__title";
+    heading.textContent = "Sources";
+    section.appendChild(heading);
+    var list = document.createElement("ol");
+    sources.forEach(function (source) {
+      list.appendChild(sourceItem(source || {}));
+    });
+    section.appendChild(list);
+    bubble.el.appendChild(section);
+  }
+
+  function sourceItem(source) {
+    var li = document.createElement("li");
+    li.className = "source";
+    li.setAttribute("data-testid", "source");
+    var number = source.number != null ? String(source.number) : "";
+    li.setAttribute("data-number", number);
+    li.setAttribute("data-document-id", String(source.document_id || ""));
+
+    var badge = document.createElement("span");
+    badge.className = "source__number";
+    badge.textContent = number;
+    li.appendChild(badge);
+
+    var main = document.createElement("div");
+    var title = String(source.title || source.document_id || "untitled");
+    var url = String(source.url || "");
+    var href = /^https?:/i.test(url.trim()) ? md.safeHref(url) : null;
+    var titleEl;
+    if (href !== null) {
+      titleEl = document.createElement("a");
+      titleEl.href = href;
+      titleEl.rel = "noopener noreferrer";
+      titleEl.target = "_blank";
+    } else {
+      titleEl = document.createElement("span");
+    }
+    titleEl.className = "source__title";
+    titleEl.setAttribute("data-testid", "source-title");
+    titleEl.textContent = title;
+    main.appendChild(titleEl);
+    if (source.document_id) {
+      var id = document.createElement("small");
+      id.className = "source__id";
+      id.setAttribute("data-testid", "source-document-id");
+      id.textContent = String(source.document_id);
+      id.title = String(source.document_id);
+      main.appendChild(id);
+    }
+    if (source.snippet) {
+      var snippet = document.createElement("p");
+      snippet.className = "source__snippet";
+      snippet.setAttribute("data-testid", "source-snippet");
+      // A snippet is a slice of the document's Markdown: its heading marks and line breaks are noise here.
+      var plain = String(source.snippet)
+        .replace(/(^|\s)#{1,6}(?=\s)/g, "$1")
+        .replace(/\s+/g, " ")
+        .trim();
+      snippet.textContent = plain;
+      snippet.title = plain;
+      main.appendChild(snippet);
+    }
+    li.appendChild(main);
+    return li;
+  }
+
+  function setFeedback(bubble, messageId, current) {
+    var old = bubble.el.querySelector(".feedback");
+    if (old) {
+      old.remove();
+    }
+    if (!messageId) {
+      return;
+    }
+    var group = document.createElement("div");
+    group.className = "feedback";
+    group.setAttribute("data-testid", "feedback");
+    group.setAttribute("role", "group");
+    group.setAttribute("aria-label", "Was this answer helpful?");
+    [
+      ["up", "Helpful answer"],
+      ["down", "Unhelpful answer"],
+    ].forEach(function (spec) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.setAttribute("data-testid", "feedback-" + spec[0]);
+      button.setAttribute("data-value", spec[0]);
+      button.setAttribute("aria-label", spec[1]);
+      button.setAttribute("aria-pressed", String(current === spec[0]));
+      button.title = spec[1];
+      button.appendChild(icon(spec[0]));
+      button.addEventListener("click", function () {
+        sendFeedback(group, messageId, spec[0]);
+      });
+      group.appendChild(button);
+    });
+    bubble.el.appendChild(group);
+  }
+
+  /** The status line with its typing dots (text may be empty: just the dots); null hides it. */
+  function showStatus(text) {
+    els.statusText.textContent = text || "";
+    els.status.hidden = text === null;
+    if (text !== null && els.status !== els.messages.lastElementChild) {
+      els.messages.appendChild(els.status); // under the newest message, where the answer will appear
+    }
+    scrollToEnd(false);
+  }
+
+  function clearMessages() {
+    state.bubbles.clear();
+    Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
+      el.remove();
+    });
+    els.empty.hidden = false;
+    showStatus(null);
+  }
+
+  // ---- the event stream ----------------------------------------------------------------------------------
+
+  /** An incremental text/event-stream parser (the WHATWG rules: event/data fields, blank line dispatches). */
+  function SseParser(onEvent) {
+    this.buffer = "";
+    this.event = "";
+    this.data = [];
+    this.onEvent = onEvent;
+  }
+  SseParser.prototype.push = function (chunk) {
+    this.buffer += chunk;
+    var match;
+    while ((match = /\r\n|\n|\r/.exec(this.buffer))) {
+      if (match[0] === "\r" && match.index === this.buffer.length - 1) {
+        break; // may be the first half of \r\n
+      }
+      var line = this.buffer.slice(0, match.index);
+      this.buffer = this.buffer.slice(match.index + match[0].length);
+      this.line(line);
+    }
+  };
+  SseParser.prototype.line = function (line) {
+    if (line === "") {
+      this.dispatch();
+      return;
+    }
+    if (line.charAt(0) === ":") {
+      return;
+    }
+    var colon = line.indexOf(":");
+    var field = colon < 0 ? line : line.slice(0, colon);
+    var value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.charAt(0) === " ") {
+      value = value.slice(1);
+    }
+    if (field === "event") {
+      this.event = value;
+    } else if (field === "data") {
+      this.data.push(value);
+    }
+  };
+  SseParser.prototype.dispatch = function () {
+    var name = this.event || "message";
+    var raw = this.data.join("\n");
+    var hadData = this.data.length > 0;
+    this.event = "";
+    this.data = [];
+    if (!hadData && name === "message") {
+      return;
+    }
+    var payload = {};
+    if (raw) {
+      try {
+        payload = JSON.parse(raw);
+      } catch (error) {
+        payload = { text: raw };
+      }
+    }
+    this.onEvent(name, payload || {});
+  };
+
+  function handleEvent(name, data, ctx) {
+    var bubble;
+    switch (name) {
+      case "user":
+        if (ctx.userBubble && data.id) {
+          ctx.userBubble.el.setAttribute("data-message-id", String(data.id));
+        }
+        break;
+      case "status":
+        showStatus(String(data.text || ""));
+        break;
+      case "message":
+      case "edit":
+        showStatus(null);
+        bubble = assistantBubble(data.ref, ctx);
+        setText(bubble, String(data.text || ""));
+        setStreaming(bubble, false);
+        break;
+      case "delta":
+        showStatus(null);
+        bubble = assistantBubble(data.ref, ctx);
+        ctx.streaming.add(bubble);
+        setStreaming(bubble, true);
+        setText(bubble, bubble.text + String(data.text || ""));
+        break;
+      case "final":
+        showStatus(null);
+        bubble = assistantBubble(data.ref, ctx);
+        ctx.streaming.delete(bubble);
+        setText(bubble, String(data.text || ""));
+        setStreaming(bubble, false);
+        if (data.outcome) {
+          bubble.el.setAttribute("data-outcome", String(data.outcome));
+        }
+        if (data.message_id) {
+          bubble.el.setAttribute("data-message-id", String(data.message_id));
+        }
+        setNotice(bubble, data.notice ? String(data.notice) : "");
+        setSources(bubble, data.sources);
+        setFeedback(bubble, data.message_id ? String(data.message_id) : "", null);
+        break;
+      case "error":
+        showStatus(null);
+        addErrorBubble(String(data.text || "Something went wrong."), ctx);
+        break;
+      case "done":
+        ctx.done = true;
+        break;
+      default:
+        break; // unknown events are ignored, so the server may add some
+    }
+    if (name !== "user" && name !== "done") {
+      scrollToEnd(false);
+    }
+  }
+
+  async function errorText(response) {
+    var fallback = "The request failed (HTTP " + response.status + ").";
+    try {
+      var body = await response.json();
+      return body && body.error ? String(body.error) : fallback;
+    } catch (error) {
+      return fallback;
+    }
+  }
+
+  /** Read one streamed response to its end, applying each event; errors become error bubbles. */
+  async function consume(response, ctx) {
+    if (!response.ok) {
+      addErrorBubble(await errorText(response), ctx);
+      return;
+    }
+    var type = response.headers.get("Content-Type") || "";
+    if (type.indexOf("text/event-stream") < 0 || !response.body) {
+      try {
+        var body = await response.json();
+        if (body && body.error) {
+          addErrorBubble(String(body.error), ctx);
+        }
+      } catch (error) {
+        addErrorBubble("The server sent an answer the page cannot read.", ctx);
+      }
+      return;
+    }
+    var parser = new SseParser(function (name, data) {
+      handleEvent(name, data, ctx);
+    });
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    for (;;) {
+      var chunk = await reader.read();
+      if (chunk.done) {
+        break;
+      }
+      parser.push(decoder.decode(chunk.value, { stream: true }));
+    }
+    parser.push(decoder.decode());
+    parser.push("\n\n"); // a last event the server did not terminate
+  }
+
+  function newContext(userBubble) {
+    return { userBubble: userBubble, created: [], streaming: new Set(), failed: false, done: false };
+  }
+
+  function finishContext(ctx) {
+    ctx.streaming.forEach(function (bubble) {
+      setStreaming(bubble, false);
+    });
+    ctx.streaming.clear();
+  }
+
+  async function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body || {}),
+    });
+  }
+
+  // ---- sending -------------------------------------------------------------------------------------------
+
+  function setBusy(busy) {
+    state.busy = busy;
+    els.send.disabled = busy;
+    els.stop.hidden = !busy;
+    els.stop.disabled = false;
+    els.composer.setAttribute("data-busy", String(busy));
+    els.messages.setAttribute("aria-busy", String(busy));
+  }
+
+  async function sendMessage(text) {
+    var trimmed = text.trim();
+    if (!trimmed || state.busy) {
+      return;
+    }
+    var startsOver = /^\/new(\s|$)/i.test(trimmed);
+    els.input.value = "";
+    autoGrow();
+    var userBubble = addUserBubble(trimmed);
+    scrollToEnd(true);
+    setBusy(true);
+    var ctx = newContext(userBubble);
+    try {
+      var response = await fetch("/api/messages", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+        body: JSON.stringify({ text: trimmed }),
+      });
+      await consume(response, ctx);
+    } catch (error) {
+      addErrorBubble("The connection to ragbot was lost. Please try again.", ctx);
+    } finally {
+      finishContext(ctx);
+      showStatus(null);
+      setBusy(false);
+    }
+    if (startsOver && !ctx.failed) {
+      // `/new` started a new conversation: keep only its reply on screen.
+      Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
+        var keep = ctx.created.some(function (bubble) {
+          return bubble.el === el;
+        });
+        if (!keep) {
+          el.remove();
+        }
+      });
+    }
+    els.input.focus();
+  }
+
+  async function stopAnswer() {
+    els.stop.disabled = true;
+    try {
+      await post("/api/stop");
+    } catch (error) {
+      els.stop.disabled = false;
+    }
+  }
+
+  async function sendFeedback(group, messageId, value) {
+    try {
+      var response = await post("/api/feedback", { message_id: messageId, value: value });
+      if (!response.ok) {
+        addErrorBubble(await errorText(response));
+        return;
+      }
+      Array.prototype.forEach.call(group.querySelectorAll("button"), function (button) {
+        button.setAttribute("aria-pressed", String(button.getAttribute("data-value") === value));
+      });
+    } catch (error) {
+      addErrorBubble("Your feedback could not be sent. Please try again.");
+    }
+  }
+
+  async function newConversation() {
+    try {
+      var response = await post("/api/new");
+      if (!response.ok) {
+        addErrorBubble(await errorText(response));
+        return;
+      }
+      clearMessages();
+      els.input.focus();
+    } catch (error) {
+      addErrorBubble("The connection to ragbot was lost. Please try again.");
+    }
+  }
+
+  function autoGrow() {
+    els.input.style.height = "auto";
+    els.input.style.height = Math.min(els.input.scrollHeight, 192) + "px";
+  }
+
+  els.composer.addEventListener("submit", function (event) {
+    event.preventDefault();
+    sendMessage(els.input.value);
+  });
+  els.input.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
+      event.preventDefault();
+      sendMessage(els.input.value);
+    }
+  });
+  els.input.addEventListener("input", autoGrow);
+  els.stop.addEventListener("click", stopAnswer);
+  els.newConversation.addEventListener("click", newConversation);
+
+  // ---- admin ---------------------------------------------------------------------------------------------
+
+  function setAdmin(admin) {
+    state.admin = admin;
+    els.upload.hidden = !admin;
+    els.adminButton.textContent = admin ? "Admin ✓" : "Admin";
+    els.adminButton.classList.toggle("btn--admin-on", admin);
+    els.adminButton.setAttribute("aria-label", admin ? "Admin: signed in" : "Admin login");
+    els.adminButton.setAttribute("data-admin", String(admin));
+    els.adminLogin.hidden = admin;
+    els.adminLoggedIn.hidden = !admin;
+    els.adminSubmit.hidden = admin;
+    els.adminLogout.hidden = !admin;
+    els.adminToken.required = !admin;
+    els.dropzoneHint.textContent = admin ? "" : "Uploading needs an admin login.";
+  }
+
+  function openAdmin() {
+    els.adminError.hidden = true;
+    els.adminToken.value = "";
+    if (typeof els.adminDialog.showModal === "function") {
+      els.adminDialog.showModal();
+    } else {
+      els.adminDialog.setAttribute("open", "");
+    }
+    (state.admin ? els.adminLogout : els.adminToken).focus();
+  }
+
+  function closeAdmin() {
+    if (els.adminDialog.open) {
+      els.adminDialog.close();
+    }
+  }
+
+  async function login() {
+    var token = els.adminToken.value;
+    if (!token) {
+      return;
+    }
+    els.adminSubmit.disabled = true;
+    try {
+      var response = await post("/api/admin/login", { token: token });
+      if (response.ok) {
+        els.adminToken.value = "";
+        setAdmin(true);
+        closeAdmin();
+        return;
+      }
+      els.adminError.textContent = await errorText(response);
+      els.adminError.hidden = false;
+      els.adminToken.select();
+    } catch (error) {
+      els.adminError.textContent = "The connection to ragbot was lost. Please try again.";
+      els.adminError.hidden = false;
+    } finally {
+      els.adminSubmit.disabled = false;
+    }
+  }
+
+  async function logout() {
+    try {
+      var response = await post("/api/admin/logout");
+      if (!response.ok) {
+        els.adminError.textContent = await errorText(response);
+        els.adminError.hidden = false;
+        return;
+      }
+      setAdmin(false);
+      closeAdmin();
+    } catch (error) {
+      els.adminError.textContent = "The connection to ragbot was lost. Please try again.";
+      els.adminError.hidden = false;
+    }
+  }
+
+  els.adminButton.addEventListener("click", openAdmin);
+  els.adminCancel.addEventListener("click", closeAdmin);
+  els.adminLogout.addEventListener("click", logout);
+  els.adminForm.addEventListener("submit", function (event) {
+    event.preventDefault();
+    login();
+  });
+
+  // ---- uploads -------------------------------------------------------------------------------------------
+
+  async function upload(fileList) {
+    var files = Array.prototype.slice.call(fileList || []);
+    if (files.length === 0) {
+      return;
+    }
+    var names = files
+      .map(function (file) {
+        return file.name;
+      })
+      .join(", ");
+    var userBubble = addUserBubble(names);
+    userBubble.el.setAttribute("data-kind", "upload");
+    userBubble.body.prepend(icon("file"), " ");
+    scrollToEnd(true);
+    var ctx = newContext(userBubble);
+    // The server's limit is per file, in MB of 1,000,000 bytes; checking here saves sending a file it refuses.
+    var tooLarge = files.filter(function (file) {
+      return state.uploadLimitMb && file.size > state.uploadLimitMb * 1000000;
+    });
+    if (tooLarge.length) {
+      addErrorBubble(tooLarge[0].name + " is over the " + state.uploadLimitMb + " MB upload limit.", ctx);
+      return;
+    }
+    var form = new FormData();
+    files.forEach(function (file) {
+      form.append("file", file, file.name);
+    });
+    try {
+      var response = await fetch("/api/upload", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { Accept: "text/event-stream" },
+        body: form,
+      });
+      if (response.status === 403 && state.admin) {
+        setAdmin(false); // the admin session ended on the server
+      }
+      await consume(response, ctx);
+    } catch (error) {
+      addErrorBubble("The upload was interrupted. Please try again.", ctx);
+    } finally {
+      finishContext(ctx);
+      showStatus(null);
+    }
+  }
+
+  els.uploadInput.addEventListener("change", function () {
+    var files = els.uploadInput.files;
+    upload(files).finally(function () {
+      els.uploadInput.value = "";
+    });
+  });
+
+  function carriesFiles(event) {
+    var types = event.dataTransfer && event.dataTransfer.types;
+    return !!types && Array.prototype.indexOf.call(types, "Files") > -1;
+  }
+
+  window.addEventListener("dragenter", function (event) {
+    if (!carriesFiles(event)) {
+      return;
+    }
+    event.preventDefault();
+    state.dragDepth += 1;
+    els.dropzone.hidden = false;
+  });
+  window.addEventListener("dragover", function (event) {
+    if (!carriesFiles(event)) {
+      return;
+    }
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+  });
+  window.addEventListener("dragleave", function (event) {
+    if (!carriesFiles(event)) {
+      return;
+    }
+    state.dragDepth = Math.max(0, state.dragDepth - 1);
+    if (state.dragDepth === 0) {
+      els.dropzone.hidden = true;
+    }
+  });
+  window.addEventListener("drop", function (event) {
+    if (!carriesFiles(event)) {
+      return;
+    }
+    event.preventDefault(); // never let the browser navigate to the dropped file
+    state.dragDepth = 0;
+    els.dropzone.hidden = true;
+    upload(event.dataTransfer.files);
+  });
+
+  // ---- start-up ------------------------------------------------------------------------------------------
+
+  function renderKnowledgeBases(names) {
+    els.kbs.replaceChildren();
+    (names || []).forEach(function (name) {
+      var li = document.createElement("li");
+      li.textContent = String(name);
+      li.title = "Knowledge base " + String(name);
+      els.kbs.appendChild(li);
+    });
+  }
+
+  function renderHistoryMessage(message) {
+    if (message.role === "user") {
+      var user = addUserBubble(String(message.text || ""));
+      user.el.setAttribute("data-message-id", String(message.id || ""));
+      return;
+    }
+    var bubble = makeBubble("assistant");
+    var id = String(message.id || "");
+    bubble.el.setAttribute("data-ref", id);
+    bubble.el.setAttribute("data-message-id", id);
+    setText(bubble, String(message.text || ""));
+    bubble.el.setAttribute("data-status", String(message.status || "done"));
+    if (message.outcome) {
+      bubble.el.setAttribute("data-outcome", String(message.outcome));
+    }
+    if (message.status === "failed") {
+      bubble.el.classList.add("msg--error");
+    } else if (message.status === "streaming") {
+      setNotice(bubble, "This answer was still being written when the page loaded.");
+    }
+    setSources(bubble, message.sources);
+    if (id && message.status === "done" && message.outcome) {
+      setFeedback(bubble, id, message.feedback || null);
+    }
+  }
+
+  async function start() {
+    try {
+      var response = await fetch("/api/session", { credentials: "same-origin" });
+      if (!response.ok) {
+        addErrorBubble(await errorText(response));
+      } else {
+        var session = await response.json();
+        setAdmin(!!session.admin);
+        // A ragbot without an admin token has no admin to log in as.
+        els.adminButton.hidden = session.admin_enabled === false;
+        renderKnowledgeBases(session.knowledge_bases);
+        state.uploadLimitMb = Number(session.upload_limit_mb) || 0;
+      }
+      var history = await fetch("/api/history", { credentials: "same-origin" });
+      if (!history.ok) {
+        addErrorBubble(await errorText(history));
+      } else {
+        var body = await history.json();
+        (body.messages || []).forEach(renderHistoryMessage);
+        scrollToEnd(true);
+      }
+    } catch (error) {
+      addErrorBubble("ragbot could not be reached. Reload the page to try again.");
+    }
+    document.body.setAttribute("data-ready", "true");
+    els.input.focus();
+  }
+
+  setAdmin(false);
+  setBusy(false);
+  start();
+})();

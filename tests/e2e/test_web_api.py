@@ -1,0 +1,309 @@
+"""The web chat's HTTP API as a browser uses it, against real services and the fake model: sessions, the
+answer stream, bad bodies and cookies, uploads with their limits, a tab closed mid-answer, and exposure."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import zipfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from adapters.web.app import create as create_web
+from bot import messages
+from bot.chat_metrics import ChatMetrics
+from bot.conversation import ConversationManager
+from bot.errors import StartupError
+from bot.main import chat_policy, check_exposure
+from bot.server import create_app
+from bot.services import Services, build_services
+from bot.settings import Settings
+from rag.ingest.documents import SourceFile
+from tests.e2e.cli import free_port
+from tests.fakes.openai_api import FakeOpenAI
+
+ADMIN_TOKEN = "let-me-in"
+UPLOAD_LIMIT_MB = 0.05
+
+
+@dataclass
+class Served:
+    services: Services
+    model: FakeOpenAI
+    url: str
+    metrics: ChatMetrics
+
+
+@pytest_asyncio.fixture(scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
+) -> AsyncIterator[Served]:
+    data = tmp_path_factory.mktemp("web-api")
+    async with FakeOpenAI() as model:
+        settings = Settings(
+            _env_file=None,
+            RAGBOT_DATA_DIR=data,
+            WEAVIATE_BINARY=weaviate_binary,
+            EMBEDDING_MODEL_DIR=model_dir,
+            TIKTOKEN_CACHE_DIR=tiktoken_dir,
+            CHAT_MODEL="fake-model",
+            CHAT_MODEL_BASE_URL=model.base_url,
+            CHAT_MODEL_API_KEY="test-key",
+            CHAT_MODEL_MAX_RETRIES=0,
+            DEFAULT_KNOWLEDGE_BASES="docs",
+            WEB_ADMIN_TOKEN=ADMIN_TOKEN,
+            INGEST_MAX_FILE_MB=UPLOAD_LIMIT_MB,
+        )
+        async with build_services(settings) as services:
+            kb = await services.knowledge.create("docs", {})
+            await services.ingestor.ingest(
+                kb, SourceFile(b"# Lunch\n\nLunch is served from noon in the atrium.", "upload:lunch.md", "lunch.md")
+            )
+            metrics = ChatMetrics()
+            manager = ConversationManager(services, chat_policy(settings), metrics=metrics)
+            app = create_app(services, metrics)
+            adapter = create_web(manager, settings)
+            assert adapter is not None
+            adapter.mount(app)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            port = free_port()
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            await services.jobs.start()
+            try:
+                yield Served(services, model, f"http://127.0.0.1:{port}", metrics)
+            finally:
+                await services.jobs.stop()
+                await adapter.stop()
+                await runner.cleanup()
+
+
+@pytest_asyncio.fixture
+async def browser(served: Served) -> AsyncIterator[aiohttp.ClientSession]:
+    """A browser's session: its own cookie jar, opened on the page."""
+    async with aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+        async with session.get("/") as page:
+            assert page.status == 200
+            assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+        yield session
+
+
+async def _events(response: aiohttp.ClientResponse) -> list[tuple[str, dict[str, Any]]]:
+    assert response.status == 200, await response.text()
+    assert response.content_type == "text/event-stream"
+    events = []
+    for block in (await response.text()).split("\n\n"):
+        if block.strip():
+            name, data = block.split("\n", 1)
+            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return events
+
+
+async def _say(browser: aiohttp.ClientSession, text: str) -> list[tuple[str, dict[str, Any]]]:
+    async with browser.post("/api/messages", json={"text": text}) as response:
+        return await _events(response)
+
+
+async def test_a_question_streams_deltas_then_a_final_with_sources_and_history_restores_it(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    served.model.reply = "Lunch is served from noon [1]."
+    events = await _say(browser, "When is lunch?")
+    names = [name for name, _ in events]
+    assert names[0] == "status"
+    assert names[-2:] == ["final", "done"]
+    deltas = "".join(data["text"] for name, data in events if name == "delta")
+    assert deltas == "Lunch is served from noon [1]."
+    final = events[-2][1]
+    assert final["text"] == deltas
+    assert final["outcome"] == "generated"
+    assert [source["title"] for source in final["sources"]] == ["lunch.md"]
+    async with browser.get("/api/history") as response:
+        history = (await response.json())["messages"]
+    assert [(m["role"], m["text"]) for m in history][-2:] == [("user", "When is lunch?"), ("assistant", deltas)]
+    assert history[-1]["id"] == final["message_id"]
+    async with browser.post("/api/feedback", json={"message_id": final["message_id"], "value": "up"}) as response:
+        assert response.status == 200
+    async with browser.get("/api/history") as response:
+        assert (await response.json())["messages"][-1]["feedback"] == "up"
+
+
+async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    events = await _say(browser, "When is lunch?")
+    message_id = events[-2][1]["message_id"]
+    async with aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as other:
+        async with other.get("/api/history") as response:
+            assert (await response.json())["messages"] == []
+        async with other.post("/api/feedback", json={"message_id": message_id, "value": "down"}) as response:
+            assert response.status == 404  # the session cookie was issued by the GET above
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        (b"not json", 400, messages.WEB_BAD_BODY),
+        (b'{"question": "wrong field"}', 400, messages.WEB_BAD_BODY),
+        (b'["a list"]', 400, messages.WEB_BAD_BODY),
+        (json.dumps({"text": "x" * 70_000}).encode(), 413, messages.web_text_too_long(64 * 1024)),
+    ],
+)
+async def test_a_bad_request_body_gets_a_clear_error(
+    browser: aiohttp.ClientSession, body: bytes, status: int, error: str
+) -> None:
+    async with browser.post("/api/messages", data=body) as response:
+        assert (response.status, (await response.json())["error"]) == (status, error)
+
+
+@pytest.mark.parametrize("cookie", ["forged.0000", "no-dot", "", "a.b.c"])
+async def test_a_forged_or_stale_session_cookie_is_refused_then_replaced(served: Served, cookie: str) -> None:
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(served.url, cookie_jar=jar, cookies={"ragbot_session": cookie}) as session:
+        async with session.post("/api/messages", json={"text": "When is lunch?"}) as response:
+            assert response.status == 403
+            assert (await response.json())["error"] == messages.WEB_SESSION_EXPIRED
+        async with session.get("/api/session") as response:
+            assert response.status == 200
+        assert any(c.key == "ragbot_session" and c.value != cookie for c in jar)
+
+
+async def test_empty_long_and_command_messages_get_answers_not_errors(browser: aiohttp.ClientSession) -> None:
+    empty = await _say(browser, "   ")
+    assert empty[-2][1]["outcome"] == "refused"
+    long = await _say(browser, "When is lunch? " * 700)
+    assert messages.QUESTION_CUT in long[-2][1]["notice"]
+    unknown = await _say(browser, "/frobnicate")
+    assert unknown[-2][1]["text"] == messages.unknown_command("frobnicate")
+    listed = await _say(browser, "/kb list")
+    assert "**docs** (in use here)" in listed[-2][1]["text"]
+
+
+async def test_uploads_need_the_admin_token_and_stay_within_the_limit(browser: aiohttp.ClientSession) -> None:
+    form = aiohttp.FormData()
+    form.add_field("file", b"# Hours\n\nThe gym opens at six.", filename="gym.md")
+    async with browser.post("/api/upload", data=form) as response:
+        assert (response.status, (await response.json())["error"]) == (403, messages.WEB_ADMIN_ONLY)
+    async with browser.post("/api/admin/login", json={"token": "guess"}) as response:
+        assert (response.status, (await response.json())["error"]) == (403, messages.WEB_WRONG_TOKEN)
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    too_big = aiohttp.FormData()
+    too_big.add_field("file", b"x" * 60_000, filename="big.txt")
+    async with browser.post("/api/upload", data=too_big) as response:
+        assert response.status == 413
+        assert "50.0 KB" in (await response.json())["error"]
+    async with browser.post("/api/upload", data=aiohttp.FormData({"other": "x"})) as response:
+        assert response.status == 400
+
+
+async def test_an_admin_upload_streams_its_progress_then_is_answerable(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    form = aiohttp.FormData()
+    form.add_field("file", b"# Gym\n\nThe staff gym opens at six in the basement.", filename="gym.md")
+    async with browser.post("/api/upload", data=form) as response:
+        events = await _events(response)
+    shown = [data["text"] for name, data in events if name in ("message", "edit")]
+    assert shown[0] == messages.ingest_queued(1, "docs")
+    assert shown[-1].startswith("Done: everything was ingested.")
+    assert "gym.md" in shown[-1]
+    served.model.reply = "At six [1]."
+    answer = await _say(browser, "When does the staff gym open?")
+    assert "gym.md" in [source["title"] for source in answer[-2][1]["sources"]]
+
+
+async def test_an_upload_with_a_lying_extension_fails_with_a_reason_and_nothing_half_stored(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("hello.txt", "not a document")
+    form = aiohttp.FormData()
+    form.add_field("file", buffer.getvalue(), filename="report.pdf")
+    documents_before = len(await served.services.knowledge.documents("docs"))
+    async with browser.post("/api/upload", data=form) as response:
+        events = await _events(response)
+    final = [data["text"] for name, data in events if name in ("message", "edit")][-1]
+    assert final.startswith("Ingested 0 of 1.")
+    assert "report.pdf: failed:" in final
+    assert len(await served.services.knowledge.documents("docs")) == documents_before
+
+
+async def test_a_tab_closed_mid_answer_still_gets_its_answer_stored_whole(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    served.model.reply = "Lunch is at noon, in the atrium [1]."
+    served.model.first_token_delay = 1.0
+    try:
+        async with browser.post("/api/messages", json={"text": "Where is lunch served?"}) as response:
+            await response.content.readuntil(b"\n\n")  # the status event: the turn is under way
+
+        # The connection is closed here, before the model's first token.
+        async def stored() -> list[Any]:
+            while True:
+                async with browser.get("/api/history") as history:
+                    found = (await history.json())["messages"]
+                if found and found[-1]["role"] == "assistant" and found[-1]["status"] == "done":
+                    return list(found)
+                await asyncio.sleep(0.1)
+
+        found = await asyncio.wait_for(stored(), 20)
+    finally:
+        served.model.first_token_delay = 0.0
+    assert found[-1]["text"] == "Lunch is at noon, in the atrium [1]."
+
+
+def test_serving_to_a_network_without_an_access_token_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StartupError, match="WEB_ACCESS_TOKEN"):
+        check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0"))
+    check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t"))
+    check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="127.0.0.1"))
+
+
+async def test_a_public_listener_shows_no_details_and_no_metrics_while_the_internal_one_does(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    await _say(browser, "When is lunch?")
+    public, internal = (
+        create_app(served.services, served.metrics, public=True),
+        create_app(served.services, served.metrics),
+    )
+    runners = []
+    try:
+        urls = []
+        for app in (public, internal):
+            runner = web.AppRunner(app)
+            await runner.setup()
+            port = free_port()
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+            runners.append(runner)
+            urls.append(f"http://127.0.0.1:{port}")
+        async with aiohttp.ClientSession() as client:
+            async with client.get(f"{urls[0]}/healthz") as response:
+                assert await response.json() == {"status": "ok"}
+            async with client.get(f"{urls[0]}/metrics") as response:
+                assert response.status == 404
+            async with client.get(f"{urls[1]}/healthz") as response:
+                assert set(await response.json()) == {"db", "weaviate", "embedder", "model"}
+            async with client.get(f"{urls[1]}/metrics") as response:
+                text = await response.text()
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+    assert 'ragbot_chat_turns_total{platform="web",outcome="generated"}' in text
+    assert 'ragbot_chat_first_visible_seconds_count{platform="web"}' in text
+    assert "ragbot_chat_undelivered_total" in text
+    assert 'platform="web"} ' not in text.split("ragbot_chat_undelivered_total")[1].split("#")[0]
