@@ -1,0 +1,247 @@
+"""The Telegram adapter: python-telegram-bot by long polling or a webhook on ragbot's server, into the manager."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aiohttp import web
+from telegram import BotCommand, BotCommandScopeChat, BotCommandScopeDefault, CallbackQuery, Message, Update
+from telegram.error import Conflict, TelegramError
+from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
+
+from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
+from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
+from bot import messages
+from bot.conversation import ConversationManager, deliver_text
+from bot.errors import PlatformError
+from bot.ports import Adapter
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# python-telegram-bot 22 reads RetryAfter.retry_after as a deprecated int (and warns on every 429) unless this
+# opts in to timedelta values, which adapters.telegram.reply.retry_seconds reads either way.
+os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+WEBHOOK_PATH: Final = "/telegram/webhook"
+SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
+ALLOWED_UPDATES: Final = ["message", "callback_query"]
+_SEEN_UPDATES: Final = 10_000
+# Updates handled at once across chats; one chat's turns still run one at a time in the manager.
+_CONCURRENT_UPDATES: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramConfig:
+    """The Telegram settings."""
+
+    token: str
+    admins: frozenset[str]
+    mode: str
+    webhook_url: str | None
+    webhook_secret: str | None
+    base_url: str | None
+    base_file_url: str | None
+    download_limit: int
+
+
+class TelegramAdapter:
+    """Receives updates (polling or webhook), answers through the conversation manager, records feedback."""
+
+    name = PLATFORM
+
+    def __init__(self, manager: ConversationManager, config: TelegramConfig) -> None:
+        self._manager = manager
+        self._config = config
+        self._application: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._me: BotIdentity | None = None
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        self._drafts = DraftSupport()
+        self._conflict_reported = False
+
+    def mount(self, app: web.Application) -> None:
+        """The webhook route, in webhook mode."""
+        if self._config.mode == "webhook":
+            app.router.add_post(WEBHOOK_PATH, self.webhook)
+
+    def _build(self) -> Application[Any, Any, Any, Any, Any, Any]:
+        builder = ApplicationBuilder().token(self._config.token).concurrent_updates(_CONCURRENT_UPDATES)
+        builder = builder.connection_pool_size(64).pool_timeout(30)
+        if self._config.base_url:
+            builder = builder.base_url(self._config.base_url)
+        if self._config.base_file_url:
+            builder = builder.base_file_url(self._config.base_file_url)
+        if self._config.mode == "webhook":
+            builder = builder.updater(None)
+        application = builder.build()
+        application.add_handler(TypeHandler(Update, self._on_update, block=False))
+        application.add_error_handler(self._on_error)
+        return application
+
+    async def start(self) -> None:
+        """Log in (getMe), register the command menus, then poll or set the webhook."""
+        application = self._application = self._build()
+        await application.initialize()
+        bot = application.bot
+        self._me = BotIdentity(bot.id, bot.username)
+        await application.start()
+        await self._register_commands()
+        if self._config.mode == "webhook":
+            assert self._config.webhook_url is not None
+            await bot.set_webhook(
+                self._config.webhook_url, secret_token=self._config.webhook_secret, allowed_updates=ALLOWED_UPDATES
+            )
+            log.info("telegram=webhook bot=@%s url=%s", bot.username, self._config.webhook_url)
+        else:
+            assert application.updater is not None
+            await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES, error_callback=self._polling_error)
+            log.info("telegram=polling bot=@%s", bot.username)
+
+    async def stop(self) -> None:
+        """Stop receiving; answers in flight finish first (PTB waits for its handler tasks)."""
+        application = self._application
+        if application is None:
+            return
+        if application.updater is not None and application.updater.running:
+            await application.updater.stop()
+        if application.running:
+            await application.stop()
+        await application.shutdown()
+
+    async def _register_commands(self) -> None:
+        # The menu is cosmetic: rights are checked on every command. Admins see their commands in their chats.
+        assert self._application is not None
+        bot = self._application.bot
+        registry = self._manager.commands
+        everyone = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(False)]
+        admins = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(True)]
+        try:
+            await bot.set_my_commands(everyone, scope=BotCommandScopeDefault())
+            for admin in self._config.admins:
+                await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
+        except TelegramError as exc:
+            log.warning("telegram=commands_not_set reason=%s", exc)
+
+    def _polling_error(self, error: TelegramError) -> None:
+        if isinstance(error, Conflict):
+            if not self._conflict_reported:
+                self._conflict_reported = True
+                log.error(
+                    "telegram=conflict another process is polling this bot token (or a webhook is set): "
+                    "stop the other ragbot, or use TELEGRAM_MODE=webhook on one of them"
+                )
+            return
+        log.warning("telegram=polling_error reason=%s", error)
+
+    async def webhook(self, request: web.Request) -> web.Response:
+        """A delivery from Telegram: secret checked in constant time, queued, 200 at once."""
+        expected = self._config.webhook_secret or ""
+        given = request.headers.get(SECRET_HEADER, "")
+        if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+            log.warning("telegram=webhook_refused reason=secret")
+            return web.json_response({"ok": False}, status=403)
+        application = self._application
+        if application is None:
+            return web.json_response({"ok": False}, status=503)
+        try:
+            body = await request.json()
+            update = Update.de_json(body, application.bot)
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError, TypeError, KeyError) as exc:
+            log.warning("telegram=webhook_malformed reason=%s", exc)
+            return web.json_response({"ok": False}, status=400)
+        await application.update_queue.put(update)
+        return web.json_response({"ok": True})
+
+    def _first_delivery(self, update_id: int) -> bool:
+        if update_id in self._seen:
+            return False
+        self._seen[update_id] = None
+        while len(self._seen) > _SEEN_UPDATES:
+            self._seen.popitem(last=False)
+        return True
+
+    async def _on_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        if not isinstance(update, Update) or not self._first_delivery(update.update_id):
+            return
+        if update.callback_query is not None:
+            await self._feedback(update.callback_query)
+        elif update.message is not None:
+            await self._message(update)
+        else:
+            log.debug("telegram=ignored update=%s", update.update_id)
+
+    async def _message(self, update: Update) -> None:
+        message = update.message
+        assert message is not None
+        assert self._me is not None
+        assert self._application is not None
+        bot = self._application.bot
+
+        async def read(file_id: str) -> bytes:
+            file = await call(bot.get_file(file_id))
+            return bytes(await call(file.download_as_bytearray()))
+
+        translated = translate(message, self._me, read, self._config.download_limit)
+        if translated is None:
+            return
+        target = TelegramTarget(
+            bot,
+            message.chat.id,
+            private=message.chat.type == "private",
+            observer=self._manager.metrics.observer(PLATFORM),
+            drafts=self._drafts,
+            thread_id=message.message_thread_id if message.is_topic_message else None,
+            reply_to=message.message_id,
+        )
+        if isinstance(translated, Notice):
+            try:
+                await deliver_text(target, translated.text)
+            except PlatformError as exc:
+                log.warning("telegram=notice_failed reason=%s", exc)
+            return
+        await self._manager.handle(translated, target)
+
+    async def _feedback(self, query: CallbackQuery) -> None:
+        parts = (query.data or "").split(":", 2)
+        if len(parts) != 3 or parts[0] != FEEDBACK_PREFIX or parts[1] not in ("up", "down"):
+            await query.answer()
+            return
+        message = query.message
+        stored = False
+        if isinstance(message, Message):
+            stored = await self._manager.feedback(conversation_key(message), parts[2], parts[1])
+        try:
+            await query.answer(messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE)
+            if stored:
+                await query.edit_message_reply_markup(reply_markup=None)
+        except TelegramError as exc:
+            log.warning("telegram=feedback_ack_failed reason=%s", exc)
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.
+        log.error("telegram=handler_error", exc_info=context.error)
+
+
+def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
+    """The `ragbot.adapters` entry point: on when TELEGRAM_BOT_TOKEN is set."""
+    if settings.TELEGRAM_BOT_TOKEN is None:
+        return None
+    config = TelegramConfig(
+        token=settings.TELEGRAM_BOT_TOKEN.get_secret_value(),
+        admins=settings.telegram_admins(),
+        mode=settings.TELEGRAM_MODE,
+        webhook_url=settings.TELEGRAM_WEBHOOK_URL,
+        webhook_secret=settings.TELEGRAM_WEBHOOK_SECRET.get_secret_value()
+        if settings.TELEGRAM_WEBHOOK_SECRET
+        else None,
+        base_url=settings.TELEGRAM_API_BASE_URL,
+        base_file_url=settings.TELEGRAM_FILE_BASE_URL,
+        download_limit=int(settings.TELEGRAM_DOWNLOAD_LIMIT_MB * 1_000_000),
+    )
+    return TelegramAdapter(manager, config)

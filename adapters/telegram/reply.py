@@ -1,0 +1,285 @@
+"""Replying in Telegram: a chat or topic as a ReplyTarget, drafts in private chats, edits in groups."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, ReplyParameters
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
+
+from adapters.telegram.render import to_telegram_html
+from bot.chat_metrics import PlatformObserver
+from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.ports import ReplyLimits, ReplyStream
+from bot.streaming import EditingReplyStream
+from bot.types import Answer, MessageRef
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Bot API: 4096 characters per message (counted here in UTF-16 units, the stricter reading).
+MAX_LENGTH: Final = 4096
+# About one message or edit per second per chat; groups also allow only 20 a minute, so one edit per 3 s.
+PRIVATE_LIMITS: Final = ReplyLimits(max_length=MAX_LENGTH, min_edit_interval=1.0, first_flush=0.3)
+GROUP_LIMITS: Final = ReplyLimits(max_length=MAX_LENGTH, min_edit_interval=3.0, first_flush=0.3)
+FEEDBACK_PREFIX: Final = "fb"
+_NO_PREVIEW: Final = LinkPreviewOptions(is_disabled=True)
+_draft_ids = itertools.count(1)
+_BUTTON_ATTEMPTS: Final = 3
+_BUTTON_WAIT_CAP: Final = 10.0
+
+
+def retry_seconds(error: RetryAfter) -> float:
+    """RetryAfter's wait in seconds: PTB gives an int or, with PTB_TIMEDELTA set, a timedelta."""
+    value: Any = error.retry_after
+    return value.total_seconds() if isinstance(value, dt.timedelta) else float(value)
+
+
+async def call(request: Awaitable[T]) -> T:
+    """Await a Bot API call with its errors as bot.errors platform errors."""
+    try:
+        return await request
+    except RetryAfter as exc:
+        raise PlatformRateLimited(retry_seconds(exc), "telegram") from exc
+    except BadRequest as exc:
+        text = exc.message.lower()
+        if "can't parse entities" in text or "unsupported start tag" in text:
+            raise MarkupRejected(exc.message) from exc
+        if "message to edit not found" in text or "message can't be edited" in text:
+            raise MessageGone(exc.message) from exc
+        if "chat not found" in text or "not enough rights" in text or "topic_closed" in text:
+            raise DeliveryFailed(exc.message) from exc
+        raise PlatformError(exc.message) from exc
+    except Forbidden as exc:
+        raise DeliveryFailed(exc.message) from exc
+    except TelegramError as exc:
+        raise PlatformError(exc.message) from exc
+
+
+def feedback_keyboard(message_id: str) -> InlineKeyboardMarkup:
+    """👍 / 👎 under an answer; the callback carries the stored answer's id."""
+    return InlineKeyboardMarkup(
+        [
+            [
+                InlineKeyboardButton("👍", callback_data=f"{FEEDBACK_PREFIX}:up:{message_id}"),
+                InlineKeyboardButton("👎", callback_data=f"{FEEDBACK_PREFIX}:down:{message_id}"),
+            ]
+        ]
+    )
+
+
+@dataclass(slots=True)
+class DraftSupport:
+    """Whether this bot may stream drafts; turned off for the process once Telegram refuses them."""
+
+    enabled: bool = True
+
+
+class TelegramTarget:
+    """One Telegram chat (or forum topic) as a ReplyTarget; answers reply to the question that asked them."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        chat_id: int,
+        *,
+        private: bool,
+        observer: PlatformObserver,
+        drafts: DraftSupport,
+        thread_id: int | None = None,
+        reply_to: int | None = None,
+    ) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.private = private
+        self.thread_id = thread_id
+        self._reply_to = reply_to
+        self._observer = observer
+        self._drafts = drafts
+
+    @property
+    def limits(self) -> ReplyLimits:
+        """One edit a second in private chats, one every 3 s in groups (20 a minute)."""
+        return PRIVATE_LIMITS if self.private else GROUP_LIMITS
+
+    def render(self, markdown: str) -> str:
+        """Telegram's HTML."""
+        return to_telegram_html(markdown)
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        """A new message, in the topic, replying to the question (if it still exists)."""
+        reply = ReplyParameters(self._reply_to, allow_sending_without_reply=True) if self._reply_to else None
+        message = await call(
+            self.bot.send_message(
+                self.chat_id,
+                text,
+                parse_mode=ParseMode.HTML if markup else None,
+                message_thread_id=self.thread_id,
+                reply_parameters=reply,
+                link_preview_options=_NO_PREVIEW,
+            )
+        )
+        return MessageRef(str(message.message_id))
+
+    async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
+        """Replace a message's text; Telegram's "not modified" counts as done."""
+        try:
+            await call(
+                self.bot.edit_message_text(
+                    text,
+                    self.chat_id,
+                    int(ref.id),
+                    parse_mode=ParseMode.HTML if markup else None,
+                    link_preview_options=_NO_PREVIEW,
+                )
+            )
+        except PlatformError as exc:
+            if "not modified" not in str(exc).lower():
+                raise
+
+    async def typing(self) -> None:
+        """ "typing…" for about 5 s."""
+        await call(self.bot.send_chat_action(self.chat_id, ChatAction.TYPING, message_thread_id=self.thread_id))
+
+    async def draft(self, draft_id: int, text: str, *, markup: bool = True) -> None:
+        """Show `text` as the private chat's draft `draft_id` (a preview; a real message must follow)."""
+        try:
+            await call(
+                self.bot.send_message_draft(
+                    self.chat_id,
+                    draft_id,
+                    text,
+                    message_thread_id=self.thread_id,
+                    parse_mode=ParseMode.HTML if markup else None,
+                )
+            )
+        except PlatformError as exc:
+            if isinstance(exc, PlatformRateLimited | MarkupRejected):
+                raise
+            # Drafts are refused (an older Bot API, a chat type without them): edit messages from now on.
+            log.warning("telegram=drafts_off reason=%s", exc)
+            self._drafts.enabled = False
+            raise DeliveryFailed(str(exc)) from exc
+
+    async def add_feedback(self, ref: MessageRef, message_id: str) -> None:
+        """Put the feedback buttons under a finished answer."""
+        await call(
+            self.bot.edit_message_reply_markup(self.chat_id, int(ref.id), reply_markup=feedback_keyboard(message_id))
+        )
+
+    def open_stream(self) -> ReplyStream:
+        """Drafts in private chats (while Telegram takes them), else one message edited in place."""
+        if self.private and self._drafts.enabled:
+            return DraftReplyStream(self, self._observer)
+        return FeedbackStream(EditingReplyStream(self, observer=self._observer), self)
+
+
+class _DraftTarget:
+    """The target as seen by a draft preview: sends and edits become draft updates."""
+
+    def __init__(self, target: TelegramTarget) -> None:
+        self._target = target
+        self._draft_id = next(_draft_ids)
+
+    @property
+    def limits(self) -> ReplyLimits:
+        return self._target.limits
+
+    def render(self, markdown: str) -> str:
+        return self._target.render(markdown)
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        # Past the length limit a preview continues as a new draft.
+        self._draft_id = next(_draft_ids)
+        await self._target.draft(self._draft_id, text, markup=markup)
+        return MessageRef(f"draft-{self._draft_id}")
+
+    async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
+        await self._target.draft(self._draft_id, text, markup=markup)
+
+    async def typing(self) -> None:
+        await self._target.typing()
+
+    def open_stream(self) -> ReplyStream:
+        raise NotImplementedError("a draft target only serves DraftReplyStream")
+
+
+class FeedbackStream:
+    """A ReplyStream that puts feedback buttons under the finished answer."""
+
+    def __init__(self, inner: ReplyStream, target: TelegramTarget) -> None:
+        self._inner = inner
+        self._target = target
+
+    async def push(self, delta: str) -> None:
+        """See ReplyStream."""
+        await self._inner.push(delta)
+
+    async def status(self, text: str) -> None:
+        """See ReplyStream."""
+        await self._inner.status(text)
+
+    async def finish(self, answer: Answer) -> MessageRef | None:
+        """The whole answer, then its buttons (a failure to add them is only logged)."""
+        ref = await self._inner.finish(answer)
+        if ref is not None and answer.message_id:
+            await self._add_feedback(ref, answer.message_id)
+        return ref
+
+    async def _add_feedback(self, ref: MessageRef, message_id: str) -> None:
+        # Right after the final edit the chat's flood limit often says "wait a second": wait, a few times.
+        for _attempt in range(_BUTTON_ATTEMPTS):
+            try:
+                await self._target.add_feedback(ref, message_id)
+                return
+            except PlatformRateLimited as exc:
+                await asyncio.sleep(min(exc.retry_after, _BUTTON_WAIT_CAP))
+            except PlatformError as exc:
+                log.warning("telegram=feedback_buttons_failed reason=%s", exc)
+                return
+        log.warning("telegram=feedback_buttons_failed reason=rate_limited")
+
+    async def fail(self, text: str) -> MessageRef | None:
+        """See ReplyStream."""
+        return await self._inner.fail(text)
+
+
+class DraftReplyStream:
+    """Native streaming in a private chat: the answer grows as a draft, then is sent as a real message.
+
+    A draft is only a preview (Telegram drops it after about 30 s), so the finished answer always goes out
+    with sendMessage, through rate limits, with its sources and feedback buttons.
+    """
+
+    def __init__(self, target: TelegramTarget, observer: PlatformObserver) -> None:
+        self._preview = EditingReplyStream(_DraftTarget(target), observer=observer)
+        self._final = FeedbackStream(EditingReplyStream(target, observer=observer), target)
+        self._written = ""
+
+    async def push(self, delta: str) -> None:
+        """Grow the draft."""
+        self._written += delta
+        await self._preview.push(delta)
+
+    async def status(self, text: str) -> None:
+        """Typing until the draft starts."""
+        await self._preview.status(text)
+
+    async def finish(self, answer: Answer) -> MessageRef | None:
+        """End the draft and send the answer as a message."""
+        await self._preview.abandon()
+        return await self._final.finish(answer)
+
+    async def fail(self, text: str) -> MessageRef | None:
+        """End the draft and send what was written with the apology."""
+        await self._preview.abandon()
+        await self._final.push(self._written)
+        return await self._final.fail(text)

@@ -1,0 +1,119 @@
+"""Telegram updates as platform-neutral messages: who, where (chat, forum topic), whether the bot was addressed."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+from telegram import Document, Message, MessageEntity
+
+from bot import messages
+from bot.commands import parse_command
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
+from rag.ingest.extractors.limits import format_size
+
+PLATFORM: Final = "telegram"
+_FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
+
+FileReader = Callable[[str], Awaitable[bytes]]
+"""Downloads a file by its Telegram file_id."""
+
+
+@dataclass(frozen=True, slots=True)
+class BotIdentity:
+    """What the bot needs to know about itself to see that it was addressed."""
+
+    id: int
+    username: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """No question, but the person should be told something (a sticker sent privately, a file too big)."""
+
+    text: str
+
+
+def conversation_key(message: Message) -> ConversationKey:
+    """A chat, or a forum topic within it, as a conversation."""
+    thread = str(message.message_thread_id) if message.is_topic_message and message.message_thread_id else ""
+    return ConversationKey(PLATFORM, "", str(message.chat.id), thread)
+
+
+def _mentions_bot(text: str, entities: tuple[MessageEntity, ...], me: BotIdentity) -> list[tuple[int, int]]:
+    spans = []
+    encoded = text.encode("utf-16-le")
+    for entity in entities:
+        # Entity offsets count UTF-16 code units.
+        piece = encoded[entity.offset * 2 : (entity.offset + entity.length) * 2].decode("utf-16-le")
+        if (entity.type == MessageEntity.MENTION and piece.lower() == f"@{me.username.lower()}") or (
+            entity.type == MessageEntity.TEXT_MENTION and entity.user is not None and entity.user.id == me.id
+        ):
+            spans.append((entity.offset, entity.length))
+    return spans
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    encoded = text.encode("utf-16-le")
+    for offset, length in sorted(spans, reverse=True):
+        encoded = encoded[: offset * 2] + encoded[(offset + length) * 2 :]
+    return " ".join(encoded.decode("utf-16-le").split())
+
+
+def _attachment(document: Document, read: FileReader) -> Attachment:
+    async def fetch() -> bytes:
+        return await read(document.file_id)
+
+    return Attachment(
+        name=document.file_name or f"{document.file_unique_id}.bin",
+        size=document.file_size or 0,
+        mime_type=document.mime_type or "",
+        read=fetch,
+    )
+
+
+def translate(
+    message: Message, me: BotIdentity, read: FileReader, download_limit: int
+) -> IncomingMessage | Notice | None:
+    """The message as ragbot sees it; a Notice for what only deserves a short reply; None for what to ignore."""
+    user = message.from_user
+    if user is None or user.is_bot or message.sender_chat is not None:
+        return None  # channels, anonymous admins and other bots: nobody to answer
+    private = message.chat.type == "private"
+    text = message.text or message.caption or ""
+    entities = tuple(message.entities or message.caption_entities or ())
+    mentions = _mentions_bot(text, entities, me)
+    replied = message.reply_to_message
+    reply_to_bot = replied is not None and replied.from_user is not None and replied.from_user.id == me.id
+    cleaned = _without(text, mentions) if mentions else text.strip()
+    command = parse_command(cleaned, me.username)
+    if text.lstrip().startswith("/") and command is None:
+        return None  # `/cmd@otherbot`: another bot's command
+    documents = [doc for doc in (message.document, replied.document if replied else None) if doc is not None]
+    if message.document is not None and command is None and private:
+        command = Command("ingest")  # a file sent to the bot privately is a file to learn
+    addressed = private or bool(mentions) or reply_to_bot or command is not None
+    if not addressed:
+        return None
+    if command is not None and command.name in _FILE_COMMANDS and documents:
+        too_big = [doc for doc in documents if (doc.file_size or 0) > download_limit]
+        if too_big:
+            return Notice(
+                messages.telegram_file_too_big(too_big[0].file_name or "the file", format_size(download_limit))
+            )
+    if not cleaned and command is None:
+        return Notice(messages.TELEGRAM_TEXT_ONLY) if private or reply_to_bot or mentions else None
+    attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
+    return IncomingMessage(
+        key=conversation_key(message),
+        message_id=str(message.message_id),
+        user=UserRef(str(user.id), user.full_name),
+        text=cleaned,
+        attachments=attachments,
+        reply_to=MessageRef(str(replied.message_id)) if replied else None,
+        command=command,
+        addressed=True,
+        private=private,
+        raw=message,
+    )

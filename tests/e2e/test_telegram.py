@@ -1,0 +1,288 @@
+"""ragbot in Telegram end to end: the real python-telegram-bot, polling (and a webhook) against the fake Bot API,
+answering over real services (Weaviate, the embedder, SQLite) with extractive answers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from adapters.telegram.app import WEBHOOK_PATH, TelegramAdapter
+from adapters.telegram.app import create as create_telegram
+from adapters.telegram.render import to_telegram_html
+from bot import messages
+from bot.conversation import ConversationManager
+from bot.main import chat_policy
+from bot.services import Services, build_services
+from bot.settings import Settings
+from rag.ingest.documents import SourceFile
+from tests.e2e.cli import free_port
+from tests.fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
+
+ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
+BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}
+HANDBOOK = (
+    b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
+    b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
+)
+
+
+@dataclass
+class Bot:
+    services: Services
+    fake: FakeTelegramBotAPI
+    manager: ConversationManager
+    settings: Settings
+
+
+def _settings(data: Path, fake: FakeTelegramBotAPI, paths: dict[str, Any], **extra: Any) -> Settings:
+    return Settings(
+        _env_file=None,
+        RAGBOT_DATA_DIR=data,
+        WEAVIATE_BINARY=paths["weaviate_binary"],
+        EMBEDDING_MODEL_DIR=paths["model_dir"],
+        TIKTOKEN_CACHE_DIR=paths["tiktoken_dir"],
+        DEFAULT_KNOWLEDGE_BASES="handbook",
+        TELEGRAM_BOT_TOKEN=fake.token,
+        TELEGRAM_ADMINS=str(ADMIN["id"]),
+        TELEGRAM_API_BASE_URL=fake.base_url,
+        TELEGRAM_FILE_BASE_URL=fake.base_file_url,
+        TELEGRAM_DOWNLOAD_LIMIT_MB=1,
+        **extra,
+    )
+
+
+@pytest_asyncio.fixture(scope="module")
+async def telegram(
+    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
+) -> AsyncIterator[Bot]:
+    paths = {"weaviate_binary": weaviate_binary, "model_dir": model_dir, "tiktoken_dir": tiktoken_dir}
+    async with FakeTelegramBotAPI(limits_on=True) as fake:
+        settings = _settings(tmp_path_factory.mktemp("telegram"), fake, paths)
+        async with build_services(settings) as services:
+            kb = await services.knowledge.create("handbook", {})
+            await services.ingestor.ingest(kb, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
+            manager = ConversationManager(services, chat_policy(settings))
+            adapter = create_telegram(manager, settings)
+            assert isinstance(adapter, TelegramAdapter)
+            await services.jobs.start()
+            await adapter.start()
+            try:
+                yield Bot(services, fake, manager, settings)
+            finally:
+                await adapter.stop()
+                await services.jobs.stop()
+
+
+async def _stored_answer(services: Services, chat: str, thread: str = "") -> Any:
+    """The conversation's last answer once its turn is stored (it is stored right after the chat shows it)."""
+    conversation = await services.conversations.resolve("telegram", "", chat, thread)
+
+    async def stored() -> Any:
+        while True:
+            messages_ = await services.conversations.recent(conversation.id, 10)
+            if messages_ and messages_[-1].role == "assistant" and messages_[-1].status == "done":
+                return messages_[-1]
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(stored(), 10)
+
+
+def _plain(markdown: str) -> str:
+    return parse_html(to_telegram_html(markdown))[0]
+
+
+async def _answered(fake: FakeTelegramBotAPI, chat_id: int, count: int, thread_id: int | None = None) -> list[str]:
+    """Wait until the chat shows `count` bot messages whose text has stopped at a final (sources or refusal)."""
+
+    def done() -> bool:
+        shown = fake.bot_messages(chat_id, thread_id)
+        return len(shown) >= count and all(
+            message.reply_markup or "Sources" in message.text or "Only" in message.text for message in shown[:count]
+        )
+
+    await fake.wait_for(done, timeout=60)
+    return fake.visible(chat_id, thread_id)
+
+
+async def test_a_private_question_is_answered_with_its_sources_and_feedback_buttons(telegram: Bot) -> None:
+    fake = telegram.fake
+    fake.queue_update(fake.private_message("How do I install the VPN client?"))
+    (shown,) = await _answered(fake, DEFAULT_USER["id"], 1)
+    assert "Software Center" in shown
+    assert shown.endswith("Sources\n• [1] handbook.md")
+    answer = await _stored_answer(telegram.services, str(DEFAULT_USER["id"]))
+    assert answer.platform_message_id == str(fake.bot_messages(DEFAULT_USER["id"])[0].message_id)
+    # The answer as a person sees it is exactly the stored answer with its sources, rendered.
+    assert shown == _plain(f"{answer.text}\n\n**Sources**\n- [1] handbook.md")
+    keyboard = fake.bot_messages(DEFAULT_USER["id"])[0].reply_markup
+    assert keyboard is not None
+    fake.queue_update(
+        fake.callback_query(
+            f"fb:up:{answer.id}", message_id=int(answer.platform_message_id), chat_id=DEFAULT_USER["id"]
+        )
+    )
+    await fake.wait_for(lambda: bool(fake.callback_answers), timeout=10)
+    assert (await telegram.services.conversations.message(answer.id)).feedback == "up"
+
+
+async def test_in_a_group_a_mention_is_answered_and_plain_chatter_is_not(telegram: Bot) -> None:
+    fake = telegram.fake
+    group = -100777
+    fake.queue_update(fake.group_message("lunch is great today", chat_id=group, mention=False))
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=group))
+    (shown,) = await _answered(fake, group, 1)
+    assert "noon" in shown
+    assert len(fake.bot_messages(group)) == 1
+
+
+async def test_forum_topics_are_separate_conversations_and_a_follow_up_resolves_it(telegram: Bot) -> None:
+    fake = telegram.fake
+    forum = -100888
+    fake.queue_update(fake.topic_message("How do I install the VPN client?", chat_id=forum, thread_id=5))
+    await _answered(fake, forum, 1, thread_id=5)
+    fake.queue_update(fake.topic_message("When is lunch served?", chat_id=forum, thread_id=9))
+    await _answered(fake, forum, 1, thread_id=9)
+    first = fake.bot_messages(forum, 5)[0]
+    fake.queue_update(fake.reply_to_bot(first.message_id, "How does it connect?", chat_id=forum))
+    shown = await _answered(fake, forum, 2, thread_id=5)
+    assert "badge number" in shown[1]
+    services = telegram.services
+    topic5 = await services.conversations.resolve("telegram", "", str(forum), "5")
+    topic9 = await services.conversations.resolve("telegram", "", str(forum), "9")
+    assert topic5.id != topic9.id
+    follow_up = await _stored_answer(services, str(forum), "5")
+    assert "vpn" in follow_up.meta["rewritten"].lower()
+    assert next(m.text for m in await services.conversations.recent(topic9.id, 10)) == "When is lunch served?"
+
+
+async def test_an_admins_document_is_ingested_with_progress_then_answerable(telegram: Bot) -> None:
+    fake = telegram.fake
+    file_id = fake.add_file(b"# Parking\n\nVisitors park in the Marigold garage.", "parking.md", "text/markdown")
+    fake.queue_update(fake.document_message(file_id, user=ADMIN))
+    await fake.wait_for(lambda: any("Done:" in t for t in fake.visible(ADMIN["id"])), timeout=60)
+    (status,) = fake.bot_messages(ADMIN["id"])
+    assert status.history[0] == _plain(messages.ingest_queued(1, "handbook"))
+    assert "parking.md" in status.text
+    fake.queue_update(fake.private_message("Where do visitors park?", user=ADMIN))
+    await fake.wait_for(lambda: any(m.reply_markup for m in fake.bot_messages(ADMIN["id"])), timeout=60)
+    assert "Marigold" in fake.visible(ADMIN["id"])[1]
+
+
+async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(telegram: Bot) -> None:
+    fake = telegram.fake
+    small = fake.add_file(b"# Secret\n\nnothing", "secret.md", "text/markdown")
+    fake.queue_update(fake.document_message(small, caption="/ingest", user=BOB))
+    await fake.wait_for(lambda: len(fake.visible(BOB["id"])) == 1, timeout=30)
+    assert fake.visible(BOB["id"]) == [_plain(messages.admins_only("ingest"))]
+    huge = fake.add_file(b"x", "huge.pdf", "application/pdf", size=5_000_000)
+    fake.queue_update(fake.document_message(huge, user=ADMIN))
+    await fake.wait_for(lambda: any("huge.pdf" in t for t in fake.visible(ADMIN["id"])), timeout=30)
+    assert _plain(messages.telegram_file_too_big("huge.pdf", "1.0 MB")) in fake.visible(ADMIN["id"])
+
+
+async def test_the_same_update_delivered_twice_is_answered_once(telegram: Bot) -> None:
+    fake = telegram.fake
+    carol = {"id": 7003, "is_bot": False, "first_name": "Carol"}
+    update = fake.private_message("When is lunch served?", user=carol)
+    fake.queue_update(update)
+    fake.queue_update(update)
+    await _answered(fake, carol["id"], 1)
+    fake.queue_update(fake.private_message("How do I install the VPN client?", user=carol))
+    shown = await _answered(fake, carol["id"], 2)
+    assert "noon" in shown[0]
+    assert "Software Center" in shown[1]
+
+
+async def test_a_429_storm_delays_the_answer_but_never_loses_it(telegram: Bot) -> None:
+    fake = telegram.fake
+    group = -100999
+    fake.fail_next(429, retry_after=1, times=4, method="sendMessage")
+    fake.fail_next(429, retry_after=1, times=4, method="editMessageText")
+    fake.queue_update(fake.group_message("How do I install the VPN client?", chat_id=group))
+    (shown,) = await _answered(fake, group, 1)
+    assert "Software Center" in shown
+    assert shown.endswith("[1] handbook.md")
+    assert fake.rate_limited >= 4
+
+
+@pytest_asyncio.fixture
+async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTelegramBotAPI, str]]:
+    """A second bot in webhook mode, mounted on ragbot's aiohttp server, with its own fake Bot API."""
+    async with FakeTelegramBotAPI(limits_on=False) as fake:
+        port = free_port()
+        settings = telegram.settings.model_copy(
+            update={
+                "TELEGRAM_MODE": "webhook",
+                "TELEGRAM_WEBHOOK_URL": f"http://127.0.0.1:{port}{WEBHOOK_PATH}",
+                "TELEGRAM_WEBHOOK_SECRET": __import__("pydantic").SecretStr("s3cret_token"),
+                "TELEGRAM_API_BASE_URL": fake.base_url,
+                "TELEGRAM_FILE_BASE_URL": fake.base_file_url,
+            }
+        )
+        adapter = create_telegram(telegram.manager, settings)
+        assert adapter is not None
+        app = web.Application()
+        adapter.mount(app)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await adapter.start()
+        try:
+            yield fake, f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+        finally:
+            await adapter.stop()
+            await runner.cleanup()
+
+
+async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_answered_once(
+    webhook: tuple[FakeTelegramBotAPI, str],
+) -> None:
+    fake, url = webhook
+    update = fake.private_message("When is lunch served?", user={**BOB, "id": 7100})
+    assert await fake.post_webhook(url, update, secret="wrong") == 403
+    assert await fake.post_webhook(url, update) == 403
+    assert await fake.post_webhook(url, update, secret="s3cret_token") == 200
+    assert await fake.post_webhook(url, update, secret="s3cret_token") == 200
+    await _answered(fake, 7100, 1)
+    async with (
+        aiohttp.ClientSession() as client,
+        client.post(url, data=b"{not json", headers={"X-Telegram-Bot-Api-Secret-Token": "s3cret_token"}) as r,
+    ):
+        assert r.status == 400
+    assert len(fake.bot_messages(7100)) == 1
+
+
+async def test_menus_show_admin_commands_only_to_admins(telegram: Bot) -> None:
+    everyone = {command["command"] for command in telegram.fake.commands()}
+    admins = {command["command"] for command in telegram.fake.commands({"type": "chat", "chat_id": ADMIN["id"]})}
+    assert {"help", "new", "stop", "sources"} <= everyone
+    assert "ingest" not in everyone
+    assert {"ingest", "faq", "jobs"} <= admins
+
+
+async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_without_harm(telegram: Bot) -> None:
+    fake = telegram.fake
+    dave = {"id": 7004, "is_bot": False, "first_name": "Dave"}
+    question = fake.private_message("When is lunch served?", user=dave)
+    fake.queue_update(fake.edited_message(question, "When is breakfast served?"))  # an edit is no new question
+    fake.queue_update(fake.sticker_message(user=dave))
+    await fake.wait_for(lambda: len(fake.visible(dave["id"])) == 1, timeout=30)
+    assert fake.visible(dave["id"]) == [_plain(messages.TELEGRAM_TEXT_ONLY)]
+
+    kicked = -100555
+    fake.block_chat(kicked)
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=kicked))
+    fake.queue_update(fake.private_message("How do I install the VPN client?", user=dave))
+    await fake.wait_for(lambda: any(m.reply_markup for m in fake.bot_messages(dave["id"])), timeout=60)
+    assert "Software Center" in fake.visible(dave["id"])[1]  # others are still answered
+    stored = await _stored_answer(telegram.services, str(kicked))
+    assert stored.meta["outcome"] == "extractive"  # the turn was stored whole though nobody could see it
+    assert fake.visible(kicked) == []
