@@ -101,9 +101,15 @@ def describe_result(job: JobRecord) -> str:
             f"{result.get('created', 0)} FAQs added, {result.get('updated', 0)} updated, "
             f"{result.get('unchanged', 0)} unchanged"
         )
+    chunks = int(result.get("chunks", 0))
     if result.get("unchanged"):
-        return f"unchanged ({result.get('chunks', 0)} chunks already indexed)"
-    return f"{result.get('chunks', 0)} chunks in {result.get('segments', 0) or result.get('chunks', 0)} parts indexed"
+        return f"unchanged ({_count(chunks, 'chunk')} already indexed)"
+    parts = int(result.get("segments", 0) or chunks)
+    return f"{_count(chunks, 'chunk')} in {_count(parts, 'part')} indexed"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def job_summary(job: JobRecord) -> str:

@@ -144,9 +144,14 @@ def source_detail(number: int, title: str, uri: str, text: str) -> str:
     return f"[{number}] **{label}**\n> {snippet}" if snippet else f"[{number}] **{label}**"
 
 
+def _job_name(job: JobRecord) -> str:
+    # Uploads are stored under a random folder: the person knows them by their file name.
+    return job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
+
+
 def job_line(job: JobRecord, kb_name: str) -> str:
     """One /jobs line: source, knowledge base, status and progress or outcome."""
-    source = job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
+    source = _job_name(job)
     if job.status == "running":
         state = f"{job.stage} {min(job.done, job.total)}/{job.total}" if job.total else job.stage or "running"
     elif job.status == "queued":
@@ -214,7 +219,7 @@ def ingest_progress(jobs: list[JobRecord]) -> str:
 
 
 def _job_progress(job: JobRecord) -> str:
-    name = job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
+    name = _job_name(job)
     if job.status == "queued":
         return f"- {name}: waiting"
     if job.status == "running":
@@ -229,8 +234,7 @@ def ingest_outcome(results: list[tuple[JobRecord, str]]) -> str:
     head = f"Ingested {len(results) - failed} of {len(results)}." if failed else "Done: everything was ingested."
     lines = []
     for job, summary in results:
-        name = job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
-        lines.append(f"- {name}: {summary}")
+        lines.append(f"- {_job_name(job)}: {summary}")
     return head + "\n" + "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from telegram import BotCommand, BotCommandScopeChat, BotCommandScopeDefault, Ca
 from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from adapters.telegram.pacing import Pacer
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot import messages
@@ -63,6 +64,7 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._drafts = DraftSupport()
+        self._pacer = Pacer()
         self._conflict_reported = False
 
     def mount(self, app: web.Application) -> None:
@@ -196,6 +198,7 @@ class TelegramAdapter:
             private=message.chat.type == "private",
             observer=self._manager.metrics.observer(PLATFORM),
             drafts=self._drafts,
+            pacer=self._pacer,
             thread_id=message.message_thread_id if message.is_topic_message else None,
             reply_to=message.message_id,
         )

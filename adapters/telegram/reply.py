@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import itertools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -14,6 +13,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPrevie
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
+from adapters.telegram.pacing import Pacer
 from adapters.telegram.render import to_telegram_html
 from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
@@ -33,8 +33,6 @@ GROUP_LIMITS: Final = ReplyLimits(max_length=MAX_LENGTH, min_edit_interval=3.0, 
 FEEDBACK_PREFIX: Final = "fb"
 _NO_PREVIEW: Final = LinkPreviewOptions(is_disabled=True)
 _draft_ids = itertools.count(1)
-_BUTTON_ATTEMPTS: Final = 3
-_BUTTON_WAIT_CAP: Final = 10.0
 
 
 def retry_seconds(error: RetryAfter) -> float:
@@ -94,6 +92,7 @@ class TelegramTarget:
         private: bool,
         observer: PlatformObserver,
         drafts: DraftSupport,
+        pacer: Pacer,
         thread_id: int | None = None,
         reply_to: int | None = None,
     ) -> None:
@@ -104,6 +103,21 @@ class TelegramTarget:
         self._reply_to = reply_to
         self._observer = observer
         self._drafts = drafts
+        self._pacer = pacer
+        # Set while an answer's final text is delivered: its feedback buttons go with it, not in a call of their own.
+        self.keyboard: InlineKeyboardMarkup | None = None
+        self.keyboard_shown = False
+
+    async def _paced(self, request: Callable[[], Awaitable[T]]) -> T:
+        """One message call within the chat's and the bot's limits; a 429 holds back every later call here."""
+        await self._pacer.acquire(self.chat_id)
+        try:
+            result = await call(request())
+            self.keyboard_shown = self.keyboard_shown or self.keyboard is not None
+            return result
+        except PlatformRateLimited as exc:
+            self._pacer.rate_limited(self.chat_id, exc.retry_after, bot_wide=False)
+            raise
 
     @property
     def limits(self) -> ReplyLimits:
@@ -117,14 +131,15 @@ class TelegramTarget:
     async def send(self, text: str, *, markup: bool = True) -> MessageRef:
         """A new message, in the topic, replying to the question (if it still exists)."""
         reply = ReplyParameters(self._reply_to, allow_sending_without_reply=True) if self._reply_to else None
-        message = await call(
-            self.bot.send_message(
+        message = await self._paced(
+            lambda: self.bot.send_message(
                 self.chat_id,
                 text,
                 parse_mode=ParseMode.HTML if markup else None,
                 message_thread_id=self.thread_id,
                 reply_parameters=reply,
                 link_preview_options=_NO_PREVIEW,
+                reply_markup=self.keyboard,
             )
         )
         return MessageRef(str(message.message_id))
@@ -132,13 +147,14 @@ class TelegramTarget:
     async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
         """Replace a message's text; Telegram's "not modified" counts as done."""
         try:
-            await call(
-                self.bot.edit_message_text(
+            await self._paced(
+                lambda: self.bot.edit_message_text(
                     text,
                     self.chat_id,
                     int(ref.id),
                     parse_mode=ParseMode.HTML if markup else None,
                     link_preview_options=_NO_PREVIEW,
+                    reply_markup=self.keyboard,
                 )
             )
         except PlatformError as exc:
@@ -171,9 +187,8 @@ class TelegramTarget:
 
     async def add_feedback(self, ref: MessageRef, message_id: str) -> None:
         """Put the feedback buttons under a finished answer."""
-        await call(
-            self.bot.edit_message_reply_markup(self.chat_id, int(ref.id), reply_markup=feedback_keyboard(message_id))
-        )
+        keyboard = feedback_keyboard(message_id)
+        await self._paced(lambda: self.bot.edit_message_reply_markup(self.chat_id, int(ref.id), reply_markup=keyboard))
 
     def open_stream(self) -> ReplyStream:
         """Drafts in private chats (while Telegram takes them), else one message edited in place."""
@@ -228,24 +243,21 @@ class FeedbackStream:
         await self._inner.status(text)
 
     async def finish(self, answer: Answer) -> MessageRef | None:
-        """The whole answer, then its buttons (a failure to add them is only logged)."""
-        ref = await self._inner.finish(answer)
-        if ref is not None and answer.message_id:
-            await self._add_feedback(ref, answer.message_id)
-        return ref
-
-    async def _add_feedback(self, ref: MessageRef, message_id: str) -> None:
-        # Right after the final edit the chat's flood limit often says "wait a second": wait, a few times.
-        for _attempt in range(_BUTTON_ATTEMPTS):
+        """The whole answer with its feedback buttons on the same call (one call fewer against the limits)."""
+        if not answer.message_id:
+            return await self._inner.finish(answer)
+        self._target.keyboard = feedback_keyboard(answer.message_id)
+        try:
+            ref = await self._inner.finish(answer)
+        finally:
+            self._target.keyboard = None
+        if ref is not None and not self._target.keyboard_shown:
+            # The final text was already on screen, so no call carried the buttons: add them on their own.
             try:
-                await self._target.add_feedback(ref, message_id)
-                return
-            except PlatformRateLimited as exc:
-                await asyncio.sleep(min(exc.retry_after, _BUTTON_WAIT_CAP))
+                await self._target.add_feedback(ref, answer.message_id)
             except PlatformError as exc:
                 log.warning("telegram=feedback_buttons_failed reason=%s", exc)
-                return
-        log.warning("telegram=feedback_buttons_failed reason=rate_limited")
+        return ref
 
     async def fail(self, text: str) -> MessageRef | None:
         """See ReplyStream."""

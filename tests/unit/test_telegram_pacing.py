@@ -1,0 +1,58 @@
+"""The bot's own pacing of Telegram calls: per chat, per group, per bot, and the penalty after a 429."""
+
+from __future__ import annotations
+
+from adapters.telegram.pacing import Pacer
+
+
+class _Time:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def _times(pacer: Pacer, clock: _Time, chats: list[int]) -> list[float]:
+    stamps = []
+    for chat in chats:
+        await pacer.acquire(chat)
+        stamps.append(round(clock.now, 3))
+    return stamps
+
+
+async def test_a_chat_gets_one_call_a_second_and_other_chats_are_not_held_up() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    assert await _times(pacer, clock, [1, 2, 1, 1]) == [0.0, 0.0, 1.0, 2.0]
+
+
+async def test_a_group_gets_twenty_calls_a_minute() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    stamps = await _times(pacer, clock, [-100] * 21)
+    assert stamps[19] == 19.0
+    assert stamps[20] == 60.0
+
+
+async def test_the_bot_makes_at_most_thirty_calls_a_second() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    stamps = await _times(pacer, clock, list(range(1, 32)))
+    assert stamps[29] == 0.0
+    assert stamps[30] == 1.0
+
+
+async def test_after_a_429_the_chat_waits_out_retry_after_and_typing_holds_back() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    await pacer.acquire(5)
+    pacer.rate_limited(5, 7.0, bot_wide=False)
+    assert pacer.penalised(5)
+    assert not pacer.penalised(6)
+    await pacer.acquire(5)
+    assert clock.now == 7.0
+    assert not pacer.penalised(5)
