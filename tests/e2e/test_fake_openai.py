@@ -143,3 +143,17 @@ async def test_every_request_is_recorded(fake: FakeOpenAI, http: aiohttp.ClientS
     ]
     assert fake.requests[0].json == CHAT
     assert fake.requests[0].headers["authorization"] == "Bearer test-key"
+
+
+async def test_a_paced_stream_writes_one_word_per_tick_and_records_when(
+    fake: FakeOpenAI, http: aiohttp.ClientSession
+) -> None:
+    fake.tokens_per_second = 50.0
+    fake.reply_for = lambda body: f"echo {body['messages'][-1]['content']} done"
+    async with http.post(f"{fake.base_url}/chat/completions", json={**CHAT, "stream": True}, headers=AUTH) as response:
+        await response.text()
+    (streamed,) = fake.streamed
+    assert "".join(streamed.deltas) == f"echo {CHAT['messages'][-1]['content']} done"
+    assert len(streamed.sent) == len(streamed.deltas)
+    gaps = [later - earlier for earlier, later in zip(streamed.sent, streamed.sent[1:], strict=False)]
+    assert min(gaps) >= 0.015  # paced at 50 a second (20 ms), not written at once

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from tests.fakes.base import FakeAPI, RecordedRequest
 
-__all__ = ["FakeOpenAI", "RecordedRequest", "fake_embedding"]
+__all__ = ["FakeOpenAI", "RecordedRequest", "StreamedReply", "fake_embedding"]
 
 _MALFORMED_STREAM = web.RequestKey("malformed_stream", bool)
 
@@ -26,6 +26,19 @@ _MALFORMED_STREAM = web.RequestKey("malformed_stream", bool)
 @dataclass(frozen=True, slots=True)
 class _MalformedStream:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedReply:
+    """One streamed answer as the fake wrote it: its content deltas, when its request came, when each went out.
+
+    Times are time.monotonic(), which on Linux is one clock for every process, so they compare with a client's.
+    """
+
+    reply: str
+    deltas: tuple[str, ...]
+    received: float
+    sent: list[float]
 
 
 def fake_embedding(text: str, dimension: int = 8) -> list[float]:
@@ -51,6 +64,12 @@ class FakeOpenAI(FakeAPI):
         self.reply = "Hello from the fake model."
         # Seconds between the start of a streamed answer and its first content delta (a model's TTFT).
         self.first_token_delay = 0.0
+        # Content deltas (one per word) per second after the first, as a model writes; 0 sends them at once.
+        self.tokens_per_second = 0.0
+        # The reply to a request, from its JSON body; None answers every request with `reply`.
+        self.reply_for: Callable[[Any], str] | None = None
+        # Every streamed answer, with the time each of its content deltas was written.
+        self.streamed: list[StreamedReply] = []
         self._dimension = dimension
         self._rate_limit = rate_limit
         self._clock = clock
@@ -95,9 +114,11 @@ class FakeOpenAI(FakeAPI):
         return None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        received = time.monotonic()
         body = await request.json()
         self._ids += 1
         head = {"id": f"chatcmpl-fake{self._ids}", "created": int(time.time()), "model": body.get("model", "")}
+        reply = self.reply if self.reply_for is None else self.reply_for(body)
         if not body.get("stream") and not request[_MALFORMED_STREAM]:
             words = sum(len(str(message.get("content", "")).split()) for message in body.get("messages", []))
             return web.json_response(
@@ -107,12 +128,12 @@ class FakeOpenAI(FakeAPI):
                     "choices": [
                         {
                             "index": 0,
-                            "message": {"role": "assistant", "content": self.reply},
+                            "message": {"role": "assistant", "content": reply},
                             "logprobs": None,
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": _usage(words, len(self.reply.split())),
+                    "usage": _usage(words, len(reply.split())),
                 }
             )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -129,8 +150,15 @@ class FakeOpenAI(FakeAPI):
         if request[_MALFORMED_STREAM]:
             await response.write(b'data: {"choices": [\n\n')
         else:
-            for delta in _deltas(self.reply):
+            record = StreamedReply(reply, tuple(_deltas(reply)), received, [])
+            self.streamed.append(record)
+            started = time.monotonic()
+            for index, delta in enumerate(record.deltas):
+                if self.tokens_per_second and index:
+                    # Paced from the first delta, so a late wake-up does not push every later delta back.
+                    await asyncio.sleep(max(0.0, started + index / self.tokens_per_second - time.monotonic()))
                 await send({"content": delta})
+                record.sent.append(time.monotonic())
             await send({}, finish_reason="stop")
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
