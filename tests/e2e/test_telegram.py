@@ -286,3 +286,29 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     stored = await _stored_answer(telegram.services, str(kicked))
     assert stored.meta["outcome"] == "extractive"  # the turn was stored whole though nobody could see it
     assert fake.visible(kicked) == []
+
+
+async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(
+    telegram: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    second = create_telegram(telegram.manager, telegram.settings)
+    assert second is not None
+    with caplog.at_level("ERROR", logger="adapters.telegram.app"):
+        await second.start()
+        try:
+            # Telegram ends the older of two long polls with 409 Conflict; each poller retries and meets it again.
+            await telegram.fake.wait_for(
+                lambda: sum("telegram=conflict" in r.getMessage() for r in caplog.records) >= 1, timeout=30
+            )
+            before = len(telegram.fake.calls("getUpdates"))
+            await telegram.fake.wait_for(lambda: len(telegram.fake.calls("getUpdates")) >= before + 6, timeout=30)
+        finally:
+            await second.stop()
+    conflicts = [r for r in caplog.records if "telegram=conflict" in r.getMessage()]
+    assert len(conflicts) <= 2  # one line per poller that met it, not one per retry
+    fake = telegram.fake
+    fake.queue_update(
+        fake.private_message("When is lunch served?", user={"id": 7200, "is_bot": False, "first_name": "E"})
+    )
+    shown = await _answered(fake, 7200, 1)
+    assert "noon" in shown[0]  # the first poller still answers
