@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -35,11 +36,12 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -569,17 +571,29 @@ async def _bursts(label: str, scenario: Scenario, fake: FakeOpenAI, args: argpar
 
 
 def _merged(name: str, runs: list[Figures]) -> Figures:
-    merged = Figures(name, sum(run.conversations for run in runs), repeats=runs)
-    for run in runs:
-        for key in ("lags", "lags_retrieving", "lags_streaming", "arrivals", "first_visible", "to_model"):
-            getattr(merged, key).extend(getattr(run, key))
-        for key in ("model_ttft", "pace", "mismatches", "loop_lag"):
-            getattr(merged, key).extend(getattr(run, key))
-        for key in ("missing_tokens", "exact", "edits", "rate_limited", "undelivered", "cpu_seconds", "wall"):
-            setattr(merged, key, getattr(merged, key) + getattr(run, key))
-        for stage, times in run.stages.items():
-            merged.stages.setdefault(stage, []).extend(times)
-    memories = [run.memory for run in runs if run.memory is not None]
+    return merge_runs(Figures(name, sum(run.conversations for run in runs), repeats=runs), runs)
+
+
+F = TypeVar("F")
+
+
+def merge_runs(merged: F, runs: Sequence[F], keep: tuple[str, ...] = ("name", "conversations", "repeats")) -> F:
+    """The bursts' figures as one (into `merged`): lists joined, counters and counts added, memory peaks kept."""
+    for spec in dataclasses.fields(merged):  # type: ignore[arg-type]
+        if spec.name in (*keep, "memory"):
+            continue
+        for run in runs:
+            value, total = getattr(run, spec.name), getattr(merged, spec.name)
+            if isinstance(total, Counter):
+                total.update(value)
+            elif isinstance(total, list):
+                total.extend(value)
+            elif isinstance(total, dict):
+                for key, times in value.items():
+                    total.setdefault(key, []).extend(times)
+            else:
+                setattr(merged, spec.name, total + value)
+    memories = [memory for run in runs if (memory := run.memory) is not None]
     merged.memory = Memory(
         memories[0].before,
         max(memory.burst_peak for memory in memories),

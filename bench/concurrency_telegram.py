@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import bisect
 import contextlib
-import dataclasses
 import itertools
 import re
 import time
@@ -43,6 +42,7 @@ from bench.concurrency import (
     Memory,
     Seen,
     known_answer,
+    merge_runs,
     ms_at,
     process_cpu,
     question,
@@ -502,28 +502,7 @@ def _log_lines(log: Path, offset: int) -> Counter[str]:
 def _merged(name: str, runs: list[TelegramFigures]) -> TelegramFigures:
     """The bursts' figures as one: lists joined, counts added, the memory peaks kept."""
     merged = TelegramFigures(name, sum(run.conversations for run in runs), layout=runs[0].layout, repeats=list(runs))
-    for spec in dataclasses.fields(TelegramFigures):
-        if spec.name in ("name", "conversations", "layout", "repeats", "memory"):
-            continue
-        for run in runs:
-            value, total = getattr(run, spec.name), getattr(merged, spec.name)
-            if isinstance(total, Counter):
-                total.update(value)
-            elif isinstance(total, list):
-                total.extend(value)
-            elif isinstance(total, dict):
-                for key, times in value.items():
-                    total.setdefault(key, []).extend(times)
-            else:
-                setattr(merged, spec.name, total + value)
-    memories = [run.memory for run in runs if run.memory is not None]
-    merged.memory = Memory(
-        memories[0].before,
-        max(memory.burst_peak for memory in memories),
-        max(memory.lifetime_peak for memory in memories),
-        memories[0].process,
-    )
-    return merged
+    return merge_runs(merged, runs, keep=("name", "conversations", "layout", "repeats"))
 
 
 # --- the run --------------------------------------------------------------------------------------------------

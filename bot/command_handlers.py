@@ -40,8 +40,7 @@ def register_all(registry: CommandRegistry) -> None:
 
     @registry.register("new", admin=False, usage="/new", help="start a new conversation")
     async def new(context: CommandContext) -> None:
-        conversation = await context.manager.conversation(context.message.key)
-        await context.manager.services.conversations.reset(conversation.id)
+        await context.manager.reset(context.message.key)
         await context.reply(messages.NEW_CONVERSATION)
 
     @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")

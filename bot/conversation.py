@@ -16,12 +16,12 @@ from bot.limits import RateLimit, RateLimiter, TurnGate
 from bot.ports import ReplyTarget
 from bot.turn_log import turn_scope
 from bot.turns import OpenTurn, TurnRecorder, apology, shown_sources
-from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef
+from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef, web_url
 from rag.errors import RagError
 from rag.pipeline import TurnContext
 from rag.types import Candidate
 from storage.errors import DuplicateEvent, NotFound, StorageError
-from storage.records import AnswerMode, ConversationRecord, JobRecord
+from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord
 
 if TYPE_CHECKING:
     from bot.commands import CommandRegistry
@@ -131,7 +131,9 @@ class ConversationManager:
         if message.command is not None:
             await self.commands.dispatch(self, message, target)
             return None
-        if not await self._answers_here(message):
+        chat = message.key.chat_key
+        setting = await self.services.bindings.setting(chat.platform, chat.workspace, chat.chat)
+        if not self._answers_here(message, setting):
             log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
             return None
         if not self._rate.allow(self._user_key(message)):
@@ -151,16 +153,14 @@ class ConversationManager:
             await self._say(target, messages.queued(place))
 
         async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
-            return await self._turn(message, target, conversation, opened, readable, document_ids)
+            return await self._turn(message, target, conversation, opened, readable, document_ids, setting)
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
 
-    async def _answers_here(self, message: IncomingMessage) -> bool:
+    def _answers_here(self, message: IncomingMessage, setting: ChatSettingRecord) -> bool:
         if message.addressed or message.private:
             return True
-        key = message.key.chat_key
-        setting = await self.services.bindings.setting(key.platform, key.workspace, key.chat)
         return (setting.answer_mode or self.policy.group_answer_mode) == "all"
 
     async def _turn(
@@ -171,6 +171,7 @@ class ConversationManager:
         opened: OpenTurn,
         kb_ids: list[str],
         document_ids: Sequence[str],
+        setting: ChatSettingRecord,
     ) -> TurnResult:
         started = time.perf_counter()
         opened = await self._recorder.streaming(opened)
@@ -187,8 +188,6 @@ class ConversationManager:
 
         try:
             await stream.status(messages.SEARCHING)
-            chat = message.key.chat_key
-            setting = await self.services.bindings.setting(chat.platform, chat.workspace, chat.chat)
             turn = answerer.prepare(
                 message.text,
                 kb_ids,
@@ -302,6 +301,11 @@ class ConversationManager:
             return False
         return True
 
+    async def reset(self, key: ConversationKey) -> None:
+        """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""
+        conversation = await self.conversation(key)
+        await self.services.conversations.reset(conversation.id)
+
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key` (created when new)."""
         return await self.services.conversations.resolve(*_key_fields(key))
@@ -360,7 +364,7 @@ def _source_link(number: int, candidate: Candidate, uri: str) -> SourceLink:
         number=number,
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
-        url=uri if uri.startswith(("http://", "https://")) else "",
+        url=web_url(uri),
         snippet=snippet(candidate.text),
     )
 

@@ -20,7 +20,7 @@ from bot.chat_metrics import ChatMetrics
 from bot.conversation import ChatPolicy, ConversationManager
 from bot.errors import StartupError, UserFacingError
 from bot.limits import RateLimit
-from bot.server import create_app, create_internal_app
+from bot.server import create_app
 from bot.services import Services, build_services
 from bot.settings import Settings, describe_validation_error, is_loopback
 from bot.stats import compute_stats, render_stats
@@ -102,7 +102,7 @@ async def serve(settings: Settings) -> None:
         try:
             runners.append(await _start_site(app, settings.RAGBOT_HOST, settings.RAGBOT_PORT))
             if public:
-                internal = create_internal_app(services, chat_metrics)
+                internal = create_app(services, chat_metrics)
                 runners.append(await _start_site(internal, "127.0.0.1", settings.internal_port()))
                 log.info("serve=internal url=http://127.0.0.1:%s/metrics", settings.internal_port())
             for adapter in adapters:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bot.types import Answer, SourceLink
+from bot.types import Answer, SourceLink, web_url
 from storage.records import JobRecord
 
 SOURCES_HEADING: Final = "Sources"
@@ -36,7 +36,7 @@ def queued(place: int) -> str:
 def format_source(source: SourceLink) -> str:
     """One source line in Markdown: `[n] title` linked when the source is a URL."""
     title = source.title or source.document_id or "untitled"
-    label = f"[{title}]({source.url})" if source.url.startswith(("http://", "https://")) else title
+    label = f"[{title}]({source.url})" if web_url(source.url) else title
     return f"[{source.number}] {label}"
 
 
@@ -137,7 +137,7 @@ def kb_info(name: str, description: str, counts: dict[str, int]) -> str:
 
 def source_detail(number: int, title: str, uri: str, text: str) -> str:
     """One source of /sources: its number and title (a link for web pages) and a snippet."""
-    label = f"[{title}]({uri})" if uri.startswith(("http://", "https://")) else title
+    label = f"[{title}]({uri})" if web_url(uri) else title
     snippet = " ".join(text.split())
     if len(snippet) > 300:
         snippet = snippet[:299].rstrip() + "…"

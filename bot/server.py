@@ -102,8 +102,3 @@ def create_app(services: Services, chat: ChatMetrics | None = None, *, public: b
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/metrics", metrics)
     return app
-
-
-def create_internal_app(services: Services, chat: ChatMetrics) -> web.Application:
-    """The loopback-only application with the detailed /healthz and /metrics."""
-    return create_app(services, chat, public=False)

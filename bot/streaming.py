@@ -319,7 +319,8 @@ class EditingReplyStream:
         try:
             if index == len(self._messages):
                 ref = await self._target.send(payload, markup=markup)
-                if not self._messages:
+                # Only an answer that was streamed has a "first text": a notice or another stream's final does not.
+                if not self._messages and self._first_text_at is not None:
                     self._observer.first_visible(self._clock() - self._created)
                 self._messages.append(_Shown(ref, payload, markup, source))
             else:

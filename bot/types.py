@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Outcome = Literal[
@@ -84,6 +84,11 @@ class IncomingMessage:
     raw: Any = None
 
 
+def web_url(uri: str) -> str:
+    """`uri` when it is a web address a person can open (http or https), else "" (files, uploads)."""
+    return uri if uri.startswith(("http://", "https://")) else ""
+
+
 @dataclass(frozen=True, slots=True)
 class SourceLink:
     """One numbered source shown under an answer."""
@@ -105,4 +110,3 @@ class Answer:
     # The stored assistant message, for feedback buttons; empty where nothing was stored (command replies).
     message_id: str = ""
     notice: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)

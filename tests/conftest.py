@@ -8,13 +8,18 @@ same command works on a machine with a network. Anything missing fails the test;
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from rag.config import EmbedderConfig
 from rag.embedders import resolve_model_dir
 from rag.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -84,3 +89,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(
         "real servers: " + ", ".join(f"{count} passed against {service}" for service, count in counts.items())
     )
+
+
+EmbeddedSettings = Callable[..., "Settings"]
+"""Builds Settings for services started in the test process: `(data_dir, **more_settings) -> Settings`."""
+
+
+@pytest.fixture(scope="session")
+def embedded_settings(weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None) -> EmbeddedSettings:
+    """Settings on the embedded defaults (local Weaviate, the ONNX model, offline tiktoken), no .env read."""
+    from bot.settings import Settings
+
+    def build(data_dir: Path, **more: Any) -> Settings:
+        return Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            RAGBOT_DATA_DIR=data_dir,
+            WEAVIATE_BINARY=weaviate_binary,
+            EMBEDDING_MODEL_DIR=model_dir,
+            TIKTOKEN_CACHE_DIR=tiktoken_dir,
+            **more,
+        )
+
+    return build

@@ -26,9 +26,9 @@ from bot.commands import parse_command
 from bot.conversation import ConversationManager, snippet
 from bot.ports import Adapter
 from bot.settings import Settings
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef, web_url
 from rag.ingest.extractors.limits import format_size
-from storage.errors import NotFound
+from storage.records import MessageRecord
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
 class WebConfig:
     """The web chat's settings."""
 
-    knowledge_bases: tuple[str, ...]
     admin_token: str | None
     access_token: str | None
     upload_limit: int
@@ -261,19 +260,13 @@ class WebChat:
         body = await _json_body(request)
         if not isinstance(body, dict) or body.get("value") not in ("up", "down"):
             return _error(400, messages.WEB_BAD_FEEDBACK)
-        conversation = await self._manager.conversation(self._key(request))
-        try:
-            await self._manager.services.conversations.set_feedback(
-                str(body.get("message_id", "")), str(body["value"]), conversation_id=conversation.id
-            )
-        except NotFound:
+        if not await self._manager.feedback(self._key(request), str(body.get("message_id", "")), str(body["value"])):
             return _error(404, messages.WEB_NO_SUCH_ANSWER)
         return web.json_response({"ok": True})
 
     async def new_conversation(self, request: web.Request) -> web.Response:
         """Start over: history is no longer used or shown."""
-        conversation = await self._manager.conversation(self._key(request))
-        await self._manager.services.conversations.reset(conversation.id)
+        await self._manager.reset(self._key(request))
         return web.json_response({"ok": True})
 
     async def admin_login(self, request: web.Request) -> web.Response:
@@ -343,7 +336,7 @@ def _attachment(name: str, data: bytes, mime_type: str) -> Attachment:
     return Attachment(name=name, size=len(data), mime_type=mime_type, read=read)
 
 
-def _history_entry(message: Any, uris: dict[str, str], snippets: dict[str, str]) -> dict[str, Any]:
+def _history_entry(message: MessageRecord, uris: dict[str, str], snippets: dict[str, str]) -> dict[str, Any]:
     sources = []
     for number, source in enumerate(message.meta.get("sources", []), start=1):
         uri = uris.get(str(source.get("document_id") or ""), "")
@@ -352,7 +345,7 @@ def _history_entry(message: Any, uris: dict[str, str], snippets: dict[str, str])
                 "number": number,
                 "title": str(source.get("title") or source.get("id") or ""),
                 "document_id": str(source.get("document_id") or ""),
-                "url": uri if uri.startswith(("http://", "https://")) else "",
+                "url": web_url(uri),
                 "snippet": snippets.get(str(source.get("id") or ""), ""),
             }
         )
@@ -370,7 +363,6 @@ def _history_entry(message: Any, uris: dict[str, str], snippets: dict[str, str])
 def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
     """The `ragbot.adapters` entry point: the web chat is always on (it is what `make run` opens)."""
     config = WebConfig(
-        knowledge_bases=settings.web_knowledge_bases(),
         admin_token=settings.WEB_ADMIN_TOKEN.get_secret_value() if settings.WEB_ADMIN_TOKEN else None,
         access_token=settings.WEB_ACCESS_TOKEN.get_secret_value() if settings.WEB_ACCESS_TOKEN else None,
         upload_limit=settings.ingestion_limits().max_file_bytes,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +16,11 @@ import pytest_asyncio
 
 from bot.cli_answer import answer_turn, cli_manager, new_conversation_key
 from bot.services import Services, build_services
-from bot.settings import Settings
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_import import FaqEntry
 from rag.pipeline import TurnContext
 from storage.records import MessageRecord
+from tests.conftest import EmbeddedSettings
 from tests.fakes.openai_api import FakeOpenAI
 from tests.fakes.rerank_api import FakeRerankAPI
 
@@ -44,17 +43,11 @@ class World:
 
 
 @pytest_asyncio.fixture(scope="module")
-async def world(
-    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
-) -> AsyncIterator[World]:
+async def world(tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings) -> AsyncIterator[World]:
     data = tmp_path_factory.mktemp("answer-path")
     async with FakeOpenAI() as model, FakeRerankAPI() as rerank:
-        settings = Settings(
-            _env_file=None,
-            RAGBOT_DATA_DIR=data,
-            WEAVIATE_BINARY=weaviate_binary,
-            EMBEDDING_MODEL_DIR=model_dir,
-            TIKTOKEN_CACHE_DIR=tiktoken_dir,
+        settings = embedded_settings(
+            data,
             CHAT_MODEL="fake-model",
             CHAT_MODEL_BASE_URL=model.base_url,
             CHAT_MODEL_API_KEY="test-key",

@@ -23,6 +23,7 @@ from bot.main import chat_policy
 from bot.services import Services, build_services
 from bot.settings import Settings
 from rag.ingest.documents import SourceFile
+from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
 from tests.fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 
@@ -42,13 +43,9 @@ class Bot:
     settings: Settings
 
 
-def _settings(data: Path, fake: FakeTelegramBotAPI, paths: dict[str, Any], **extra: Any) -> Settings:
-    return Settings(
-        _env_file=None,
-        RAGBOT_DATA_DIR=data,
-        WEAVIATE_BINARY=paths["weaviate_binary"],
-        EMBEDDING_MODEL_DIR=paths["model_dir"],
-        TIKTOKEN_CACHE_DIR=paths["tiktoken_dir"],
+def _settings(data: Path, fake: FakeTelegramBotAPI, embedded_settings: EmbeddedSettings, **extra: Any) -> Settings:
+    return embedded_settings(
+        data,
         DEFAULT_KNOWLEDGE_BASES="handbook",
         TELEGRAM_BOT_TOKEN=fake.token,
         TELEGRAM_ADMINS=str(ADMIN["id"]),
@@ -60,12 +57,9 @@ def _settings(data: Path, fake: FakeTelegramBotAPI, paths: dict[str, Any], **ext
 
 
 @pytest_asyncio.fixture(scope="module")
-async def telegram(
-    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
-) -> AsyncIterator[Bot]:
-    paths = {"weaviate_binary": weaviate_binary, "model_dir": model_dir, "tiktoken_dir": tiktoken_dir}
+async def telegram(tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings) -> AsyncIterator[Bot]:
     async with FakeTelegramBotAPI(limits_on=True) as fake:
-        settings = _settings(tmp_path_factory.mktemp("telegram"), fake, paths)
+        settings = _settings(tmp_path_factory.mktemp("telegram"), fake, embedded_settings)
         async with build_services(settings) as services:
             kb = await services.knowledge.create("handbook", {})
             await services.ingestor.ingest(kb, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))

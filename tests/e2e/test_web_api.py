@@ -27,6 +27,7 @@ from bot.server import create_app
 from bot.services import Services, build_services
 from bot.settings import Settings
 from rag.ingest.documents import SourceFile
+from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -44,16 +45,12 @@ class Served:
 
 @pytest_asyncio.fixture(scope="module")
 async def served(
-    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
+    tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings
 ) -> AsyncIterator[Served]:
     data = tmp_path_factory.mktemp("web-api")
     async with FakeOpenAI() as model:
-        settings = Settings(
-            _env_file=None,
-            RAGBOT_DATA_DIR=data,
-            WEAVIATE_BINARY=weaviate_binary,
-            EMBEDDING_MODEL_DIR=model_dir,
-            TIKTOKEN_CACHE_DIR=tiktoken_dir,
+        settings = embedded_settings(
+            data,
             CHAT_MODEL="fake-model",
             CHAT_MODEL_BASE_URL=model.base_url,
             CHAT_MODEL_API_KEY="test-key",

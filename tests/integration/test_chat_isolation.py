@@ -13,10 +13,10 @@ import pytest_asyncio
 from bot import messages
 from bot.conversation import ChatPolicy, ConversationManager
 from bot.services import Services, build_services
-from bot.settings import Settings
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_import import FaqEntry
+from tests.conftest import EmbeddedSettings
 from tests.integration.conftest import _fresh_postgres_database
 from tests.support.chat import RecordingTarget
 
@@ -40,20 +40,11 @@ async def chats(
     request: pytest.FixtureRequest,
     database_url: str,
     tmp_path: Path,
-    weaviate_binary: Path,
-    model_dir: Path,
-    tiktoken_dir: Path | None,
+    embedded_settings: EmbeddedSettings,
 ) -> AsyncIterator[Chats]:
     if database_url == "postgresql-fresh":
         database_url = await _fresh_postgres_database(request.getfixturevalue("postgres_url"))
-    settings = Settings(
-        _env_file=None,
-        RAGBOT_DATA_DIR=tmp_path / "data",
-        DATABASE_URL=database_url,
-        WEAVIATE_BINARY=weaviate_binary,
-        EMBEDDING_MODEL_DIR=model_dir,
-        TIKTOKEN_CACHE_DIR=tiktoken_dir,
-    )
+    settings = embedded_settings(tmp_path / "data", DATABASE_URL=database_url)
     async with build_services(settings) as services:
         kb_a = await services.knowledge.create("alpha", {})
         kb_b = await services.knowledge.create("bravo", {})

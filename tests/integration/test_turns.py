@@ -12,17 +12,8 @@ from rag.pipeline import StageReport, TurnContext
 from rag.types import Candidate
 from storage.db import Database
 from storage.repos.conversations import ConversationRepo
+from tests.support.chat import VPN
 
-VPN = Candidate(
-    id="chunk-vpn",
-    kind="chunk",
-    kb_id="kb",
-    text="The VPN client is installed from the Software Center.",
-    score=0.031,
-    document_id="doc-vpn",
-    position=2,
-    metadata={"title": "vpn.md"},
-)
 LEAVE = Candidate(
     id="faq-leave",
     kind="faq",

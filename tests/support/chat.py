@@ -99,6 +99,7 @@ VPN = Candidate(
     text="The VPN client is installed from the Software Center.",
     score=0.031,
     document_id="doc-vpn",
+    position=2,
     metadata={"title": "vpn.md"},
 )
 
