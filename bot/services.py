@@ -33,6 +33,7 @@ from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.slack_installs import SlackInstallRepo
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoint_from_url
 
@@ -62,6 +63,7 @@ class Services:
     faq_importer: FaqImporter
     jobs: JobRunner
     bindings: BindingRepo
+    slack_installs: SlackInstallRepo
     # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
     answerer: Answerer = field(init=False)
 
@@ -190,6 +192,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             faq_importer=faq_importer,
             jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY),
             bindings=BindingRepo(db),
+            slack_installs=SlackInstallRepo(db),
         )
         services.answerer = Answerer.over(services)
         yield services

@@ -222,3 +222,37 @@ class EmbeddingCacheEntry(SQLModel, table=True):
     dimension: int
     vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class SlackInstallation(SQLModel, table=True):
+    """One Slack app's installation in one workspace, or in a whole org when installed org-wide."""
+
+    __tablename__ = "slack_installation"
+    # '' stands for an absent enterprise or team: NULLs never collide in a unique constraint, on either backend.
+    __table_args__ = (UniqueConstraint("client_id", "enterprise_id", "team_id"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    client_id: str = Field(max_length=64)
+    enterprise_id: str = Field(default="", max_length=64)
+    team_id: str = Field(default="", max_length=64)
+    # Rotating tokens (xoxe.xoxb-…) run longer than the 57 characters of a classic bot token.
+    bot_token: str = Field(default="", max_length=512)
+    bot_id: str = Field(default="", max_length=64)
+    bot_user_id: str = Field(default="", max_length=64)
+    bot_scopes: str = Field(default="", max_length=2000)
+    # Empty when only a bot is stored (saved on its own, or its installation was deleted).
+    installer_user_id: str = Field(default="", max_length=64)
+    is_enterprise_install: bool = False
+    # slack_sdk's whole Installation (user and refresh tokens, expiries, incoming webhook, custom values).
+    installation: dict[str, Any] = _json_column()
+    installed_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SlackOAuthState(SQLModel, table=True):
+    """A state value handed to Slack's OAuth redirect, good once until it expires."""
+
+    __tablename__ = "slack_oauth_state"
+
+    state: str = Field(primary_key=True, max_length=128)
+    expires_at: datetime

@@ -206,3 +206,31 @@ class ChatSettingRecord:
     chat: str
     answer_mode: AnswerMode | None = None
     fallback_text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackInstall:
+    """One Slack app's installation in a workspace or org: its key, the bot's credentials, and the rest as JSON.
+
+    `enterprise_id` and `team_id` are "" when absent; an org-wide install is keyed by its enterprise with team "".
+    `installer_user_id` is "" when only a bot is stored. `installation` holds slack_sdk's whole Installation.
+    """
+
+    client_id: str
+    enterprise_id: str = ""
+    team_id: str = ""
+    bot_token: str = field(default="", repr=False)
+    bot_id: str = ""
+    bot_user_id: str = ""
+    bot_scopes: tuple[str, ...] = ()
+    installer_user_id: str = ""
+    is_enterprise_install: bool = False
+    installation: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlackInstallRecord(SlackInstall):
+    """A stored installation: `installed_at` is its first save in this workspace, `updated_at` its latest."""
+
+    installed_at: datetime
+    updated_at: datetime

@@ -28,6 +28,8 @@ EXPECTED_TABLES = {
     "channel_binding",
     "chat_setting",
     "embedding_cache",
+    "slack_installation",
+    "slack_oauth_state",
     "alembic_version",
 }
 
