@@ -21,7 +21,7 @@ from rag.errors import RagError
 from rag.pipeline import TurnContext
 from rag.types import Candidate
 from storage.errors import DuplicateEvent, NotFound, StorageError
-from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord
+from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRole
 
 if TYPE_CHECKING:
     from bot.commands import CommandRegistry
@@ -52,6 +52,17 @@ class ChatPolicy:
     def is_admin(self, platform: str, user: UserRef) -> bool:
         """Whether this user administers ragbot on this platform (listed, or proven to the adapter)."""
         return user.verified_admin or user.id in self.admins.get(platform, frozenset())
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierMessage:
+    """A message from before the bot took part, imported as history; messages of one `round_id` pair up."""
+
+    message_id: str
+    role: MessageRole
+    text: str
+    round_id: str
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +316,36 @@ class ConversationManager:
         """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""
         conversation = await self.conversation(key)
         await self.services.conversations.reset(conversation.id)
+
+    async def known(self, key: ConversationKey) -> bool:
+        """Whether ragbot already holds a conversation here (a thread it answered in)."""
+        return await self.services.conversations.find(*_key_fields(key)) is not None
+
+    async def seed_history(self, key: ConversationKey, earlier: Sequence[EarlierMessage]) -> int:
+        """Store messages written before the bot joined (a thread it is mentioned in late) as the history.
+
+        Each is keyed like its platform event, so a late delivery of one of them is never answered. Returns how
+        many were stored.
+        """
+        conversation = await self.conversation(key)
+        stored = 0
+        for message in earlier:
+            event_key = (
+                f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}" if message.message_id else None
+            )
+            try:
+                await self.services.conversations.add_message(
+                    conversation.id,
+                    f"seed-{message.round_id}",
+                    message.role,
+                    message.text,
+                    author=message.author,
+                    event_key=event_key,
+                )
+            except DuplicateEvent:
+                continue
+            stored += 1
+        return stored
 
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key` (created when new)."""

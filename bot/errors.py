@@ -26,11 +26,15 @@ class PlatformError(Exception):
 
 
 class PlatformRateLimited(PlatformError):
-    """The platform said "too many requests"; try again after `retry_after` seconds."""
+    """The platform said "too many requests"; try again after `retry_after` seconds.
 
-    def __init__(self, retry_after: float, detail: str = "") -> None:
+    `local` marks a call held back by the adapter's own budget before the platform was asked (not a 429).
+    """
+
+    def __init__(self, retry_after: float, detail: str = "", *, local: bool = False) -> None:
         super().__init__(f"rate limited for {retry_after:g} s {detail}".strip())
         self.retry_after = retry_after
+        self.local = local
 
 
 class MarkupRejected(PlatformError):

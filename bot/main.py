@@ -57,7 +57,7 @@ def chat_policy(settings: Settings) -> ChatPolicy:
     return ChatPolicy(
         default_kbs=settings.default_knowledge_bases(),
         allowed_kbs={"web": settings.web_knowledge_bases()},
-        admins={"telegram": settings.telegram_admins()},
+        admins={"telegram": settings.telegram_admins(), "slack": settings.slack_admins()},
         group_answer_mode=settings.CHAT_ANSWER_MODE,
         rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
         max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,

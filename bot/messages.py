@@ -280,3 +280,30 @@ def telegram_file_too_big(name: str, limit: str) -> str:
         f"{name} is larger than the {limit} Telegram lets bots download. Send a smaller file, or have your admin "
         "run a self-hosted Bot API server (TELEGRAM_API_BASE_URL, TELEGRAM_FILE_BASE_URL), which lifts the limit."
     )
+
+
+# Slack
+SLACK_STATUS: Final = "is searching the knowledge base…"
+SLACK_EMPTY_MENTION: Final = "Ask me a question after the mention, like “@ragbot how do I …?”, or try `/kb help`."
+SLACK_NOT_IN_CHANNEL: Final = "I'm not in this channel: invite me with `/invite @ragbot`, then ask again."
+SLACK_ARCHIVED: Final = "This channel is archived, so I can't answer here."
+# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history.
+SLACK_THREAD_UNANSWERED: Final = "(Earlier messages in this thread, from before I was asked.)"
+
+
+def slack_asked(user_id: str, question: str) -> str:
+    """The message a question asked with the slash command is answered under (the command itself is invisible)."""
+    return f"<@{user_id}> asked: {question}"
+
+
+def slack_file_login_page(name: str) -> str:
+    """A Slack file download that returned Slack's sign-in page instead of the file."""
+    return (
+        f"I couldn't download {name}: Slack sent its sign-in page instead of the file. The app needs the "
+        "files:read scope (reinstall it from the manifest), then send the file again."
+    )
+
+
+def slack_file_missing(name: str) -> str:
+    """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
+    return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."

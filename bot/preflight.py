@@ -86,5 +86,30 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
                 "not set while TELEGRAM_MODE=webhook",
                 "set a secret so forged deliveries are refused",
             )
+    _check_slack(settings)
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+
+
+def _check_slack(settings: Settings) -> None:
+    """The Slack settings that only make sense together."""
+    oauth = settings.SLACK_CLIENT_ID is not None or settings.SLACK_CLIENT_SECRET is not None
+    if oauth and (settings.SLACK_CLIENT_ID is None or settings.SLACK_CLIENT_SECRET is None):
+        missing = "SLACK_CLIENT_SECRET" if settings.SLACK_CLIENT_SECRET is None else "SLACK_CLIENT_ID"
+        raise StartupError(missing, "not set while the other OAuth setting is", "set both, or neither")
+    if not (oauth or settings.SLACK_BOT_TOKEN is not None):
+        if settings.SLACK_APP_TOKEN is not None:
+            raise StartupError(
+                "SLACK_BOT_TOKEN", "not set while SLACK_APP_TOKEN is", "set the bot token (xoxb-…) as well"
+            )
+        return
+    if settings.SLACK_APP_TOKEN is None and settings.SLACK_SIGNING_SECRET is None:
+        raise StartupError(
+            "SLACK_SIGNING_SECRET",
+            "not set, so requests posted to /slack/events cannot be verified",
+            "copy it from the app's Basic Information page, or set SLACK_APP_TOKEN to use Socket Mode",
+        )
+    if oauth and settings.SLACK_SIGNING_SECRET is None:
+        raise StartupError(
+            "SLACK_SIGNING_SECRET", "not set while SLACK_CLIENT_ID is", "the install pages need it: set it"
+        )

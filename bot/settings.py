@@ -114,12 +114,40 @@ class Settings(BaseSettings):
     TELEGRAM_FILE_BASE_URL: str | None = None
     TELEGRAM_DOWNLOAD_LIMIT_MB: float = Field(default=20.0, gt=0, le=100_000)
 
+    SLACK_BOT_TOKEN: SecretStr | None = None
+    SLACK_SIGNING_SECRET: SecretStr | None = None
+    SLACK_APP_TOKEN: SecretStr | None = None
+    SLACK_ADMINS: str = ""
+    SLACK_COMMAND: str = "/kb"
+    SLACK_STREAMING: Literal["native", "edit"] = "native"
+    SLACK_API_BASE_URL: str | None = None
+    SLACK_CLIENT_ID: str | None = None
+    SLACK_CLIENT_SECRET: SecretStr | None = None
+    SLACK_REDIRECT_URL: str | None = None
+
     @field_validator("TELEGRAM_ADMINS")
     @classmethod
     def _telegram_admins_are_ids(cls, value: str) -> str:
         bad = [name for name in _names(value) if not name.lstrip("-").isdigit()]
         if bad:
             raise ValueError(f"must be numeric Telegram user ids (ask @userinfobot), not {', '.join(bad)}")
+        return value
+
+    @field_validator("SLACK_ADMINS")
+    @classmethod
+    def _slack_admins_are_ids(cls, value: str) -> str:
+        bad = [name for name in _names(value) if not re.fullmatch(r"[UW][A-Z0-9]{2,}", name)]
+        if bad:
+            raise ValueError(
+                f"must be Slack member ids like U012ABCDEF (profile → ⋮ → Copy member ID), not {', '.join(bad)}"
+            )
+        return value
+
+    @field_validator("SLACK_COMMAND")
+    @classmethod
+    def _slack_command_shape(cls, value: str) -> str:
+        if not re.fullmatch(r"/[a-z0-9_\-]{1,31}", value):
+            raise ValueError("must be a slash command like /kb (lower case letters, digits, - and _)")
         return value
 
     @field_validator("TELEGRAM_WEBHOOK_SECRET")
@@ -296,6 +324,10 @@ class Settings(BaseSettings):
     def telegram_admins(self) -> frozenset[str]:
         """TELEGRAM_ADMINS as user ids (numbers: usernames can change hands)."""
         return frozenset(_names(self.TELEGRAM_ADMINS))
+
+    def slack_admins(self) -> frozenset[str]:
+        """SLACK_ADMINS as member ids."""
+        return frozenset(_names(self.SLACK_ADMINS))
 
     def internal_port(self) -> int:
         """Where /metrics and health details listen when RAGBOT_HOST faces a network: loopback, this port."""

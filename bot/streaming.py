@@ -336,8 +336,9 @@ class EditingReplyStream:
             self._last_call_at = self._clock()
 
     def _penalise(self, exc: PlatformRateLimited) -> None:
-        logger.info("stream rate_limited retry_after=%g", exc.retry_after)
-        self._observer.rate_limited()
+        if not exc.local:
+            logger.info("stream rate_limited retry_after=%g", exc.retry_after)
+            self._observer.rate_limited()
         self._blocked_until = max(self._blocked_until, self._clock() + max(exc.retry_after, _MIN_PENALTY))
 
     def _give_up(self) -> None:

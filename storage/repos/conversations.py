@@ -104,7 +104,7 @@ class ConversationRepo:
 
     async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
         """The conversation with this key, created when there is none (safe when two turns race to create it)."""
-        found = await self._find(platform, workspace, chat, thread)
+        found = await self.find(platform, workspace, chat, thread)
         if found is not None:
             return found
         now = self._clock()
@@ -116,13 +116,14 @@ class ConversationRepo:
                 session.add(row)
         except IntegrityError:
             # The unique key says another turn created it between our read and our write: use theirs.
-            found = await self._find(platform, workspace, chat, thread)
+            found = await self.find(platform, workspace, chat, thread)
             if found is None:
                 raise
             return found
         return _conversation(row)
 
-    async def _find(self, platform: str, workspace: str, chat: str, thread: str) -> ConversationRecord | None:
+    async def find(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord | None:
+        """The conversation with this key, or None when there is none yet."""
         async with self._db.session() as session:
             row = (
                 await session.exec(

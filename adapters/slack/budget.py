@@ -1,0 +1,121 @@
+"""Slack's per-workspace, per-method rate limits kept on our side: answers in flight share one budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """Calls allowed per minute, and how many may go at once after a quiet spell."""
+
+    per_minute: float
+    burst: float
+    # Tokens a progress call leaves for final deliveries: a finished answer never waits behind progress edits.
+    reserve: float = 2.0
+
+
+# Slack's tiers are "per method per workspace per app" (docs.slack.dev rate limits): chat.update is Tier 3
+# (50+ a minute), chat.appendStream Tier 4 (100+). Our rates stay under them with the burst counted in, so a
+# sliding 60 s window never sees more than the tier allows. conversations.replies is 1 a minute for
+# commercially distributed apps that are not in the Marketplace (changelog 2025-05-29).
+RATES: Final[dict[str, Rate]] = {
+    "chat.update": Rate(per_minute=45, burst=5),
+    "chat.appendStream": Rate(per_minute=90, burst=10),
+    "conversations.replies": Rate(per_minute=1, burst=1, reserve=0),
+    # chat.postMessage: about one message a second per channel, short bursts allowed (special tier).
+    "chat.postMessage": Rate(per_minute=50, burst=3),
+}
+# Methods whose limit is per channel rather than per workspace.
+PER_CHANNEL: Final = frozenset({"chat.postMessage"})
+
+
+class Budget:
+    """A token bucket for one method in one workspace; final deliveries wait in line, progress only takes spares."""
+
+    def __init__(
+        self,
+        rate: Rate,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._per_second = rate.per_minute / 60.0
+        self._burst = rate.burst
+        self._reserve = min(rate.reserve, rate.burst - 1)
+        self._tokens = rate.burst
+        self._clock = clock
+        self._sleep = sleep
+        self._at = clock()
+        self._blocked_until = float("-inf")
+        self._finals_waiting = 0
+        self._line = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = self._clock()
+        if now > self._at:
+            self._tokens = min(self._burst, self._tokens + (now - self._at) * self._per_second)
+            self._at = now
+
+    def try_take(self) -> float:
+        """Take a spare token for a progress call: 0.0 when taken, else the seconds until one may be spare."""
+        self._refill()
+        blocked = self._blocked_until - self._clock()
+        if blocked > 0:
+            return blocked
+        need = 1.0 + self._reserve
+        if self._finals_waiting or self._tokens < need:
+            return max((need - self._tokens) / self._per_second, 1.0 / self._per_second)
+        self._tokens -= 1.0
+        return 0.0
+
+    async def take(self) -> None:
+        """Wait for a token for a final delivery (in arrival order among finals); reserved tokens count here."""
+        self._finals_waiting += 1
+        try:
+            async with self._line:
+                while True:
+                    self._refill()
+                    wait = max(self._blocked_until - self._clock(), 0.0)
+                    if not wait and self._tokens >= 1.0:
+                        self._tokens -= 1.0
+                        return
+                    await self._sleep(wait or (1.0 - self._tokens) / self._per_second)
+        finally:
+            self._finals_waiting -= 1
+
+    def penalise(self, retry_after: float) -> None:
+        """Slack answered 429: nothing goes out before Retry-After, and the bucket starts empty after it."""
+        self._blocked_until = max(self._blocked_until, self._clock() + retry_after)
+        self._tokens = 0.0
+        self._at = self._blocked_until
+
+
+class Pacer:
+    """The budgets of every workspace's rate-limited methods (a method without a rate only honours 429s)."""
+
+    def __init__(
+        self,
+        rates: dict[str, Rate] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._rates = RATES if rates is None else rates
+        self._clock = clock
+        self._sleep = sleep
+        self._budgets: dict[tuple[str, str, str], Budget] = {}
+
+    def budget(self, workspace: str, method: str, channel: str = "") -> Budget:
+        """The budget of `method` in `workspace` (in `channel` for a per-channel method)."""
+        key = (workspace, channel if method in PER_CHANNEL else "", method)
+        budget = self._budgets.get(key)
+        if budget is None:
+            # An unlisted method has no known rate: a generous bucket that only a 429 empties.
+            rate = self._rates.get(method, Rate(per_minute=6000, burst=100, reserve=0))
+            budget = self._budgets[key] = Budget(rate, clock=self._clock, sleep=self._sleep)
+        return budget

@@ -1,0 +1,295 @@
+"""Replying in Slack: a channel thread or DM as a ReplyTarget, edit-mode streaming, slash-command responses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from adapters.slack.budget import Pacer
+from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
+from bot import messages
+from bot.chat_metrics import PlatformObserver
+from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.ports import ReplyLimits, ReplyStream
+from bot.streaming import EditingReplyStream
+from bot.types import Answer, MessageRef
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# chat.update is about 50 a minute for the whole workspace, so one answer edits at most every 2 s.
+EDIT_LIMITS: Final = ReplyLimits(max_length=MAX_MARKDOWN, min_edit_interval=2.0, first_flush=0.5)
+# A response_url takes 5 posts in 30 minutes: progress edits are rare, the outcome always goes.
+RESPONSE_LIMITS: Final = ReplyLimits(max_length=MAX_MARKDOWN, min_edit_interval=60.0, first_flush=0.5)
+_GONE: Final = frozenset({"message_not_found", "cant_update_message", "thread_not_found"})
+_UNREACHABLE: Final = frozenset(
+    {
+        "not_in_channel",
+        "channel_not_found",
+        "is_archived",
+        "invalid_auth",
+        "not_authed",
+        "token_revoked",
+        "token_expired",
+        "account_inactive",
+        "team_access_not_granted",
+        "missing_scope",
+        "restricted_action",
+        "ekm_access_denied",
+        "team_not_found",
+    }
+)
+_BAD_MARKUP: Final = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long"})
+
+
+class StreamExpired(PlatformError):
+    """Slack ended a native stream (about 5 minutes, or a long pause): finish the message with chat.update."""
+
+
+def error_code(exc: SlackApiError) -> str:
+    """Slack's error string for a failed call ("" when the body had none)."""
+    data: Any = exc.response.data if exc.response is not None else None
+    return str(data.get("error", "")) if isinstance(data, dict) else ""
+
+
+def _retry_after(exc: SlackApiError) -> float:
+    headers = exc.response.headers if exc.response is not None else {}
+    value = headers.get("Retry-After") or headers.get("retry-after") or "1"
+    try:
+        return max(float(value), 1.0)
+    except ValueError:
+        return 1.0
+
+
+async def call(request: Awaitable[T]) -> T:
+    """Await a Web API call with its errors as bot.errors platform errors."""
+    try:
+        return await request
+    except SlackApiError as exc:
+        code = error_code(exc)
+        status = exc.response.status_code if exc.response is not None else 0
+        if status == 429 or code == "ratelimited":
+            raise PlatformRateLimited(_retry_after(exc), "slack") from exc
+        if code == "message_not_in_streaming_state":
+            raise StreamExpired(code) from exc
+        if code in _GONE:
+            raise MessageGone(code) from exc
+        if code in _UNREACHABLE:
+            raise DeliveryFailed(code) from exc
+        if code in _BAD_MARKUP:
+            raise MarkupRejected(code) from exc
+        raise PlatformError(code or str(exc)) from exc
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+        raise PlatformError(f"slack unreachable: {exc!r}") from exc
+
+
+def unreachable_notice(code: str) -> str | None:
+    """What to tell a person (somewhere else) when the bot cannot write to their channel."""
+    if code in ("not_in_channel", "channel_not_found"):
+        return messages.SLACK_NOT_IN_CHANNEL
+    if code == "is_archived":
+        return messages.SLACK_ARCHIVED
+    return None
+
+
+class SlackTarget:
+    """One channel thread or DM as a ReplyTarget, bound to the workspace's client and budgets."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str,
+        *,
+        workspace: str,
+        pacer: Pacer,
+        observer: PlatformObserver,
+        recipient_user: str,
+        recipient_team: str,
+        native: bool,
+    ) -> None:
+        self.client = client
+        self.channel = channel
+        self.thread_ts = thread_ts
+        self.workspace = workspace
+        self.pacer = pacer
+        self.observer = observer
+        self.recipient_user = recipient_user
+        self.recipient_team = recipient_team
+        self.native = native
+        # Set while an answer's final text is delivered: it waits its turn in the budget and carries these blocks.
+        self.final_blocks: list[Block] | None = None
+        self.blocks_shown = False
+        self._status_set = False
+
+    async def api(self, method: str, request: Callable[[], Awaitable[T]], *, final: bool) -> T:
+        """One Web API call within the workspace's budget for `method`; a 429 holds back every answer's calls."""
+        budget = self.pacer.budget(self.workspace, method, self.channel)
+        if final:
+            await budget.take()
+        elif wait := budget.try_take():
+            raise PlatformRateLimited(wait, f"slack {method} budget", local=True)
+        try:
+            return await call(request())
+        except PlatformRateLimited as exc:
+            budget.penalise(exc.retry_after)
+            raise
+
+    @property
+    def limits(self) -> ReplyLimits:
+        """12,000 characters of Markdown per message; one edit per 2 s per answer."""
+        return EDIT_LIMITS
+
+    def render(self, markdown: str) -> str:
+        """Slack takes standard Markdown (markdown_text, markdown blocks) as it is."""
+        return markdown
+
+    def _content(self, text: str, markup: bool) -> dict[str, Any]:
+        if self.final_blocks is not None:
+            self.blocks_shown = True
+            return {"blocks": [markdown_block(text), *self.final_blocks], "text": fallback_text(text)}
+        return {"markdown_text": text} if markup else {"text": text}
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        """A new message in the thread."""
+        content = self._content(text, markup)
+        response: AsyncSlackResponse = await self.api(
+            "chat.postMessage",
+            lambda: self.client.chat_postMessage(channel=self.channel, thread_ts=self.thread_ts or None, **content),
+            final=self.final_blocks is not None,
+        )
+        return MessageRef(str(response["ts"]))
+
+    async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
+        """Replace a message's text (chat.update, from the workspace's shared budget)."""
+        content = self._content(text, markup)
+        await self.api(
+            "chat.update",
+            lambda: self.client.chat_update(channel=self.channel, ts=ref.id, **content),
+            final=self.final_blocks is not None,
+        )
+
+    async def typing(self) -> None:
+        """The thread's status line ("is searching the knowledge base…"), set once; Slack clears it on reply."""
+        if self._status_set or not self.thread_ts:
+            return
+        self._status_set = True
+        try:
+            await call(
+                self.client.assistant_threads_setStatus(
+                    channel_id=self.channel, thread_ts=self.thread_ts, status=messages.SLACK_STATUS
+                )
+            )
+        except PlatformError as exc:
+            # Decoration only: an old workspace plan or a missing scope must not cost the answer.
+            log.info("slack=status_not_set reason=%s", exc)
+
+    def open_stream(self) -> ReplyStream:
+        """Native streaming (chat.startStream…) or one message edited in place, as configured."""
+        if self.native:
+            from adapters.slack.native import NativeReplyStream
+
+            return NativeReplyStream(self)
+        return EditStream(EditingReplyStream(self, observer=self.observer, compose=body), self)
+
+
+class EditStream:
+    """Edit-mode streaming whose final message carries the sources and feedback buttons as blocks."""
+
+    def __init__(self, inner: EditingReplyStream, target: SlackTarget) -> None:
+        self._inner = inner
+        self._target = target
+
+    async def push(self, delta: str) -> None:
+        """See ReplyStream."""
+        await self._inner.push(delta)
+
+    async def status(self, text: str) -> None:
+        """See ReplyStream."""
+        await self._inner.status(text)
+
+    async def finish(self, answer: Answer) -> MessageRef | None:
+        """The answer's text with its trailing blocks, sent ahead of every answer's progress edits."""
+        blocks = trailing_blocks(answer)
+        self._target.final_blocks = blocks
+        try:
+            ref = await self._inner.finish(answer)
+        finally:
+            self._target.final_blocks = None
+        if ref is not None and blocks and not self._target.blocks_shown:
+            # The final text was already on screen, so no call carried the blocks: add them now.
+            self._target.final_blocks = blocks
+            try:
+                await self._target.edit(ref, body(answer))
+            except PlatformError as exc:
+                log.warning("slack=trailing_blocks_failed reason=%s", exc)
+            finally:
+                self._target.final_blocks = None
+        return ref
+
+    async def fail(self, text: str) -> MessageRef | None:
+        """See ReplyStream."""
+        self._target.final_blocks = []
+        try:
+            return await self._inner.fail(text)
+        finally:
+            self._target.final_blocks = None
+
+
+Respond = Callable[..., Awaitable[Any]]
+"""Bolt's `respond`: posts to the slash command's response_url."""
+
+
+class ResponseTarget:
+    """A slash command's reply: messages posted to its response_url, visible only to the person who ran it."""
+
+    def __init__(self, respond: Respond) -> None:
+        self._respond = respond
+
+    @property
+    def limits(self) -> ReplyLimits:
+        """Five posts per response_url: progress is rare."""
+        return RESPONSE_LIMITS
+
+    def render(self, markdown: str) -> str:
+        """Standard Markdown, shown in a markdown block."""
+        return markdown
+
+    async def _post(self, text: str, *, replace: bool) -> None:
+        try:
+            response = await self._respond(
+                text=fallback_text(text),
+                blocks=[markdown_block(text)],
+                response_type="ephemeral",
+                replace_original=replace,
+            )
+        except (aiohttp.ClientError, TimeoutError, SlackClientError) as exc:
+            raise PlatformError(f"response_url unreachable: {exc!r}") from exc
+        status = getattr(response, "status_code", 200)
+        if status == 429:
+            raise PlatformRateLimited(1.0, "slack response_url")
+        if status >= 400:
+            raise DeliveryFailed(f"response_url answered {status}")
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        """An ephemeral message to the person."""
+        await self._post(text, replace=False)
+        return MessageRef("response")
+
+    async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
+        """Replace the last ephemeral message."""
+        await self._post(text, replace=True)
+
+    async def typing(self) -> None:
+        """No typing signal for slash commands."""
+
+    def open_stream(self) -> ReplyStream:
+        """One ephemeral message edited rarely, then the outcome."""
+        return EditingReplyStream(self)

@@ -1,0 +1,329 @@
+"""ragbot in Slack end to end: signed Events API and slash-command requests posted to ragbot's own aiohttp route,
+slack-bolt and slack_sdk answering against the fake Web API, over real services (Weaviate, the embedder, SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from adapters.slack.app import EVENTS_PATH, SlackAdapter
+from adapters.slack.app import create as create_slack
+from adapters.slack.render import FEEDBACK_ACTION
+from bot import messages
+from bot.conversation import ConversationManager
+from bot.main import chat_policy
+from bot.services import Services, build_services
+from rag.ingest.documents import SourceFile
+from tests.conftest import EmbeddedSettings
+from tests.e2e.cli import free_port
+from tests.fakes import slack_events as events
+from tests.fakes.slack_api import FakeSlackAPI, Shown
+
+SECRET = "test-signing-secret"
+TEAM = "T0ACME"
+TOKEN = "xoxb-acme"
+ADMIN = "U0ADMIN"
+BOB = "U0BOB"
+CHANNEL = "C0GENERAL"
+HANDBOOK = (
+    b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
+    b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
+)
+SOURCES_LINE = "*Sources:* [1] handbook.md"
+
+
+@dataclass
+class Slack:
+    services: Services
+    fake: FakeSlackAPI
+    adapter: SlackAdapter
+    url: str
+
+    async def post(
+        self,
+        payload: dict[str, Any],
+        *,
+        retry: int | None = None,
+        secret: str = SECRET,
+        timestamp: int | None = None,
+        form: bool = False,
+    ) -> tuple[int, str]:
+        """POST a signed delivery to ragbot's /slack/events as Slack would."""
+        if form:
+            body = events.form_body(payload)
+        elif payload.get("type") == "block_actions":
+            body, form = events.interactive_body(payload), True
+        else:
+            body = events.json_body(payload)
+        content_type = "application/x-www-form-urlencoded" if form else "application/json"
+        headers = events.signed_headers(body, secret, timestamp, content_type=content_type, retry_num=retry)
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + EVENTS_PATH, data=body, headers=headers) as response,
+        ):
+            return response.status, await response.text()
+
+    async def mention(self, text: str, *, user: str = BOB, channel: str = CHANNEL, **fields: Any) -> str:
+        """Mention the bot in a channel; returns the mention's ts (the answer's thread)."""
+        ts = self.fake.user_message(TEAM, channel, user, f"<@{events.BOT_USER_ID}> {text}", **fields)
+        event = events.app_mention(channel=channel, user=user, text=text, team=TEAM, ts=ts, **fields)
+        status, _ = await self.post(events.envelope(event, team_id=TEAM))
+        assert status == 200
+        return str(event["ts"])
+
+    async def say(self, text: str, *, user: str = BOB, channel: str = CHANNEL, **fields: Any) -> dict[str, Any]:
+        """A person's message event (DM, thread reply, chatter); returns the event."""
+        ts = self.fake.user_message(TEAM, channel, user, text, **fields)
+        event = events.message(channel=channel, user=user, text=text, team=TEAM, ts=ts, **fields)
+        status, _ = await self.post(events.envelope(event, team_id=TEAM))
+        assert status == 200
+        return event
+
+    def bot_replies(self, channel: str, thread_ts: str) -> list[Shown]:
+        """The bot's messages in a thread (its root excluded: that may be the bot's own post of a question)."""
+        return [shown for shown in self.fake.thread(channel, thread_ts) if shown.bot_id and shown.ts != thread_ts]
+
+    async def answers(self, channel: str, thread_ts: str, count: int = 1) -> list[str]:
+        """Wait until the thread shows `count` finished bot answers (sources or buttons under them)."""
+
+        def done() -> bool:
+            shown = self.bot_replies(channel, thread_ts)
+            return len(shown) >= count and all(
+                not message.streaming and (message.blocks or "Sources" in message.text) for message in shown[:count]
+            )
+
+        await self.fake.wait_for(done, timeout=60)
+        return [message.text for message in self.bot_replies(channel, thread_ts)]
+
+
+async def _serve(adapter: SlackAdapter) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    adapter.mount(app)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}"
+
+
+@pytest_asyncio.fixture(scope="module")
+async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings) -> AsyncIterator[Slack]:
+    async with FakeSlackAPI() as fake:
+        fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id="B0ACME")
+        settings = embedded_settings(
+            tmp_path_factory.mktemp("slack"),
+            DEFAULT_KNOWLEDGE_BASES="handbook",
+            SLACK_BOT_TOKEN=TOKEN,
+            SLACK_SIGNING_SECRET=SECRET,
+            SLACK_ADMINS=ADMIN,
+            SLACK_API_BASE_URL=fake.base_url,
+        )
+        async with build_services(settings) as services:
+            kb = await services.knowledge.create("handbook", {})
+            await services.ingestor.ingest(kb, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
+            manager = ConversationManager(services, chat_policy(settings))
+            adapter = create_slack(manager, settings)
+            assert isinstance(adapter, SlackAdapter)
+            runner, url = await _serve(adapter)
+            await services.jobs.start()
+            await adapter.start()
+            try:
+                yield Slack(services, fake, adapter, url)
+            finally:
+                await adapter.stop()
+                await services.jobs.stop()
+                await runner.cleanup()
+
+
+async def _last_answer(services: Services, key: tuple[str, str, str, str]) -> Any:
+    """The conversation's last answer once its turn is stored (right after the chat shows it)."""
+    conversation = await services.conversations.find(*key)
+    assert conversation is not None
+
+    async def stored() -> Any:
+        while True:
+            found = await services.conversations.recent(conversation.id, 20)
+            if found and found[-1].role == "assistant" and found[-1].status == "done":
+                return found[-1]
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(stored(), 10)
+
+
+async def test_slack_checks_the_url_and_refuses_unsigned_or_stale_requests(slack: Slack) -> None:
+    status, body = await slack.post(events.url_verification("challenge-123"))
+    assert (status, body) == (200, '{"challenge": "challenge-123"}') or (status, "challenge-123" in body) == (
+        200,
+        True,
+    )
+    event = events.app_mention(channel="C0FORGED", user=BOB, text="How do I install the VPN client?", team=TEAM)
+    forged, _ = await slack.post(events.envelope(event, team_id=TEAM), secret="not-the-secret")
+    stale, _ = await slack.post(events.envelope(event, team_id=TEAM), timestamp=int(time.time()) - 600)
+    assert (forged, stale) == (401, 401)
+    await slack.mention("When is lunch served?", channel="C0AFTER")
+    assert slack.fake.visible("C0FORGED") == []
+
+
+async def test_a_channel_mention_is_answered_in_its_thread_with_sources_and_feedback(slack: Slack) -> None:
+    thread = await slack.mention("How do I install the VPN client?")
+    (shown,) = await slack.answers(CHANNEL, thread)
+    answer = await _last_answer(slack.services, ("slack", TEAM, CHANNEL, thread))
+    assert "Software Center" in answer.text
+    assert shown == f"{answer.text}\n{SOURCES_LINE}"
+    reply = slack.bot_replies(CHANNEL, thread)[0]
+    assert answer.platform_message_id == reply.ts
+    assert any(call.params.get("status") for call in slack.fake.calls("assistant.threads.setStatus"))
+    hook = slack.fake.response_url(team_id=TEAM, channel=CHANNEL, user=BOB)
+    click = events.block_actions(
+        action_id=FEEDBACK_ACTION,
+        value=f"up:{answer.id}",
+        user=BOB,
+        team_id=TEAM,
+        channel=CHANNEL,
+        message_ts=reply.ts,
+        response_url=hook,
+        message={"type": "message", "ts": reply.ts, "thread_ts": thread, "user": events.BOT_USER_ID},
+    )
+    status, _ = await slack.post(click)
+    assert status == 200
+    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=10)
+    assert (await slack.services.conversations.message(answer.id)).feedback == "up"
+    assert slack.fake.ephemeral()[-1].text == messages.FEEDBACK_THANKS
+
+
+async def test_a_thread_reply_continues_the_conversation_and_chatter_is_left_alone(slack: Slack) -> None:
+    await slack.say("lunch was great today", channel="C0TEAM")
+    thread = await slack.mention("How do I install the VPN client?", channel="C0TEAM")
+    await slack.answers("C0TEAM", thread)
+    await slack.say("How does it connect?", channel="C0TEAM", thread_ts=thread)
+    shown = await slack.answers("C0TEAM", thread, 2)
+    assert "badge number" in shown[1]
+    follow_up = await _last_answer(slack.services, ("slack", TEAM, "C0TEAM", thread))
+    assert "vpn" in follow_up.meta["rewritten"].lower()
+    assert [m for m in slack.fake.visible("C0TEAM") if m.bot_id and m.thread_ts != thread] == []
+
+
+async def test_a_direct_message_is_answered(slack: Slack) -> None:
+    event = await slack.say("When is lunch served?", channel="D0BOB")
+    (shown,) = await slack.answers("D0BOB", str(event["ts"]))
+    assert "noon" in shown
+    assert shown.endswith(SOURCES_LINE)
+
+
+async def test_a_retried_event_is_answered_once(slack: Slack) -> None:
+    ts = slack.fake.user_message(TEAM, "C0RETRY", BOB, "When is lunch served?")
+    event = events.app_mention(channel="C0RETRY", user=BOB, text="When is lunch served?", team=TEAM, ts=ts)
+    delivery = events.envelope(event, team_id=TEAM)
+    assert (await slack.post(delivery))[0] == 200
+    assert (await slack.post(delivery, retry=1))[0] == 200
+    # The same message also arrives as a plain message event (message.channels) under another event id.
+    same_message = {**event, "type": "message", "channel_type": "channel"}
+    assert (await slack.post(events.envelope(same_message, team_id=TEAM)))[0] == 200
+    await slack.answers("C0RETRY", str(event["ts"]))
+    later = await slack.mention("How do I install the VPN client?", channel="C0RETRY")
+    await slack.answers("C0RETRY", later)
+    assert len(slack.bot_replies("C0RETRY", str(event["ts"]))) == 1
+
+
+async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slack: Slack) -> None:
+    file = slack.fake.add_file(
+        TEAM, "parking.md", b"# Parking\n\nVisitors park in the Marigold garage.", mimetype="text/markdown"
+    )
+    ts = slack.fake.user_message(TEAM, "D0ADMIN", ADMIN, "")
+    event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
+    assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
+    thread = str(event["ts"])
+    await slack.fake.wait_for(lambda: any("Done:" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60)
+    (status,) = slack.bot_replies("D0ADMIN", thread)
+    assert "parking.md" in status.text
+    assert status.edits >= 1
+    question = await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
+    (shown,) = await slack.answers("D0ADMIN", str(question["ts"]))
+    assert "Marigold" in shown
+
+
+async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack: Slack) -> None:
+    file = slack.fake.add_file(TEAM, "secret.md", b"# Secret\n\nnothing", mimetype="text/markdown")
+    ts = slack.fake.user_message(TEAM, "D0BOB2", BOB, "")
+    event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
+    await slack.post(events.envelope(event, team_id=TEAM))
+    await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
+    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest")]
+    assert slack.fake.files_download_count == 0 or all(c.team_id for c in slack.fake.calls("files.info"))
+    thread = await slack.mention("", channel="C0HINT")
+    await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
+    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.SLACK_EMPTY_MENTION]
+
+
+async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> None:
+    root = slack.fake.user_message(TEAM, "C0LATE", ADMIN, "Our VPN client keeps asking me for something")
+    slack.fake.user_message(TEAM, "C0LATE", BOB, "same here, no idea what it wants", thread_ts=root)
+    first = await slack.mention("how does it connect?", channel="C0LATE", thread_ts=root)
+    shown = await slack.answers("C0LATE", root)
+    assert "badge number" in shown[0]
+    assert len(slack.fake.calls("conversations.replies")) == 1
+    answer = await _last_answer(slack.services, ("slack", TEAM, "C0LATE", root))
+    assert "vpn" in answer.meta["rewritten"].lower()
+    await slack.mention("and when is lunch served?", channel="C0LATE", thread_ts=root)
+    await slack.answers("C0LATE", root, 2)
+    assert len(slack.fake.calls("conversations.replies")) == 1
+    assert first != root
+
+
+def _command(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -> tuple[dict[str, str], str]:
+    hook = slack.fake.response_url(team_id=TEAM, channel=channel, user=user)
+    fields = events.slash_command(
+        command="/kb", text=text, user_id=user, channel_id=channel, team_id=TEAM, response_url=hook
+    )
+    return fields, hook
+
+
+async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
+    fields, hook = _command(slack, text, user)
+    status, _ = await slack.post(fields, form=True)
+    assert status == 200
+    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
+    (post,) = slack.fake.responses(hook)
+    assert post.body["response_type"] == "ephemeral"
+    return str(post.body["blocks"][0]["text"])
+
+
+@pytest.mark.parametrize(
+    ("text", "user", "expected"),
+    [
+        ("", BOB, lambda reply: "/help" in reply and "/ingest" not in reply),
+        ("help", ADMIN, lambda reply: "/ingest" in reply),
+        ("list", BOB, lambda reply: "handbook" in reply),
+        ("ingest https://example.com/page", BOB, lambda reply: reply == messages.admins_only("ingest")),
+    ],
+)
+async def test_the_slash_command_runs_commands_for_the_person_alone(
+    slack: Slack, text: str, user: str, expected: Callable[[str], bool]
+) -> None:
+    assert expected(await _ephemeral_reply(slack, text, user))
+
+
+async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own(slack: Slack) -> None:
+    fields, _ = _command(slack, "When is lunch served?", channel="C0ASK")
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.visible("C0ASK"), timeout=30)
+    (root,) = [m for m in slack.fake.visible("C0ASK") if m.thread_ts in (None, m.ts)]
+    assert root.text == messages.slack_asked(BOB, "When is lunch served?")
+    (shown,) = await slack.answers("C0ASK", root.ts)
+    assert "noon" in shown
+
+
+async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained(slack: Slack) -> None:
+    slack.fake.remove_bot(TEAM, "C0NOTIN")
+    fields, hook = _command(slack, "When is lunch served?", channel="C0NOTIN")
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
+    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.SLACK_NOT_IN_CHANNEL
