@@ -12,12 +12,16 @@ warm-up turn, one conversation alone, then --repeats bursts of --conversations s
     posting its question to the web chat and reading the server-sent events.
 (t) `ragbot serve` with its Telegram adapter polling FakeTelegramBotAPI, flood limits on: half private chats, half
     forum topics in --groups supergroups (bench/concurrency_telegram.py; not in the default --scenarios).
+(s) `ragbot serve` with its Slack adapter against FakeSlackAPI, limits on: threads in one workspace spread over
+    --channels channels, once with SLACK_STREAMING=native and once with edit (bench/concurrency_slack.py; not in the
+    default --scenarios).
 
-Lag is the time from the fake writing a delta to the first edit (a), SSE delta (b) or accepted draft/edit (t) that
-shows it. Settings
-raised so 200 run at once: CHAT_MAX_CONCURRENT_TURNS and CHAT_MAX_CONCURRENT_MODEL_CALLS 208, CHAT_RATE_LIMIT 1000.
+Lag is the time from the fake writing a delta to the first edit (a), SSE delta (b), accepted draft/edit (t) or
+accepted Web API call (s) that shows it. Settings raised so 200 run at once: CHAT_MAX_CONCURRENT_TURNS and
+CHAT_MAX_CONCURRENT_MODEL_CALLS 208, CHAT_RATE_LIMIT 1000.
 
-    .venv/bin/python -m bench.concurrency [--conversations 200] [--repeats 3] [--tokens-per-second 50] [--scenarios abt]
+    .venv/bin/python -m bench.concurrency [--conversations 200] [--repeats 3] [--tokens-per-second 50]
+        [--scenarios abts] [--channels 20]
 """
 
 from __future__ import annotations
@@ -574,12 +578,12 @@ def _merged(name: str, runs: list[Figures]) -> Figures:
     return merge_runs(Figures(name, sum(run.conversations for run in runs), repeats=runs), runs)
 
 
-F = TypeVar("F")
+F = TypeVar("F", bound=Figures)
 
 
 def merge_runs(merged: F, runs: Sequence[F], keep: tuple[str, ...] = ("name", "conversations", "repeats")) -> F:
     """The bursts' figures as one (into `merged`): lists joined, counters and counts added, memory peaks kept."""
-    for spec in dataclasses.fields(merged):  # type: ignore[arg-type]
+    for spec in dataclasses.fields(merged):
         if spec.name in (*keep, "memory"):
             continue
         for run in runs:
@@ -667,6 +671,11 @@ async def _scenarios(args: argparse.Namespace, work: Path) -> list[Figures]:
             from bench.concurrency_telegram import telegram_run
 
             results += await telegram_run(env, fake, args, work)
+        if "s" in args.scenarios:
+            # Imported here for the same reason as the Telegram scenario.
+            from bench.concurrency_slack import slack_run
+
+            results += await slack_run(env, fake, args, work)
     return results
 
 
@@ -740,7 +749,7 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--tokens-per-second", type=float, default=50.0)
     parser.add_argument("--repeats", type=int, default=3, help="bursts of --conversations per scenario")
-    parser.add_argument("--scenarios", default="ab", help="any of a, b and t (Telegram), e.g. ab or t")
+    parser.add_argument("--scenarios", default="ab", help="any of a, b, t (Telegram) and s (Slack), e.g. ab or s")
     parser.add_argument("--groups", type=int, default=20, help="(t) supergroups the group half is spread over")
     parser.add_argument(
         "--group-layout",
@@ -749,6 +758,7 @@ def main() -> None:
         help="(t) each group question in a forum topic of its own (its own conversation), or plain mentions",
     )
     parser.add_argument("--bot-per-second", type=int, default=30, help="(t) the fake Bot API's limit per bot")
+    parser.add_argument("--channels", type=int, default=20, help="(s) Slack channels the threads are spread over")
     parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
     parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
     args = parser.parse_args()

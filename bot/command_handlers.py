@@ -270,9 +270,14 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         "workspace": context.message.key.workspace,
         "chat": context.message.key.chat,
     }
+    try:
+        paths = await _save_uploads(services.settings.data_dir / "uploads", files, limit)
+    except UserFacingError as exc:
+        # Nothing was queued: the status message says why instead of "Queued" forever.
+        await status.final(exc.user_message)
+        return
     jobs: list[JobRecord] = []
-    for file in files:
-        path = await _save_upload(services.settings.data_dir / "uploads", file, limit)
+    for path in paths:
         job_kind = "faq" if kind == "faq" else "upload"
         jobs.append(
             await services.jobs.submit(
@@ -315,6 +320,24 @@ async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence
 
 async def _wait_all(context: CommandContext, jobs: Sequence[JobRecord]) -> list[JobRecord]:
     return list(await asyncio.gather(*(context.manager.services.jobs.wait(job.id) for job in jobs)))
+
+
+async def _save_uploads(folder: Path, files: Sequence[Attachment], limit: int) -> list[Path]:
+    """Every attachment downloaded and saved, or none: one that cannot be read removes the others."""
+    saved: list[Path] = []
+    try:
+        for file in files:
+            saved.append(await _save_upload(folder, file, limit))
+    except BaseException:
+        await asyncio.to_thread(_remove, saved)
+        raise
+    return saved
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
 
 
 async def _save_upload(folder: Path, file: Attachment, limit: int) -> Path:

@@ -135,7 +135,6 @@ class SlackAdapter:
             self.app = AsyncApp(
                 client=self._client(config.bot_token),
                 signing_secret=config.signing_secret,
-                token=config.bot_token,
             )
         self.app.use(self._first_delivery)
         self.app.event("app_mention")(self._on_mention)

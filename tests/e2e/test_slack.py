@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from pydantic import SecretStr
 
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
@@ -21,6 +22,7 @@ from bot import messages
 from bot.conversation import ConversationManager
 from bot.main import chat_policy
 from bot.services import Services, build_services
+from bot.settings import Settings
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
@@ -46,6 +48,8 @@ class Slack:
     fake: FakeSlackAPI
     adapter: SlackAdapter
     url: str
+    manager: ConversationManager
+    settings: Settings
 
     async def post(
         self,
@@ -136,7 +140,7 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
             await services.jobs.start()
             await adapter.start()
             try:
-                yield Slack(services, fake, adapter, url)
+                yield Slack(services, fake, adapter, url, manager, settings)
             finally:
                 await adapter.stop()
                 await services.jobs.stop()
@@ -263,6 +267,30 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.SLACK_EMPTY_MENTION]
 
 
+@pytest.mark.parametrize(
+    ("name", "fields", "expected"),
+    [
+        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf")),
+        ("huge.pdf", {"size": 900_000_000}, "huge.pdf is 900.0 MB, over the"),
+    ],
+)
+async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingested(
+    slack: Slack, name: str, fields: dict[str, Any], expected: str
+) -> None:
+    channel = f"D0FILE{len(name)}"
+    file = slack.fake.add_file(TEAM, name, b"%PDF-1.4 not really", mimetype="application/pdf", **fields)
+    ts = slack.fake.user_message(TEAM, channel, ADMIN, "")
+    event = events.file_share(channel=channel, user=ADMIN, files=[file], team=TEAM, ts=ts)
+    jobs_before = len(await slack.services.job_repo.recent(limit=None))
+    await slack.post(events.envelope(event, team_id=TEAM))
+    await slack.fake.wait_for(
+        lambda: any(m.text.startswith(expected) for m in slack.bot_replies(channel, ts)), timeout=30
+    )
+    # One status message, which ends saying why: nothing is left saying "Queued".
+    assert [m.text[: len(expected)] for m in slack.bot_replies(channel, ts)] == [expected]
+    assert len(await slack.services.job_repo.recent(limit=None)) == jobs_before
+
+
 async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> None:
     root = slack.fake.user_message(TEAM, "C0LATE", ADMIN, "Our VPN client keeps asking me for something")
     slack.fake.user_message(TEAM, "C0LATE", BOB, "same here, no idea what it wants", thread_ts=root)
@@ -327,3 +355,25 @@ async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained(slack: Sla
     assert (await slack.post(fields, form=True))[0] == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
     assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.SLACK_NOT_IN_CHANNEL
+
+
+async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slack: Slack) -> None:
+    slack.fake.add_app_token("xapp-socket")
+    settings = slack.settings.model_copy(
+        update={"SLACK_APP_TOKEN": SecretStr("xapp-socket"), "SLACK_SIGNING_SECRET": None}
+    )
+    adapter = create_slack(slack.manager, settings)
+    assert isinstance(adapter, SlackAdapter)
+    await adapter.start()
+    try:
+        ts = slack.fake.user_message(TEAM, "C0SOCKET", BOB, f"<@{events.BOT_USER_ID}> When is lunch served?")
+        event = events.app_mention(channel="C0SOCKET", user=BOB, text="When is lunch served?", team=TEAM, ts=ts)
+        delivery = events.envelope(event, team_id=TEAM)
+        ack = await slack.fake.socket_push("events_api", delivery)
+        assert ack["envelope_id"]
+        await slack.fake.socket_push("events_api", delivery, retry_attempt=1, retry_reason="timeout")
+        (shown,) = await slack.answers("C0SOCKET", ts)
+        assert "noon" in shown
+    finally:
+        await adapter.stop()
+    assert len(slack.bot_replies("C0SOCKET", ts)) == 1

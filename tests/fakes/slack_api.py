@@ -174,6 +174,8 @@ class _File:
     team_id: str
     info: Json
     content: bytes
+    # False: Slack answers its sign-in page even to the bot's token (a file from a workspace it cannot read).
+    downloadable: bool = True
 
 
 @dataclass(slots=True)
@@ -397,8 +399,12 @@ class FakeSlackAPI(FakeAPI):
         filetype: str = "",
         size: int | None = None,
         owner: str = "U0FAKEUSER",
+        downloadable: bool = True,
     ) -> Json:
-        """A file uploaded in a workspace; returns its Slack file object (size may lie about the content)."""
+        """A file uploaded in a workspace; returns its Slack file object (size may lie about the content).
+
+        `downloadable=False` makes its download answer Slack's sign-in page whatever the token.
+        """
         file_id = f"F{next(self._seq):09d}"
         key = f"{team_id}-{file_id}"
         now = int(time.time())
@@ -426,7 +432,7 @@ class FakeSlackAPI(FakeAPI):
             "url_private_download": self.url(f"/files-pri/{key}/download/{quote(name)}"),
             "permalink": f"https://{team_id.lower()}.slack.com/files/{owner}/{file_id}/{quote(name)}",
         }
-        self._files[key] = _File(team_id, info, content)
+        self._files[key] = _File(team_id, info, content, downloadable)
         return dict(info)
 
     def response_url(
@@ -929,7 +935,7 @@ class FakeSlackAPI(FakeAPI):
         token = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
         team = self._token_team.get(token)
         valid = team is not None and token not in self._revoked and team not in self._uninstalled
-        if stored is None or not valid or team != stored.team_id:
+        if stored is None or not valid or team != stored.team_id or not stored.downloadable:
             self.login_pages_served += 1
             self._notify()
             return web.Response(text=LOGIN_PAGE, content_type="text/html")

@@ -1,0 +1,462 @@
+"""(s) of bench.concurrency: 200 Slack threads at once in one workspace, through the real adapter, limits on (issue 10).
+
+`ragbot serve` runs in a subprocess with SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET and SLACK_API_BASE_URL pointing at
+FakeSlackAPI in the bench process, with its limits on: chat.update 50 a minute and chat.appendStream 100 a minute per
+workspace (sliding 60 s windows), chat.postMessage 1/s per channel (bursts of 3), Retry-After in whole seconds. Each
+conversation is a person's message mentioning the bot at the top of a channel (stored in the fake, then delivered as
+a signed app_mention envelope to /slack/events), answered in that message's thread; the threads are spread evenly
+over --channels channels. The model is the bench's FakeOpenAI (known answer per ticket, 50 deltas/s). Run twice, in
+separate processes: SLACK_STREAMING=native (chat.startStream/appendStream/stopStream) and edit (chat.postMessage,
+then chat.update). Per mode: a warm-up, one conversation alone, then --repeats bursts, each starting once the fake's
+60 s windows hold at most 5 calls.
+
+Everything is read at the wire: the fake's record of accepted calls is replayed message by message, with the fake's
+own reading rules (a stream's deltas then its blocks' text; markdown_text; blocks; text), so each thread's visible
+text is known at the instant the fake took each call. The final must be the thread's one bot message, no longer
+streaming, reading exactly the known answer, a newline and "*Sources:* [1] vpn.md", every earlier state a prefix.
+
+    .venv/bin/python -m bench.concurrency --scenarios s [--conversations 200] [--channels 20] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import aiohttp
+
+from adapters.slack.app import EVENTS_PATH
+from adapters.slack.render import sources_block
+from bench.concurrency import (
+    SOURCE_TITLE,
+    Figures,
+    LoopLag,
+    Memory,
+    Seen,
+    known_answer,
+    merge_runs,
+    ms_at,
+    process_cpu,
+    question,
+    record_timings,
+    reset_peak,
+    serving,
+    spread,
+    status_mb,
+    streams_by_ticket,
+)
+from bot.types import SourceLink
+from tests.fakes import slack_events as events
+from tests.fakes.openai_api import FakeOpenAI
+from tests.fakes.slack_api import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text
+
+TEAM = "T0BENCH"
+TOKEN = "xoxb-bench"
+SECRET = "bench-signing-secret"
+MODES = ("native", "edit")
+# Edit mode's finals share ~45 chat.update a minute: 200 of them alone need minutes, so a burst may take this long.
+SETTLE_TIMEOUT = 900.0
+# The fake's windows are 60 s (Slack's tiers are per minute); a burst starts when they are nearly empty.
+WINDOW = 60.0
+_WINDOWED = ("chat.update", "chat.appendStream")
+_CREATES = frozenset({"chat.postMessage", "chat.startStream"})
+_WRITES = _CREATES | {"chat.update", "chat.appendStream", "chat.stopStream"}
+# bot.main's log format: "date time LEVEL logger turn=ID message"; counted by level, logger and first word.
+_LOG_KEY = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) (\S+) turn=\S+ (\S+)")
+
+Json = dict[str, Any]
+
+
+def expected_text(number: int) -> str:
+    """Ticket `number`'s final as a person reads it in Slack: the answer, then the sources context block's line."""
+    block = sources_block((SourceLink(1, SOURCE_TITLE),))
+    assert block is not None
+    return f"{known_answer(number)}\n{blocks_text([block])}"
+
+
+@dataclass(slots=True)
+class Thread:
+    """One conversation: the person's message (the thread's root) in its channel, and what the bot replied."""
+
+    number: int
+    channel: str
+    ts: str = ""
+    started: float = 0.0
+    status: int = 0
+    replies: list[Shown] = field(default_factory=list)
+
+
+@dataclass
+class SlackFigures(Figures):
+    """One Slack scenario's results: Figures, and what the Web API saw."""
+
+    rows: ClassVar[list[tuple[str, Callable[[Any], str]]]]
+    first_from_event: list[float] = field(default_factory=list)
+    first_after_model: list[float] = field(default_factory=list)
+    to_final: list[float] = field(default_factory=list)
+    calls: Counter[str] = field(default_factory=Counter)
+    throttles: Counter[str] = field(default_factory=Counter)
+    inside_wait: int = 0
+    # Per method, one "most in any 60 s / per minute" per burst, for the calls the fake accepted.
+    per_minute: dict[str, list[str]] = field(default_factory=dict)
+    log_lines: Counter[str] = field(default_factory=Counter)
+    log_examples: list[str] = field(default_factory=list)
+
+
+def _top(counter: Counter[str], count: int = 8) -> str:
+    return ", ".join(f"{key} {value}" for key, value in counter.most_common(count)) or "0"
+
+
+def _with_max(values: list[float]) -> str:
+    return f"{spread(values)} / {ms_at(values, 1.0)}"
+
+
+def _minute(f: SlackFigures, method: str) -> str:
+    return ", ".join(f.per_minute.get(method, [])) or "0"
+
+
+def _rss(f: SlackFigures) -> str:
+    memory = f.memory
+    return f"{memory.before:.0f} / {memory.burst_peak:.0f} / {memory.lifetime_peak:.0f}" if memory else "n/a"
+
+
+SlackFigures.rows = [
+    ("conversations (bursts)", lambda f: f"{f.conversations} ({len(f.repeats) or 1})"),
+    ("first visible text after the event POST, p50 / p95 (ms)", lambda f: spread(f.first_from_event)),
+    ("... after the model's first token, p50 / p95 (ms)", lambda f: spread(f.first_after_model)),
+    ("event POST -> request at the model, p50 / p95 (ms)", lambda f: spread(f.to_model)),
+    ("model token -> visible, p50 / p95 / max (ms)", lambda f: _with_max(f.lags)),
+    ("... p95 of each burst (ms)", lambda f: ", ".join(ms_at(run.lags, 0.95) for run in f.repeats or [f])),
+    ("... while turns still queued or retrieving, p50 / p95", lambda f: spread(f.lags_retrieving)),
+    ("... once every turn was streaming, p50 / p95", lambda f: spread(f.lags_streaming)),
+    ("tokens never shown", lambda f: str(f.missing_tokens)),
+    ("model's last token -> complete final, p50 / p95 / max (ms)", lambda f: _with_max(f.to_final)),
+    ("finals complete and exact / mismatches", lambda f: f"{f.exact} / {f.conversations} ({len(f.mismatches)})"),
+    ("Web API calls by method", lambda f: _top(f.calls)),
+    ("429s by limit and method", lambda f: _top(f.throttles)),
+    ("calls of a 429's limit made inside its Retry-After", lambda f: str(f.inside_wait)),
+    ("chat.update accepted: most in any 60 s / per minute, each burst", lambda f: _minute(f, "chat.update")),
+    ("chat.appendStream accepted: most in any 60 s / per minute", lambda f: _minute(f, "chat.appendStream")),
+    ("model's TTFT measured at the fake, p50 / p95 (ms)", lambda f: spread(f.model_ttft)),
+    ("fake's deltas late on their 50/s schedule, p95 (ms)", lambda f: ms_at(f.pace, 0.95)),
+    ("service log lines WARNING+", lambda f: _top(f.log_lines, 4)),
+    ("RSS before / burst peak / process peak (MB)", _rss),
+    ("service CPU s / wall s of the bursts", lambda f: f"{f.cpu_seconds:.1f} / {f.wall:.1f}"),
+    ("wall s of each burst", lambda f: ", ".join(f"{run.wall:.0f}" for run in f.repeats or [f])),
+    ("bench event-loop lag p50 / p95 / max (ms)", lambda f: _with_max(f.loop_lag)),
+]
+
+
+# --- replaying what the fake accepted -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Replayed:
+    """One bot message rebuilt from the calls the fake accepted (FakeSlackAPI's _Message, what a person reads)."""
+
+    deltas: list[str] | None = None
+    markdown: str | None = None
+    blocks: list[Json] = field(default_factory=list)
+    text: str | None = None
+
+    def apply(self, call: SlackCall) -> None:
+        """Change the message as the fake did for this accepted call."""
+        params = call.params
+        markdown = _text(params, "markdown_text")
+        blocks = _blocks(params.get("blocks"))
+        if call.method == "chat.postMessage":
+            self.text, self.markdown, self.blocks = _text(params, "text"), markdown, blocks or []
+        elif call.method == "chat.update":
+            if markdown is not None:
+                self.text, self.markdown, self.blocks = None, markdown, []
+            else:
+                self.text = _text(params, "text") or self.text
+                self.blocks = blocks if blocks is not None else self.blocks
+                self.markdown = None
+            self.deltas = None
+        else:  # a stream's start, append or stop (the adapter sends markdown_text, never chunks)
+            self.deltas = self.deltas if self.deltas is not None else []
+            if markdown:
+                self.deltas.append(markdown)
+            self.blocks += blocks or []
+
+    def reads(self) -> str:
+        """What a person reads (FakeSlackAPI's _reads)."""
+        if self.deltas is not None:
+            return "\n".join(part for part in ("".join(self.deltas), blocks_text(self.blocks)) if part)
+        if self.markdown is not None:
+            return self.markdown
+        return blocks_text(self.blocks) if self.blocks else self.text or ""
+
+
+def _text(params: Json, name: str) -> str | None:
+    value = params.get(name)
+    return None if value is None else str(value)
+
+
+def _blocks(value: Any) -> list[Json] | None:
+    parsed = json.loads(value) if isinstance(value, str) else value
+    return list(parsed) if isinstance(parsed, list) else None
+
+
+def timelines(calls: list[SlackCall], threads: list[Thread]) -> dict[int, list[tuple[float, str]]]:
+    """Each thread's bot text (its messages joined) after every accepted call that changed it, with the call's time.
+
+    A postMessage or startStream in a thread made that thread's next bot message (the fake gives ts in order).
+    """
+    by_root = {(thread.channel, thread.ts): thread for thread in threads}
+    by_message = {(thread.channel, reply.ts): thread for thread in threads for reply in thread.replies}
+    made: Counter[int] = Counter()
+    messages: dict[int, dict[str, _Replayed]] = {}
+    shown: dict[int, list[tuple[float, str]]] = {}
+    for call in calls:
+        if call.error is not None or call.method not in _WRITES:
+            continue
+        channel = str(call.params.get("channel", ""))
+        if call.method in _CREATES:
+            owner = by_root.get((channel, str(call.params.get("thread_ts"))))
+            if owner is None or made[owner.number] >= len(owner.replies):
+                continue
+            ts = owner.replies[made[owner.number]].ts
+            made[owner.number] += 1
+        else:
+            ts = str(call.params.get("ts"))
+            owner = by_message.get((channel, ts))
+            if owner is None:
+                continue
+        mine = messages.setdefault(owner.number, {})
+        mine.setdefault(ts, _Replayed()).apply(call)
+        text = "".join(message.reads() for message in mine.values())
+        line = shown.setdefault(owner.number, [])
+        if not line or line[-1][1] != text:
+            line.append((call.time, text))
+    return shown
+
+
+# --- one burst ------------------------------------------------------------------------------------------------
+
+
+class _SlackScenario:
+    """Conversations as signed app_mention deliveries to the Slack adapter of a `ragbot serve` process."""
+
+    def __init__(self, fake: FakeSlackAPI, model: FakeOpenAI, url: str, pid: int, channels: int, log: Path) -> None:
+        self.fake = fake
+        self.model = model
+        self.url = url
+        self.pid = pid
+        self.channels = channels
+        self.lifetime_peak = 0.0
+        self._log = log
+
+    async def burst(self, name: str, numbers: list[int]) -> SlackFigures:
+        """Deliver one mention per number at once and measure until every thread shows its final."""
+        fake = self.fake
+        await self._quiet_windows()
+        threads = [Thread(number, f"C0BENCH{index % self.channels:02d}") for index, number in enumerate(numbers)]
+        self.model.streamed.clear()
+        marks = len(fake.requests), len(fake.throttled), self._log.stat().st_size
+        before = status_mb(self.pid, "VmRSS")
+        self.lifetime_peak = max(self.lifetime_peak, status_mb(self.pid, "VmHWM"))
+        reset_peak(self.pid)
+        lag = LoopLag()
+        lag.start()
+        cpu, started = process_cpu(self.pid), time.monotonic()
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            await asyncio.gather(*(self._mention(session, thread) for thread in threads))
+        await self._settle(threads)
+        figures = SlackFigures(name, len(threads))
+        figures.wall, figures.cpu_seconds = time.monotonic() - started, process_cpu(self.pid) - cpu
+        await lag.stop()
+        figures.loop_lag = lag.delays
+        peak = status_mb(self.pid, "VmHWM")
+        self.lifetime_peak = max(self.lifetime_peak, peak)
+        figures.memory = Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        self._analyse(figures, threads, marks)
+        return figures
+
+    async def _quiet_windows(self) -> None:
+        """Wait until the fake's 60 s windows hold at most 5 calls, so a burst does not inherit the last one's."""
+        recent = [call.time for call in self.fake.requests if call.method in _WINDOWED]
+        if len(recent) > 5 and (wait := recent[-6] + WINDOW - time.monotonic()) > 0:
+            print(f"  waiting {wait:.0f} s for the fake's 60 s windows to empty", flush=True)
+            await asyncio.sleep(wait + 0.1)
+
+    async def _mention(self, session: aiohttp.ClientSession, thread: Thread) -> None:
+        user = f"U0P{thread.number:06d}"
+        text = question(thread.number)
+        thread.ts = self.fake.user_message(TEAM, thread.channel, user, f"<@{events.BOT_USER_ID}> {text}")
+        event = events.app_mention(channel=thread.channel, user=user, text=text, team=TEAM, ts=thread.ts)
+        body = events.json_body(events.envelope(event, team_id=TEAM))
+        thread.started = time.monotonic()
+        async with session.post(self.url + EVENTS_PATH, data=body, headers=events.signed_headers(body, SECRET)) as got:
+            thread.status = got.status
+
+    def _replies(self, thread: Thread) -> list[Shown]:
+        return [
+            shown for shown in self.fake.thread(thread.channel, thread.ts) if shown.bot_id and shown.ts != thread.ts
+        ]
+
+    async def _settle(self, threads: list[Thread]) -> None:
+        """Poll until each thread shows a final (or something that is not a step towards it), then a quiet 2 s."""
+
+        def settled(thread: Thread) -> bool:
+            replies = self._replies(thread)
+            text, want = "".join(reply.text for reply in replies), expected_text(thread.number)
+            return bool(replies) and not replies[-1].streaming and (text == want or not want.startswith(text))
+
+        pending = [thread for thread in threads if thread.status == 200]
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            pending = [thread for thread in pending if not settled(thread)]
+        if pending:
+            print(f"  {len(pending)} threads had no final after {SETTLE_TIMEOUT:.0f} s", flush=True)
+        while True:
+            count = len(self.fake.requests)
+            await asyncio.sleep(2.0)
+            if len(self.fake.requests) == count:
+                break
+        for thread in threads:
+            thread.replies = self._replies(thread)
+
+    def _analyse(self, figures: SlackFigures, threads: list[Thread], marks: tuple[int, int, int]) -> None:
+        calls = self.fake.requests[marks[0] :]
+        throttles = self.fake.throttled[marks[1] :]
+        figures.calls = Counter(call.method for call in calls)
+        figures.throttles = Counter(f"{throttle.scope} {throttle.method}" for throttle in throttles)
+        figures.inside_wait = _inside_waits(calls, throttles)
+        _rates(figures, calls)
+        _read_log(figures, self._log, marks[2])
+        shown = timelines(calls, threads)
+        records = streams_by_ticket(self.model)
+        interval = 1 / self.model.tokens_per_second
+        last_request = max((record.received for record in records.values()), default=0.0)
+        for thread in threads:
+            person = Seen(thread.number, started=thread.started, shown=shown.get(thread.number, []))
+            person.final = "".join(reply.text for reply in thread.replies) if thread.replies else None
+            record = records.get(thread.number)
+            if record is None:
+                figures.mismatches.append(f"#{thread.number}: the model was never asked (POST {thread.status})")
+                continue
+            record_timings(figures, person, record, interval=interval, last_request=last_request, edited=True)
+            want = expected_text(thread.number)
+            if person.shown:
+                figures.first_from_event.append(person.shown[0][0] - thread.started)
+                figures.first_after_model.append(person.shown[0][0] - record.sent[0])
+            if (done := next((at for at, text in person.shown if text == want), None)) is not None:
+                figures.to_final.append(done - record.sent[-1])
+            prefixes = all(want.startswith(text) for _, text in person.shown)
+            replayed = person.shown[-1][1] if person.shown else None
+            one = len(thread.replies) == 1 and not thread.replies[0].streaming
+            if one and person.final == want and replayed == want and prefixes:
+                figures.exact += 1
+            else:
+                figures.mismatches.append(
+                    f"#{thread.number}: messages={len(thread.replies)} prefixes={prefixes} "
+                    f"replayed={replayed == person.final} final={person.final!r}"
+                )
+
+
+def _inside_waits(calls: list[SlackCall], throttles: list[Throttle]) -> int:
+    """Calls of a throttled method (in the same channel, for a channel limit) made before its Retry-After passed."""
+    inside = 0
+    times = [call.time for call in calls]
+    for throttle in throttles:
+        start = bisect.bisect_right(times, throttle.time)
+        for call in calls[start:]:
+            if call.time >= throttle.time + throttle.retry_after:
+                break
+            same_channel = throttle.channel is None or call.params.get("channel") == throttle.channel
+            inside += call.method == throttle.method and same_channel
+    return inside
+
+
+def _rates(figures: SlackFigures, calls: list[SlackCall]) -> None:
+    """Accepted chat.update and appendStream calls: the most in any 60 s, and per minute from the first to the last
+    (taken as at least a minute, so a short spell is not blown up to a rate it never kept)."""
+    for method in _WINDOWED:
+        times = [call.time for call in calls if call.method == method and call.error is None]
+        most = max((bisect.bisect_right(times, at + WINDOW) - index for index, at in enumerate(times)), default=0)
+        span = max(times[-1] - times[0], WINDOW) if times else WINDOW
+        figures.per_minute[method] = [f"{most} / {len(times) * 60 / span:.1f}"]
+
+
+def _read_log(figures: SlackFigures, log: Path, offset: int) -> None:
+    """The service's WARNING and worse lines since `offset`: counted by level, logger and first word; a few kept."""
+    with log.open("rb") as handle:
+        handle.seek(offset)
+        lines = handle.read().decode(errors="replace").splitlines()
+    for line in lines:
+        if match := _LOG_KEY.match(line):
+            figures.log_lines[f"{match[1]} {match[2]} {match[3]}"] += 1
+            if len(figures.log_examples) < 5:
+                figures.log_examples.append(line[:300])
+
+
+def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
+    """The bursts' figures as one: lists joined, counts added, the memory peaks kept."""
+    return merge_runs(SlackFigures(name, sum(run.conversations for run in runs), repeats=list(runs)), runs)
+
+
+# --- the run --------------------------------------------------------------------------------------------------
+
+
+async def _mode_run(
+    mode: str, env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path
+) -> list[Figures]:
+    """One streaming mode in a `ragbot serve` of its own against a fresh fake: warm-up, 1 alone, the bursts."""
+    count = args.conversations
+    async with FakeSlackAPI() as fake:
+        fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id="B0BENCH")
+        slack_env = {
+            **env,
+            "SLACK_BOT_TOKEN": TOKEN,
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_BASE_URL": fake.base_url,
+            "SLACK_STREAMING": mode,
+        }
+        async with serving(slack_env, work) as (url, process):
+            scenario = _SlackScenario(fake, model, url, process.pid, args.channels, work / "serve.log")
+            warm = await scenario.burst("warm-up", [0])
+            if warm.exact != 1:
+                raise SystemExit(f"the Slack {mode} warm-up turn was not answered as expected: {warm.mismatches}")
+            label = f"(s) Slack {mode}"
+            alone = await scenario.burst(f"{label}, 1 alone", [1])
+            runs = []
+            for repeat in range(args.repeats):
+                first = 2 + repeat * count
+                runs.append(await scenario.burst(label, list(range(first, first + count))))
+                run = runs[-1]
+                print(
+                    f"  {mode} burst {repeat + 1}: {run.wall:.0f} s, lag p95 {ms_at(run.lags, 0.95)} ms, "
+                    f"final p50/p95/max {_with_max(run.to_final)} ms, exact {run.exact}/{run.conversations}, "
+                    f"429s {sum(run.throttles.values())}",
+                    flush=True,
+                )
+    return [alone, _merged(f"{label}, {count} at once in {args.channels} channels", runs)]
+
+
+async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[Figures]:
+    """Scenario (s): both streaming modes, each in its own `ragbot serve` against a fresh fake."""
+    print(
+        f"(s) {args.conversations} Slack threads in one workspace, {args.channels} channels, limits on; "
+        f"modes {', '.join(MODES)}",
+        flush=True,
+    )
+    figures: list[Figures] = []
+    for mode in MODES:
+        figures += await _mode_run(mode, env, model, args, work)
+    for result in figures:
+        assert isinstance(result, SlackFigures)
+        for line in result.log_examples:
+            print(f"  {result.name}: log: {line}")
+    return figures
