@@ -1,19 +1,16 @@
 """(s) of bench.concurrency: 200 Slack threads at once in one workspace, through the real adapter, limits on (issue 10).
 
-`ragbot serve` runs in a subprocess with SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET and SLACK_API_BASE_URL pointing at
-FakeSlackAPI in the bench process, with its limits on: chat.update 50 a minute and chat.appendStream 100 a minute per
-workspace (sliding 60 s windows), chat.postMessage 1/s per channel (bursts of 3), Retry-After in whole seconds. Each
-conversation is a person's message mentioning the bot at the top of a channel (stored in the fake, then delivered as
-a signed app_mention envelope to /slack/events), answered in that message's thread; the threads are spread evenly
-over --channels channels. The model is the bench's FakeOpenAI (known answer per ticket, 50 deltas/s). Run twice, in
-separate processes: SLACK_STREAMING=native (chat.startStream/appendStream/stopStream) and edit (chat.postMessage,
-then chat.update). Per mode: a warm-up, one conversation alone, then --repeats bursts, each starting once the fake's
-60 s windows hold at most 5 calls.
+`ragbot serve` runs in a subprocess whose Slack adapter talks to FakeSlackAPI in the bench process, limits on:
+chat.update 50 and chat.appendStream 100 a minute per workspace (sliding 60 s windows), chat.postMessage 1/s per
+channel (bursts of 3). Each conversation is a person's message mentioning the bot at the top of a channel, delivered
+as a signed app_mention to /slack/events and answered in its thread; threads are spread evenly over --channels
+channels. The model is the bench's FakeOpenAI (known answer per ticket, 50 deltas/s). Run once per SLACK_STREAMING
+mode (native, edit), each in its own process: a warm-up, one conversation alone, then --repeats bursts, each started
+once the fake's 60 s windows hold at most 5 calls.
 
-Everything is read at the wire: the fake's record of accepted calls is replayed message by message, with the fake's
-own reading rules (a stream's deltas then its blocks' text; markdown_text; blocks; text), so each thread's visible
-text is known at the instant the fake took each call. The final must be the thread's one bot message, no longer
-streaming, reading exactly the known answer, a newline and "*Sources:* [1] vpn.md", every earlier state a prefix.
+Read at the wire: the fake's accepted calls are replayed message by message with the fake's reading rules, so each
+thread's visible text is known at the instant the fake took each call. Exact: the thread's one bot message, no longer
+streaming, reads the known answer, a newline and "*Sources:* [1] vpn.md", and every earlier state is a prefix of it.
 
     .venv/bin/python -m bench.concurrency --scenarios s [--conversations 200] [--channels 20] [--repeats 3]
 """
@@ -36,24 +33,7 @@ import aiohttp
 
 from adapters.slack.app import EVENTS_PATH
 from adapters.slack.render import sources_block
-from bench.concurrency import (
-    SOURCE_TITLE,
-    Figures,
-    LoopLag,
-    Memory,
-    Seen,
-    known_answer,
-    merge_runs,
-    ms_at,
-    process_cpu,
-    question,
-    record_timings,
-    reset_peak,
-    serving,
-    spread,
-    status_mb,
-    streams_by_ticket,
-)
+from bench import concurrency as core
 from bot.types import SourceLink
 from tests.fakes import slack_events as events
 from tests.fakes.openai_api import FakeOpenAI
@@ -78,9 +58,9 @@ Json = dict[str, Any]
 
 def expected_text(number: int) -> str:
     """Ticket `number`'s final as a person reads it in Slack: the answer, then the sources context block's line."""
-    block = sources_block((SourceLink(1, SOURCE_TITLE),))
+    block = sources_block((SourceLink(1, core.SOURCE_TITLE),))
     assert block is not None
-    return f"{known_answer(number)}\n{blocks_text([block])}"
+    return f"{core.known_answer(number)}\n{blocks_text([block])}"
 
 
 @dataclass(slots=True)
@@ -96,7 +76,7 @@ class Thread:
 
 
 @dataclass
-class SlackFigures(Figures):
+class SlackFigures(core.Figures):
     """One Slack scenario's results: Figures, and what the Web API saw."""
 
     rows: ClassVar[list[tuple[str, Callable[[Any], str]]]]
@@ -117,7 +97,7 @@ def _top(counter: Counter[str], count: int = 8) -> str:
 
 
 def _with_max(values: list[float]) -> str:
-    return f"{spread(values)} / {ms_at(values, 1.0)}"
+    return f"{core.spread(values)} / {core.ms_at(values, 1.0)}"
 
 
 def _minute(f: SlackFigures, method: str) -> str:
@@ -131,13 +111,13 @@ def _rss(f: SlackFigures) -> str:
 
 SlackFigures.rows = [
     ("conversations (bursts)", lambda f: f"{f.conversations} ({len(f.repeats) or 1})"),
-    ("first visible text after the event POST, p50 / p95 (ms)", lambda f: spread(f.first_from_event)),
-    ("... after the model's first token, p50 / p95 (ms)", lambda f: spread(f.first_after_model)),
-    ("event POST -> request at the model, p50 / p95 (ms)", lambda f: spread(f.to_model)),
+    ("first visible text after the event POST, p50 / p95 (ms)", lambda f: core.spread(f.first_from_event)),
+    ("... after the model's first token, p50 / p95 (ms)", lambda f: core.spread(f.first_after_model)),
+    ("event POST -> request at the model, p50 / p95 (ms)", lambda f: core.spread(f.to_model)),
     ("model token -> visible, p50 / p95 / max (ms)", lambda f: _with_max(f.lags)),
-    ("... p95 of each burst (ms)", lambda f: ", ".join(ms_at(run.lags, 0.95) for run in f.repeats or [f])),
-    ("... while turns still queued or retrieving, p50 / p95", lambda f: spread(f.lags_retrieving)),
-    ("... once every turn was streaming, p50 / p95", lambda f: spread(f.lags_streaming)),
+    ("... p95 of each burst (ms)", lambda f: ", ".join(core.ms_at(run.lags, 0.95) for run in f.repeats or [f])),
+    ("... while turns still queued or retrieving, p50 / p95", lambda f: core.spread(f.lags_retrieving)),
+    ("... once every turn was streaming, p50 / p95", lambda f: core.spread(f.lags_streaming)),
     ("tokens never shown", lambda f: str(f.missing_tokens)),
     ("model's last token -> complete final, p50 / p95 / max (ms)", lambda f: _with_max(f.to_final)),
     ("finals complete and exact / mismatches", lambda f: f"{f.exact} / {f.conversations} ({len(f.mismatches)})"),
@@ -146,8 +126,8 @@ SlackFigures.rows = [
     ("calls of a 429's limit made inside its Retry-After", lambda f: str(f.inside_wait)),
     ("chat.update accepted: most in any 60 s / per minute, each burst", lambda f: _minute(f, "chat.update")),
     ("chat.appendStream accepted: most in any 60 s / per minute", lambda f: _minute(f, "chat.appendStream")),
-    ("model's TTFT measured at the fake, p50 / p95 (ms)", lambda f: spread(f.model_ttft)),
-    ("fake's deltas late on their 50/s schedule, p95 (ms)", lambda f: ms_at(f.pace, 0.95)),
+    ("model's TTFT measured at the fake, p50 / p95 (ms)", lambda f: core.spread(f.model_ttft)),
+    ("fake's deltas late on their 50/s schedule, p95 (ms)", lambda f: core.ms_at(f.pace, 0.95)),
     ("service log lines WARNING+", lambda f: _top(f.log_lines, 4)),
     ("RSS before / burst peak / process peak (MB)", _rss),
     ("service CPU s / wall s of the bursts", lambda f: f"{f.cpu_seconds:.1f} / {f.wall:.1f}"),
@@ -264,22 +244,22 @@ class _SlackScenario:
         threads = [Thread(number, f"C0BENCH{index % self.channels:02d}") for index, number in enumerate(numbers)]
         self.model.streamed.clear()
         marks = len(fake.requests), len(fake.throttled), self._log.stat().st_size
-        before = status_mb(self.pid, "VmRSS")
-        self.lifetime_peak = max(self.lifetime_peak, status_mb(self.pid, "VmHWM"))
-        reset_peak(self.pid)
-        lag = LoopLag()
+        before = core.status_mb(self.pid, "VmRSS")
+        self.lifetime_peak = max(self.lifetime_peak, core.status_mb(self.pid, "VmHWM"))
+        core.reset_peak(self.pid)
+        lag = core.LoopLag()
         lag.start()
-        cpu, started = process_cpu(self.pid), time.monotonic()
+        cpu, started = core.process_cpu(self.pid), time.monotonic()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             await asyncio.gather(*(self._mention(session, thread) for thread in threads))
         await self._settle(threads)
         figures = SlackFigures(name, len(threads))
-        figures.wall, figures.cpu_seconds = time.monotonic() - started, process_cpu(self.pid) - cpu
+        figures.wall, figures.cpu_seconds = time.monotonic() - started, core.process_cpu(self.pid) - cpu
         await lag.stop()
         figures.loop_lag = lag.delays
-        peak = status_mb(self.pid, "VmHWM")
+        peak = core.status_mb(self.pid, "VmHWM")
         self.lifetime_peak = max(self.lifetime_peak, peak)
-        figures.memory = Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        figures.memory = core.Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
         self._analyse(figures, threads, marks)
         return figures
 
@@ -292,7 +272,7 @@ class _SlackScenario:
 
     async def _mention(self, session: aiohttp.ClientSession, thread: Thread) -> None:
         user = f"U0P{thread.number:06d}"
-        text = question(thread.number)
+        text = core.question(thread.number)
         thread.ts = self.fake.user_message(TEAM, thread.channel, user, f"<@{events.BOT_USER_ID}> {text}")
         event = events.app_mention(channel=thread.channel, user=user, text=text, team=TEAM, ts=thread.ts)
         body = events.json_body(events.envelope(event, team_id=TEAM))
@@ -337,17 +317,17 @@ class _SlackScenario:
         _rates(figures, calls)
         _read_log(figures, self._log, marks[2])
         shown = timelines(calls, threads)
-        records = streams_by_ticket(self.model)
+        records = core.streams_by_ticket(self.model)
         interval = 1 / self.model.tokens_per_second
         last_request = max((record.received for record in records.values()), default=0.0)
         for thread in threads:
-            person = Seen(thread.number, started=thread.started, shown=shown.get(thread.number, []))
+            person = core.Seen(thread.number, started=thread.started, shown=shown.get(thread.number, []))
             person.final = "".join(reply.text for reply in thread.replies) if thread.replies else None
             record = records.get(thread.number)
             if record is None:
                 figures.mismatches.append(f"#{thread.number}: the model was never asked (POST {thread.status})")
                 continue
-            record_timings(figures, person, record, interval=interval, last_request=last_request, edited=True)
+            core.record_timings(figures, person, record, interval=interval, last_request=last_request, edited=True)
             want = expected_text(thread.number)
             if person.shown:
                 figures.first_from_event.append(person.shown[0][0] - thread.started)
@@ -368,16 +348,14 @@ class _SlackScenario:
 
 def _inside_waits(calls: list[SlackCall], throttles: list[Throttle]) -> int:
     """Calls of a throttled method (in the same channel, for a channel limit) made before its Retry-After passed."""
-    inside = 0
     times = [call.time for call in calls]
-    for throttle in throttles:
-        start = bisect.bisect_right(times, throttle.time)
-        for call in calls[start:]:
-            if call.time >= throttle.time + throttle.retry_after:
-                break
-            same_channel = throttle.channel is None or call.params.get("channel") == throttle.channel
-            inside += call.method == throttle.method and same_channel
-    return inside
+    return sum(
+        call.method == throttle.method and throttle.channel in (None, call.params.get("channel"))
+        for throttle in throttles
+        for call in calls[
+            bisect.bisect_right(times, throttle.time) : bisect.bisect_left(times, throttle.time + throttle.retry_after)
+        ]
+    )
 
 
 def _rates(figures: SlackFigures, calls: list[SlackCall]) -> None:
@@ -404,7 +382,7 @@ def _read_log(figures: SlackFigures, log: Path, offset: int) -> None:
 
 def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
     """The bursts' figures as one: lists joined, counts added, the memory peaks kept."""
-    return merge_runs(SlackFigures(name, sum(run.conversations for run in runs), repeats=list(runs)), runs)
+    return core.merge_runs(SlackFigures(name, sum(run.conversations for run in runs), repeats=list(runs)), runs)
 
 
 # --- the run --------------------------------------------------------------------------------------------------
@@ -412,7 +390,7 @@ def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
 
 async def _mode_run(
     mode: str, env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path
-) -> list[Figures]:
+) -> list[core.Figures]:
     """One streaming mode in a `ragbot serve` of its own against a fresh fake: warm-up, 1 alone, the bursts."""
     count = args.conversations
     async with FakeSlackAPI() as fake:
@@ -424,7 +402,7 @@ async def _mode_run(
             "SLACK_API_BASE_URL": fake.base_url,
             "SLACK_STREAMING": mode,
         }
-        async with serving(slack_env, work) as (url, process):
+        async with core.serving(slack_env, work) as (url, process):
             scenario = _SlackScenario(fake, model, url, process.pid, args.channels, work / "serve.log")
             warm = await scenario.burst("warm-up", [0])
             if warm.exact != 1:
@@ -437,7 +415,7 @@ async def _mode_run(
                 runs.append(await scenario.burst(label, list(range(first, first + count))))
                 run = runs[-1]
                 print(
-                    f"  {mode} burst {repeat + 1}: {run.wall:.0f} s, lag p95 {ms_at(run.lags, 0.95)} ms, "
+                    f"  {mode} burst {repeat + 1}: {run.wall:.0f} s, lag p95 {core.ms_at(run.lags, 0.95)} ms, "
                     f"final p50/p95/max {_with_max(run.to_final)} ms, exact {run.exact}/{run.conversations}, "
                     f"429s {sum(run.throttles.values())}",
                     flush=True,
@@ -445,14 +423,14 @@ async def _mode_run(
     return [alone, _merged(f"{label}, {count} at once in {args.channels} channels", runs)]
 
 
-async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[Figures]:
+async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[core.Figures]:
     """Scenario (s): both streaming modes, each in its own `ragbot serve` against a fresh fake."""
     print(
         f"(s) {args.conversations} Slack threads in one workspace, {args.channels} channels, limits on; "
         f"modes {', '.join(MODES)}",
         flush=True,
     )
-    figures: list[Figures] = []
+    figures: list[core.Figures] = []
     for mode in MODES:
         figures += await _mode_run(mode, env, model, args, work)
     for result in figures:

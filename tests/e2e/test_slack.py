@@ -4,6 +4,7 @@ slack-bolt and slack_sdk answering against the fake Web API, over real services 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -164,10 +165,7 @@ async def _last_answer(services: Services, key: tuple[str, str, str, str]) -> An
 
 async def test_slack_checks_the_url_and_refuses_unsigned_or_stale_requests(slack: Slack) -> None:
     status, body = await slack.post(events.url_verification("challenge-123"))
-    assert (status, body) == (200, '{"challenge": "challenge-123"}') or (status, "challenge-123" in body) == (
-        200,
-        True,
-    )
+    assert (status, json.loads(body)) == (200, {"challenge": "challenge-123"})
     event = events.app_mention(channel="C0FORGED", user=BOB, text="How do I install the VPN client?", team=TEAM)
     forged, _ = await slack.post(events.envelope(event, team_id=TEAM), secret="not-the-secret")
     stale, _ = await slack.post(events.envelope(event, team_id=TEAM), timestamp=int(time.time()) - 600)
@@ -261,7 +259,7 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     await slack.post(events.envelope(event, team_id=TEAM))
     await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
     assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest")]
-    assert slack.fake.files_download_count == 0 or all(c.team_id for c in slack.fake.calls("files.info"))
+    assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
     assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.SLACK_EMPTY_MENTION]
@@ -294,7 +292,7 @@ async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingest
 async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> None:
     root = slack.fake.user_message(TEAM, "C0LATE", ADMIN, "Our VPN client keeps asking me for something")
     slack.fake.user_message(TEAM, "C0LATE", BOB, "same here, no idea what it wants", thread_ts=root)
-    first = await slack.mention("how does it connect?", channel="C0LATE", thread_ts=root)
+    await slack.mention("how does it connect?", channel="C0LATE", thread_ts=root)
     shown = await slack.answers("C0LATE", root)
     assert "badge number" in shown[0]
     assert len(slack.fake.calls("conversations.replies")) == 1
@@ -303,7 +301,6 @@ async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> 
     await slack.mention("and when is lunch served?", channel="C0LATE", thread_ts=root)
     await slack.answers("C0LATE", root, 2)
     assert len(slack.fake.calls("conversations.replies")) == 1
-    assert first != root
 
 
 def _command(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -> tuple[dict[str, str], str]:

@@ -147,3 +147,38 @@ def test_good_configuration_passes_and_writes_nothing(tmp_path: Path) -> None:
 def test_startup_error_message_names_setting_problem_and_fix() -> None:
     error = StartupError("RAGBOT_PORT", "port 8080 on 127.0.0.1 is in use", "set RAGBOT_PORT to a free port")
     assert str(error) == "RAGBOT_PORT: port 8080 on 127.0.0.1 is in use. Fix: set RAGBOT_PORT to a free port"
+
+
+@pytest.mark.parametrize(
+    ("env", "setting"),
+    [
+        ({"SLACK_BOT_TOKEN": "xoxb-1"}, "SLACK_SIGNING_SECRET"),
+        ({"SLACK_APP_TOKEN": "xapp-1"}, "SLACK_BOT_TOKEN"),
+        ({"SLACK_CLIENT_ID": "1.2"}, "SLACK_CLIENT_SECRET"),
+        ({"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s", "SLACK_APP_TOKEN": "xapp-1"}, "SLACK_SIGNING_SECRET"),
+    ],
+)
+@pytest.mark.usefixtures("good_env")
+def test_slack_settings_that_cannot_work_together_stop_startup(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], setting: str
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(StartupError) as caught:
+        _check()
+    assert caught.value.setting == setting
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s"},
+        {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"},
+        {"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "s", "SLACK_SIGNING_SECRET": "s"},
+    ],
+)
+@pytest.mark.usefixtures("good_env")
+def test_each_slack_transport_starts_with_what_it_needs(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _check()

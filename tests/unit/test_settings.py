@@ -184,3 +184,25 @@ def test_the_local_reranker_serves_only_the_languages_retrieval_trusts_the_embed
     monkeypatch.setenv("RERANK_PROVIDER", provider)
     monkeypatch.setenv("RERANK_BASE_URL", "http://127.0.0.1:9/v1")
     assert Settings(_env_file=None).rerank().languages == languages
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("SLACK_ADMINS", "alice", "member ids"),
+        ("SLACK_ADMINS", "U012ABC,@bob", "@bob"),
+        ("SLACK_COMMAND", "kb", "slash command"),
+        ("SLACK_STREAMING", "fast", "native"),
+    ],
+)
+def test_bad_slack_settings_name_the_variable(name: str, value: str, problem: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings(_env_file=None, **{name: value})  # type: ignore[call-arg, arg-type]
+    (line,) = describe_validation_error(caught.value)
+    assert line.startswith(f"{name}: ")
+    assert problem in line
+
+
+def test_slack_admins_are_member_ids() -> None:
+    settings = Settings(_env_file=None, SLACK_ADMINS="U012ABC, W0456DEF")  # type: ignore[call-arg]
+    assert settings.slack_admins() == frozenset({"U012ABC", "W0456DEF"})
