@@ -14,37 +14,20 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.budget import Pacer
-from adapters.slack.files import download
-from adapters.slack.history import import_thread
-from adapters.slack.render import FEEDBACK_ACTION, parse_feedback
-from adapters.slack.reply import ResponseTarget, SlackTarget, call, unreachable_notice
+from adapters.slack.listeners import SlackListeners
+from adapters.slack.render import FEEDBACK_ACTION
+from adapters.slack.reply import call
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
-from adapters.slack.translate import (
-    PLATFORM,
-    Notice,
-    Place,
-    conversation_key,
-    is_person_speaking,
-    mentions,
-    place,
-    plain_text,
-    slash_command,
-    translate,
-    workspace_id,
-)
-from bot import messages
-from bot.conversation import ConversationManager, deliver_text
-from bot.errors import DeliveryFailed, PlatformError
-from bot.ports import Adapter, ReplyTarget
+from adapters.slack.translate import PLATFORM
+from bot.conversation import ConversationManager
+from bot.errors import PlatformError
+from bot.ports import Adapter
 from bot.settings import Settings
-from bot.types import IncomingMessage, UserRef
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +47,6 @@ BOT_SCOPES: Final = (
 # Slack retries a delivery up to 3 times over about 5 minutes; ids are remembered well past the last one.
 _SEEN_TTL: Final = 600.0
 _SEEN_MAX: Final = 10_000
-_INSTALLER_TTL: Final = 60.0
 _STOP_GRACE: Final = 30.0
 
 
@@ -101,10 +83,7 @@ class SlackAdapter:
         self._manager = manager
         self._config = config
         self._clock = clock
-        self._pacer = Pacer()
         self._seen: OrderedDict[str, float] = OrderedDict()
-        self._installers: dict[str, tuple[float, str]] = {}
-        self._work: set[asyncio.Task[Any]] = set()
         self._socket: AsyncSocketModeHandler | None = None
         self._installations: DatabaseInstallationStore | None = None
         if config.oauth:
@@ -136,14 +115,15 @@ class SlackAdapter:
                 client=self._client(config.bot_token),
                 signing_secret=config.signing_secret,
             )
+        listeners = self._listeners = SlackListeners(manager, config, self._installations, clock=clock)
         self.app.use(self._first_delivery)
-        self.app.event("app_mention")(self._on_mention)
-        self.app.event("message")(self._on_message)
-        self.app.command(config.command)(self._on_command)
-        self.app.action(FEEDBACK_ACTION)(self._on_feedback)
+        self.app.event("app_mention")(listeners.on_mention)
+        self.app.event("message")(listeners.on_message)
+        self.app.command(config.command)(listeners.on_command)
+        self.app.action(FEEDBACK_ACTION)(listeners.on_feedback)
         if not config.oauth:
-            self.app.event("app_uninstalled")(self._on_uninstalled)
-            self.app.event("tokens_revoked")(self._on_uninstalled)
+            self.app.event("app_uninstalled")(listeners.on_uninstalled)
+            self.app.event("tokens_revoked")(listeners.on_uninstalled)
 
     # Lifecycle.
 
@@ -170,8 +150,8 @@ class SlackAdapter:
         """Stop receiving; answers in flight get a grace period to finish."""
         if self._socket is not None:
             await self._socket.close_async()  # type: ignore[no-untyped-call]
-        if self._work:
-            await asyncio.wait(set(self._work), timeout=_STOP_GRACE)
+        if self._listeners.work:
+            await asyncio.wait(set(self._listeners.work), timeout=_STOP_GRACE)
 
     async def _check_token(self, token: str) -> None:
         client = self._client(token)
@@ -231,198 +211,6 @@ class SlackAdapter:
                 self._seen.popitem(last=False)
         await next_()
         return None
-
-    # Events.
-
-    async def _on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        where = place(event, self._workspace(context))
-        if where.private:
-            return  # a mention in a DM also arrives as the DM message, answered there
-        await self._tracked(self._answer(event, where, context, continuing=False))
-
-    async def _on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        if not is_person_speaking(event):
-            return
-        where = place(event, self._workspace(context))
-        if not where.private:
-            if mentions(str(event.get("text") or ""), context.bot_user_id or ""):
-                return  # the app_mention event answers it
-            in_thread = bool(event.get("thread_ts")) and event.get("thread_ts") != event.get("ts")
-            if not in_thread or not await self._manager.known(conversation_key(where)):
-                return  # channel chatter: only mentions and threads ragbot answers in are for it
-        await self._tracked(self._answer(event, where, context, continuing=True))
-
-    async def _answer(
-        self, event: Mapping[str, Any], where: Place, context: AsyncBoltContext, *, continuing: bool
-    ) -> None:
-        client = context.client
-        assert client is not None
-        bot_user_id = context.bot_user_id or ""
-        user = str(event.get("user") or "")
-        if not continuing and event.get("thread_ts") and event.get("thread_ts") != event.get("ts"):
-            key = conversation_key(where)
-            if not await self._manager.known(key):
-                await import_thread(self._manager, self._pacer, client, key, event, bot_user_id)
-
-        async def read(entry: Mapping[str, Any]) -> bytes:
-            return await download(client, entry, self._config.download_limit)
-
-        translated = translate(
-            event,
-            where,
-            bot_user_id=bot_user_id,
-            continuing=continuing,
-            read=read,
-            verified_admin=await self._installed_by(where.workspace, user, context),
-        )
-        if translated is None:
-            return
-        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""))
-        if isinstance(translated, Notice):
-            await self._notify(target, translated.text)
-            return
-        await self._manager.handle(translated, target)
-
-    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str) -> SlackTarget:
-        return SlackTarget(
-            client,
-            where.channel,
-            where.reply_thread,
-            workspace=where.workspace,
-            pacer=self._pacer,
-            observer=self._manager.metrics.observer(PLATFORM),
-            recipient_user=user,
-            recipient_team=team,
-            native=self._config.native_streaming,
-        )
-
-    async def _notify(self, target: ReplyTarget, text: str) -> None:
-        try:
-            await deliver_text(target, text)
-        except PlatformError as exc:
-            log.warning("slack=notice_failed reason=%s", exc)
-
-    async def _on_uninstalled(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        log.warning(
-            "slack=%s team=%s: the single-workspace token no longer works; reinstall the app",
-            event.get("type"),
-            context.team_id,
-        )
-
-    # Slash command and buttons.
-
-    async def _on_command(
-        self, ack: Callable[..., Awaitable[None]], command: dict[str, Any], respond: Any, context: AsyncBoltContext
-    ) -> None:
-        await ack()
-        await self._tracked(self._command(command, respond, context))
-
-    async def _command(self, command: Mapping[str, Any], respond: Any, context: AsyncBoltContext) -> None:
-        workspace = self._workspace(context)
-        channel = str(command.get("channel_id") or "")
-        user_id = str(command.get("user_id") or "")
-        text = plain_text(str(command.get("text") or ""), "")
-        user = UserRef(
-            user_id,
-            str(command.get("user_name") or ""),
-            verified_admin=await self._installed_by(workspace, user_id, context),
-        )
-        private = channel.startswith("D")
-        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(True)))
-        if parsed is not None:
-            where = Place(workspace, channel, "", private)
-            message = IncomingMessage(
-                key=conversation_key(where), message_id="", user=user, text=text, command=parsed, private=private
-            )
-            await self._manager.handle(message, ResponseTarget(respond))
-            return
-        await self._ask(command, respond, context, Place(workspace, channel, "", private), user, text)
-
-    async def _ask(
-        self,
-        command: Mapping[str, Any],
-        respond: Any,
-        context: AsyncBoltContext,
-        where: Place,
-        user: UserRef,
-        text: str,
-    ) -> None:
-        """A question asked with the slash command: posted in the channel, answered in its thread."""
-        client = context.client
-        assert client is not None
-        try:
-            posted = await call(
-                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text))
-            )
-        except DeliveryFailed as exc:
-            await self._notify(ResponseTarget(respond), unreachable_notice(str(exc)) or messages.SLACK_NOT_IN_CHANNEL)
-            return
-        except PlatformError as exc:
-            log.warning("slack=question_not_posted reason=%s", exc)
-            await self._notify(ResponseTarget(respond), messages.TURN_FAILED)
-            return
-        thread = str(posted["ts"])
-        where = Place(where.workspace, where.channel, thread, where.private)
-        message = IncomingMessage(
-            key=conversation_key(where), message_id=thread, user=user, text=text, private=where.private, raw=command
-        )
-        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""))
-        await self._manager.handle(message, target)
-
-    async def _on_feedback(
-        self,
-        ack: Callable[..., Awaitable[None]],
-        body: dict[str, Any],
-        action: dict[str, Any],
-        respond: Any,
-        context: AsyncBoltContext,
-    ) -> None:
-        await ack()
-        parsed = parse_feedback(str(action.get("value") or ""))
-        container = body.get("container") or {}
-        message = body.get("message") or {}
-        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-        thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        stored = False
-        if parsed is not None and channel:
-            where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
-            stored = await self._manager.feedback(conversation_key(where), parsed[1], parsed[0])
-        try:
-            await respond(
-                text=messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE,
-                response_type="ephemeral",
-                replace_original=False,
-            )
-        except Exception as exc:  # a lost "thanks" must not look like a failed turn
-            log.warning("slack=feedback_ack_failed reason=%r", exc)
-
-    # Helpers.
-
-    def _workspace(self, context: AsyncBoltContext) -> str:
-        return workspace_id(context.team_id, context.enterprise_id)
-
-    async def _installed_by(self, workspace: str, user_id: str, context: AsyncBoltContext) -> bool:
-        """Whether `user_id` installed the app in this workspace (an admin there without being listed)."""
-        if self._installations is None or not user_id:
-            return False
-        cached = self._installers.get(workspace)
-        if cached is None or self._clock() - cached[0] > _INSTALLER_TTL:
-            found = await self._installations.async_find_installation(
-                enterprise_id=context.enterprise_id, team_id=context.team_id
-            )
-            installer = found.user_id if found is not None else ""
-            cached = self._installers[workspace] = (self._clock(), installer or "")
-        return bool(cached[1]) and cached[1] == user_id
-
-    async def _tracked(self, work: Awaitable[None]) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._work.add(task)
-        try:
-            await work
-        finally:
-            if task is not None:
-                self._work.discard(task)
 
 
 def create(manager: ConversationManager, settings: Settings) -> Adapter | None:

@@ -1,0 +1,258 @@
+"""What ragbot does with each Slack event, slash command and button click (registered on Bolt by app.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.budget import Pacer
+from adapters.slack.files import download
+from adapters.slack.history import import_thread
+from adapters.slack.render import parse_feedback
+from adapters.slack.reply import ResponseTarget, SlackTarget, call, unreachable_notice
+from adapters.slack.stores import DatabaseInstallationStore
+from adapters.slack.translate import (
+    PLATFORM,
+    Notice,
+    Place,
+    conversation_key,
+    is_person_speaking,
+    mentions,
+    place,
+    plain_text,
+    slash_command,
+    translate,
+    workspace_id,
+)
+from bot import messages
+from bot.conversation import ConversationManager, deliver_text
+from bot.errors import DeliveryFailed, PlatformError
+from bot.ports import ReplyTarget
+from bot.types import IncomingMessage, UserRef
+
+if TYPE_CHECKING:
+    from adapters.slack.app import SlackConfig
+
+log = logging.getLogger(__name__)
+
+_INSTALLER_TTL: Final = 60.0
+
+
+class SlackListeners:
+    """Bolt's listeners: translate, pick the reply target, hand the message to the conversation manager."""
+
+    def __init__(
+        self,
+        manager: ConversationManager,
+        config: SlackConfig,
+        installations: DatabaseInstallationStore | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._manager = manager
+        self._config = config
+        self._installations = installations
+        self._clock = clock
+        self._pacer = Pacer()
+        self._installers: dict[str, tuple[float, str]] = {}
+        # Turns and commands in flight, so stopping can let them finish.
+        self.work: set[asyncio.Task[Any]] = set()
+
+    async def on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """A mention in a channel: answered in a thread under it."""
+        where = place(event, self._workspace(context))
+        if where.private:
+            return  # a mention in a DM also arrives as the DM message, answered there
+        await self._tracked(self._answer(event, where, context, continuing=False))
+
+    async def on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """A DM, or a reply in a thread ragbot answers in (other channel messages are not for it)."""
+        if not is_person_speaking(event):
+            return
+        where = place(event, self._workspace(context))
+        if not where.private:
+            if mentions(str(event.get("text") or ""), context.bot_user_id or ""):
+                return  # the app_mention event answers it
+            in_thread = bool(event.get("thread_ts")) and event.get("thread_ts") != event.get("ts")
+            if not in_thread or not await self._manager.known(conversation_key(where)):
+                return  # channel chatter: only mentions and threads ragbot answers in are for it
+        await self._tracked(self._answer(event, where, context, continuing=True))
+
+    async def _answer(
+        self, event: Mapping[str, Any], where: Place, context: AsyncBoltContext, *, continuing: bool
+    ) -> None:
+        client = context.client
+        assert client is not None
+        bot_user_id = context.bot_user_id or ""
+        user = str(event.get("user") or "")
+        if not continuing and event.get("thread_ts") and event.get("thread_ts") != event.get("ts"):
+            key = conversation_key(where)
+            if not await self._manager.known(key):
+                await import_thread(self._manager, self._pacer, client, key, event, bot_user_id)
+
+        async def read(entry: Mapping[str, Any]) -> bytes:
+            return await download(client, entry, self._config.download_limit)
+
+        translated = translate(
+            event,
+            where,
+            bot_user_id=bot_user_id,
+            continuing=continuing,
+            read=read,
+            verified_admin=await self._installed_by(where.workspace, user, context),
+        )
+        if translated is None:
+            return
+        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""))
+        if isinstance(translated, Notice):
+            await self._notify(target, translated.text)
+            return
+        await self._manager.handle(translated, target)
+
+    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str) -> SlackTarget:
+        return SlackTarget(
+            client,
+            where.channel,
+            where.reply_thread,
+            workspace=where.workspace,
+            pacer=self._pacer,
+            observer=self._manager.metrics.observer(PLATFORM),
+            recipient_user=user,
+            recipient_team=team,
+            native=self._config.native_streaming,
+        )
+
+    async def _notify(self, target: ReplyTarget, text: str) -> None:
+        try:
+            await deliver_text(target, text)
+        except PlatformError as exc:
+            log.warning("slack=notice_failed reason=%s", exc)
+
+    async def on_uninstalled(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """The single-workspace token stopped working: say so in the log (OAuth installs are removed by Bolt)."""
+        log.warning(
+            "slack=%s team=%s: the single-workspace token no longer works; reinstall the app",
+            event.get("type"),
+            context.team_id,
+        )
+
+    # Slash command and buttons.
+
+    async def on_command(
+        self, ack: Callable[..., Awaitable[None]], command: dict[str, Any], respond: Any, context: AsyncBoltContext
+    ) -> None:
+        await ack()
+        await self._tracked(self._command(command, respond, context))
+
+    async def _command(self, command: Mapping[str, Any], respond: Any, context: AsyncBoltContext) -> None:
+        workspace = self._workspace(context)
+        channel = str(command.get("channel_id") or "")
+        user_id = str(command.get("user_id") or "")
+        text = plain_text(str(command.get("text") or ""), "")
+        user = UserRef(
+            user_id,
+            str(command.get("user_name") or ""),
+            verified_admin=await self._installed_by(workspace, user_id, context),
+        )
+        private = channel.startswith("D")
+        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(True)))
+        if parsed is not None:
+            where = Place(workspace, channel, "", private)
+            message = IncomingMessage(
+                key=conversation_key(where), message_id="", user=user, text=text, command=parsed, private=private
+            )
+            await self._manager.handle(message, ResponseTarget(respond))
+            return
+        await self._ask(command, respond, context, Place(workspace, channel, "", private), user, text)
+
+    async def _ask(
+        self,
+        command: Mapping[str, Any],
+        respond: Any,
+        context: AsyncBoltContext,
+        where: Place,
+        user: UserRef,
+        text: str,
+    ) -> None:
+        """A question asked with the slash command: posted in the channel, answered in its thread."""
+        client = context.client
+        assert client is not None
+        try:
+            posted = await call(
+                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text))
+            )
+        except DeliveryFailed as exc:
+            await self._notify(ResponseTarget(respond), unreachable_notice(str(exc)) or messages.SLACK_NOT_IN_CHANNEL)
+            return
+        except PlatformError as exc:
+            log.warning("slack=question_not_posted reason=%s", exc)
+            await self._notify(ResponseTarget(respond), messages.TURN_FAILED)
+            return
+        thread = str(posted["ts"])
+        where = Place(where.workspace, where.channel, thread, where.private)
+        message = IncomingMessage(
+            key=conversation_key(where), message_id=thread, user=user, text=text, private=where.private, raw=command
+        )
+        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""))
+        await self._manager.handle(message, target)
+
+    async def on_feedback(
+        self,
+        ack: Callable[..., Awaitable[None]],
+        body: dict[str, Any],
+        action: dict[str, Any],
+        respond: Any,
+        context: AsyncBoltContext,
+    ) -> None:
+        await ack()
+        parsed = parse_feedback(str(action.get("value") or ""))
+        container = body.get("container") or {}
+        message = body.get("message") or {}
+        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+        thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
+        stored = False
+        if parsed is not None and channel:
+            where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
+            stored = await self._manager.feedback(conversation_key(where), parsed[1], parsed[0])
+        try:
+            await respond(
+                text=messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE,
+                response_type="ephemeral",
+                replace_original=False,
+            )
+        except Exception as exc:  # a lost "thanks" must not look like a failed turn
+            log.warning("slack=feedback_ack_failed reason=%r", exc)
+
+    # Helpers.
+
+    def _workspace(self, context: AsyncBoltContext) -> str:
+        return workspace_id(context.team_id, context.enterprise_id)
+
+    async def _installed_by(self, workspace: str, user_id: str, context: AsyncBoltContext) -> bool:
+        """Whether `user_id` installed the app in this workspace (an admin there without being listed)."""
+        if self._installations is None or not user_id:
+            return False
+        cached = self._installers.get(workspace)
+        if cached is None or self._clock() - cached[0] > _INSTALLER_TTL:
+            found = await self._installations.async_find_installation(
+                enterprise_id=context.enterprise_id, team_id=context.team_id
+            )
+            installer = found.user_id if found is not None else ""
+            cached = self._installers[workspace] = (self._clock(), installer or "")
+        return bool(cached[1]) and cached[1] == user_id
+
+    async def _tracked(self, work: Awaitable[None]) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.work.add(task)
+        try:
+            await work
+        finally:
+            if task is not None:
+                self.work.discard(task)
