@@ -52,6 +52,7 @@ _CREATES = frozenset({"chat.postMessage", "chat.startStream"})
 _WRITES = _CREATES | {"chat.update", "chat.appendStream", "chat.stopStream"}
 # bot.main's log format: "date time LEVEL logger turn=ID message"; counted by level, logger and first word.
 _LOG_KEY = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) (\S+) turn=\S+ (\S+)")
+_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:")
 
 Json = dict[str, Any]
 
@@ -83,6 +84,8 @@ class SlackFigures(core.Figures):
     first_from_event: list[float] = field(default_factory=list)
     first_after_model: list[float] = field(default_factory=list)
     to_final: list[float] = field(default_factory=list)
+    # Answers whose first visible text was already their whole final (nothing shown while the model wrote).
+    whole_at_once: int = 0
     calls: Counter[str] = field(default_factory=Counter)
     throttles: Counter[str] = field(default_factory=Counter)
     inside_wait: int = 0
@@ -120,6 +123,7 @@ SlackFigures.rows = [
     ("... once every turn was streaming, p50 / p95", lambda f: core.spread(f.lags_streaming)),
     ("tokens never shown", lambda f: str(f.missing_tokens)),
     ("model's last token -> complete final, p50 / p95 / max (ms)", lambda f: _with_max(f.to_final)),
+    ("answers first seen whole, as their final", lambda f: str(f.whole_at_once)),
     ("finals complete and exact / mismatches", lambda f: f"{f.exact} / {f.conversations} ({len(f.mismatches)})"),
     ("Web API calls by method", lambda f: _top(f.calls)),
     ("429s by limit and method", lambda f: _top(f.throttles)),
@@ -334,6 +338,7 @@ class _SlackScenario:
                 figures.first_after_model.append(person.shown[0][0] - record.sent[0])
             if (done := next((at for at, text in person.shown if text == want), None)) is not None:
                 figures.to_final.append(done - record.sent[-1])
+                figures.whole_at_once += done == person.shown[0][0]
             prefixes = all(want.startswith(text) for _, text in person.shown)
             replayed = person.shown[-1][1] if person.shown else None
             one = len(thread.replies) == 1 and not thread.replies[0].streaming
@@ -369,15 +374,22 @@ def _rates(figures: SlackFigures, calls: list[SlackCall]) -> None:
 
 
 def _read_log(figures: SlackFigures, log: Path, offset: int) -> None:
-    """The service's WARNING and worse lines since `offset`: counted by level, logger and first word; a few kept."""
+    """The service's WARNING and worse lines since `offset`, counted by level, logger and first word; the first
+    few kept whole, with the traceback lines under them (lines that do not start like a log line)."""
     with log.open("rb") as handle:
         handle.seek(offset)
         lines = handle.read().decode(errors="replace").splitlines()
+    keeping = False
     for line in lines:
         if match := _LOG_KEY.match(line):
             figures.log_lines[f"{match[1]} {match[2]} {match[3]}"] += 1
-            if len(figures.log_examples) < 5:
-                figures.log_examples.append(line[:300])
+            keeping = len(figures.log_examples) < 3
+            if keeping:
+                figures.log_examples.append(line)
+        elif keeping and not _LOG_LINE.match(line):
+            figures.log_examples[-1] += "\n    " + line
+        else:
+            keeping = False
 
 
 def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
@@ -395,14 +407,8 @@ async def _mode_run(
     count = args.conversations
     async with FakeSlackAPI() as fake:
         fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id="B0BENCH")
-        slack_env = {
-            **env,
-            "SLACK_BOT_TOKEN": TOKEN,
-            "SLACK_SIGNING_SECRET": SECRET,
-            "SLACK_API_BASE_URL": fake.base_url,
-            "SLACK_STREAMING": mode,
-        }
-        async with core.serving(slack_env, work) as (url, process):
+        slack = {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_BASE_URL": fake.base_url}
+        async with core.serving({**env, **slack, "SLACK_STREAMING": mode}, work) as (url, process):
             scenario = _SlackScenario(fake, model, url, process.pid, args.channels, work / "serve.log")
             warm = await scenario.burst("warm-up", [0])
             if warm.exact != 1:
@@ -425,11 +431,7 @@ async def _mode_run(
 
 async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[core.Figures]:
     """Scenario (s): both streaming modes, each in its own `ragbot serve` against a fresh fake."""
-    print(
-        f"(s) {args.conversations} Slack threads in one workspace, {args.channels} channels, limits on; "
-        f"modes {', '.join(MODES)}",
-        flush=True,
-    )
+    print(f"(s) {args.conversations} Slack threads, one workspace, {args.channels} channels, limits on", flush=True)
     figures: list[core.Figures] = []
     for mode in MODES:
         figures += await _mode_run(mode, env, model, args, work)
