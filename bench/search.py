@@ -9,8 +9,9 @@ model whose time to first token is fixed: time from turn start to the first toke
 Corpus: SciFact abstracts and CMRC 2018 passages split at 128 tokens, ingested by the product's DocumentIngestor,
 repeated under new document names until the chunk count is reached. Embedding 100k passages with the local model
 would take hours on 2 cores, so documents get vectors from a pool of real embeddings (2,000 distinct chunks) with
-small per-chunk noise; the vectors go through the embedding cache exactly as ingestion stores them, so RERANK's
-cache lookups are the production ones. Index structure and sizes are real; semantic quality is not what is timed.
+small per-chunk noise; the vectors go through the embedding cache and the index exactly as ingestion stores them
+(RERANK takes them from the search hits, as in production). Index structure and sizes are real; semantic quality is
+not what is timed. Each turn's SQL statements are counted through SQLAlchemy's before_cursor_execute event.
 
     .venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300]
 """
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import event
 
 from bench.common import commit, local_stack, machine, parse_arguments, percentile
 from rag.chat_models import OpenAIChatModel
@@ -48,12 +50,14 @@ from rag.rewrite_rules import RuleRewriter
 from rag.stages import SearchConfig
 from rag.tokens import TokenCounter
 from rag.types import Vector
+from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.records import KnowledgeBaseRecord, SearchHit
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.merge_reads import MergeReadRepo
 from storage.weaviate.schema import Collection
 from storage.weaviate.store import WeaviateStore
 from tests.fakes.openai_api import FakeOpenAI
@@ -100,6 +104,22 @@ class QueryEmbedder:
         rest = [text for text in texts if text not in self._queries]
         found = dict(zip(rest, await self._cached.embed(rest), strict=True)) if rest else {}
         return [self._queries[text] if text in self._queries else found[text] for text in texts]
+
+
+class StatementCount:
+    """SQL statements sent through a database's engine, taken per turn."""
+
+    def __init__(self, db: Database) -> None:
+        self.sent = 0
+        event.listen(db.engine.sync_engine, "before_cursor_execute", self._count)
+
+    def _count(self, *_args: Any) -> None:
+        self.sent += 1
+
+    def take(self) -> int:
+        """Statements since the last take."""
+        sent, self.sent = self.sent, 0
+        return sent
 
 
 class TimedIndex:
@@ -188,20 +208,24 @@ async def _fill(
     return chunks
 
 
-async def _search_latency(pipeline: Pipeline, index: TimedIndex, kb_id: str, queries: list[str]) -> dict[str, Any]:
+async def _search_latency(
+    pipeline: Pipeline, index: TimedIndex, sql: StatementCount, kb_id: str, queries: list[str]
+) -> dict[str, Any]:
     for query in queries[:20]:  # warm-up: jieba, connections, caches
         await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
     index.in_flight()
-    totals, weaviate, stages = [], [], {}
+    sql.take()
+    totals, weaviate, statements, stages = [], [], [], {}
     for query in queries:
         started = time.perf_counter()
         turn = await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
         totals.append((time.perf_counter() - started) * 1000)
         weaviate.append(index.in_flight() * 1000)
+        statements.append(sql.take())
         for report in turn.reports:
             stages.setdefault(report.name, []).append(report.ms)
     outside = [(total - inside) / total for total, inside in zip(totals, weaviate, strict=True)]
-    return {"totals": totals, "weaviate": weaviate, "outside": outside, "stages": stages}
+    return {"totals": totals, "weaviate": weaviate, "outside": outside, "stages": stages, "statements": statements}
 
 
 async def _first_token(pipeline: Pipeline, kb_id: str, queries: list[str]) -> list[float]:
@@ -251,7 +275,7 @@ async def _run(args: argparse.Namespace) -> None:
             retriever=Retriever(index, embedder, lexical, documents, FaqRepo(db)),
             faqs=FaqSearch(index, FaqRepo(db), lexical, embedder),
             history=ConversationRepo(db),
-            merge_source=documents,
+            merge_source=MergeReadRepo(db),
             tokens=tokens,
             rewriter=RuleRewriter(),
             reranker=LocalReranker(embedder, lexical),
@@ -264,7 +288,7 @@ async def _run(args: argparse.Namespace) -> None:
         for size in args.sizes:
             print(f"filling the index to {size} chunks", flush=True)
             await _fill(ingestor, documents, kb, texts, size)
-            results[size] = await _search_latency(search, index, kb.id, queries)
+            results[size] = await _search_latency(search, index, StatementCount(db), kb.id, queries)
             print(f"  search p50 {statistics.median(results[size]['totals']):.1f} ms", flush=True)
         async with FakeOpenAI() as fake:
             fake.first_token_delay = FAKE_TTFT
@@ -280,13 +304,14 @@ async def _run(args: argparse.Namespace) -> None:
 
 def _report(args: argparse.Namespace, results: dict[int, dict[str, Any]], first_token: list[float]) -> None:
     print(f"\ncommit {commit()} · {machine()} · {len(next(iter(results.values()))['totals'])} queries per size\n")
-    print("| indexed chunks | p50 (ms) | p95 (ms) | p99 (ms) | outside Weaviate (median share) |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| indexed chunks | p50 (ms) | p95 (ms) | p99 (ms) | outside Weaviate (median share) | SQL a turn |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for size, result in results.items():
-        totals = result["totals"]
+        totals, statements = result["totals"], result["statements"]
         print(
             f"| {size} | {statistics.median(totals):.1f} | {percentile(totals, 0.95):.1f} "
-            f"| {percentile(totals, 0.99):.1f} | {statistics.median(result['outside']):.1%} |"
+            f"| {percentile(totals, 0.99):.1f} | {statistics.median(result['outside']):.1%} "
+            f"| {statistics.median(statements):g} (max {max(statements)}) |"
         )
     print("\nStage medians (ms):\n")
     names = list(next(iter(results.values()))["stages"])

@@ -16,6 +16,7 @@ from rag.retrieval import Retriever
 from rag.rewrite import LlmRewriter, Rewriter
 from rag.rewrite_rules import RuleRewriter
 from rag.stages import StreamAnswer, answer_once
+from storage.repos.merge_reads import MergeReadRepo
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -44,7 +45,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
         ),
         faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
         history=services.conversations,
-        merge_source=services.documents,
+        merge_source=MergeReadRepo(services.db),
         tokens=services.tokens,
         rewriter=rewriter,
         reranker=services.reranker,

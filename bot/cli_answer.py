@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from bot import messages
+from bot.cli_reindex import note_outdated_index
 from bot.cli_target import TerminalTarget
 from bot.conversation import ChatPolicy, ConversationManager, TurnResult
 from bot.limits import RateLimit
@@ -73,6 +74,7 @@ async def run_ask(
 ) -> int:
     """Answer `question` from the named knowledge bases; 0 when answered, 1 when refused, unmatched or failed."""
     kb_ids = [(await services.knowledge.find(name)).id for name in kb_names]
+    note_outdated_index(services)
     result = await answer_turn(cli_manager(services), new_conversation_key(), question, kb_ids, out, document_ids)
     if result is None or result.answer.outcome == "failed":
         return 1

@@ -11,6 +11,7 @@ from typing import BinaryIO, Final, TextIO
 
 from bot import messages
 from bot.cli_answer import answer_turn, cli_manager, new_conversation_key, print_sources, print_stages
+from bot.cli_reindex import note_outdated_index
 from bot.services import Services
 from rag.input_check import decode_user_bytes
 
@@ -74,6 +75,7 @@ async def run_chat(
     terminal is echoed after the prompt, so the output reads as a transcript.
     """
     kb_ids = [(await services.knowledge.find(name)).id for name in kb_names]
+    note_outdated_index(services)
     source = stdin if stdin is not None else sys.stdin.buffer
     interactive = source.isatty()
     manager = cli_manager(services)

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from rag.faq_text import faq_text
 from rag.pipeline import TurnContext
 from rag.types import Candidate
-from storage.records import ChunkRecord, FaqRecord, SegmentRecord, TextSpan
+from storage.records import ChunkRecord, FaqRecord, MergeReads, SegmentRecord, TextSpan
 
 Range = tuple[int, int]
 
@@ -28,18 +28,11 @@ class MergeConfig:
 
 
 class MergeSource(Protocol):
-    """What merging reads from storage (met by storage.repos.documents.DocumentRepo)."""
+    """What merging reads from storage (met by storage.repos.merge_reads.MergeReadRepo)."""
 
-    async def segments_by_ids(self, segment_ids: Sequence[str]) -> list[SegmentRecord]:
-        """The stored parents among `segment_ids`."""
-        ...
-
-    async def chunks_overlapping(self, spans: Sequence[TextSpan]) -> list[ChunkRecord]:
-        """The chunks whose [start, end) intersects a span of their document."""
-        ...
-
-    async def text_slices(self, spans: Sequence[TextSpan]) -> dict[TextSpan, str]:
-        """Each span's stretch of its document's cleaned text (documents it lacks are left out)."""
+    async def merge_reads(self, segment_ids: Sequence[str], spans: Sequence[TextSpan]) -> MergeReads:
+        """In one read: the stored parents among `segment_ids`, the chunks whose [start, end) intersects a span of
+        their document, and each span's stretch of its document's cleaned text (documents it lacks left out)."""
         ...
 
 
@@ -271,8 +264,22 @@ def widen_short(
     )
 
 
+def _covering(span: TextSpan, texts: Mapping[TextSpan, str]) -> str | None:
+    """`span`'s text cut from a read stretch of its document that holds it whole, if any."""
+    for read, text in texts.items():
+        window = TextWindow(read.document_id, read.start, text)
+        if read.document_id == span.document_id and window.start <= span.start and span.end <= window.end:
+            return window.cut(span.start, span.end)
+    return None
+
+
 class Merge:
-    """Reads reranked or candidates; writes merged."""
+    """Reads reranked or candidates; writes merged.
+
+    Storage is read once per turn: the parents, the joined runs' text and the short passages' widening windows
+    (neighbouring chunks and text) together. Only a parent that turns out short needs a second read for its window,
+    since its offsets are known only once it is read.
+    """
 
     name = "MERGE"
 
@@ -286,28 +293,33 @@ class Merge:
         faqs = [fill_faq(candidate) for candidate in pool if candidate.kind == "faq"]
         children = [c for c in pool if c.kind == "chunk" and c.segment_id is not None]
         loose = [c for c in pool if c.kind == "chunk" and c.segment_id is None]
-        parents = await self._parents(children)
-        joined = await self._joined(loose)
-        passages = await self._widened([*parents, *joined])
+        runs = adjacent_runs(loose)
+        segment_ids = list(dict.fromkeys(str(child.segment_id) for child in children))
+        spans = list(dict.fromkeys(span for run in runs if (span := self._run_read(run)) is not None))
+        reads = await self._source.merge_reads(segment_ids, spans) if segment_ids or spans else MergeReads()
+        parents = group_by_parent(children, {segment.segment_id: segment for segment in reads.segments})
+        joined = self._joined(runs, reads.texts)
+        passages = await self._widened([*parents, *joined], reads)
         # On equal scores a curated FAQ answer goes before a passage, as the prompt's FAQ priority would put it.
         turn.merged = by_score([*faqs, *passages])
         widened = sum(1 for passage in passages if "neighbour_ids" in passage.metadata)
         return f"children={len(children)}->{len(parents)} chunks={len(loose)}->{len(joined)} widened={widened}"
 
-    async def _parents(self, children: Sequence[Candidate]) -> list[Candidate]:
-        if not children:
-            return []
-        ids = [str(child.segment_id) for child in children]
-        segments = await self._source.segments_by_ids(ids)
-        return group_by_parent(children, {segment.segment_id: segment for segment in segments})
+    def _run_read(self, run: Sequence[Candidate]) -> TextSpan | None:
+        """What to read for a run of loose chunks: its widening window when it will be short, else its own span
+        when it has to be joined, else nothing."""
+        if run[0].document_id is None:
+            return None
+        length = len(run[0].text) if len(run) == 1 else run_span(run).end - run_span(run).start
+        if length < self._config.short_chars:
+            start, end = (run[0].start, run[0].end) if len(run) == 1 else (run_span(run).start, run_span(run).end)
+            return self._window(str(run[0].document_id), start, end, length)
+        return run_span(run) if len(run) > 1 else None
 
-    async def _joined(self, loose: Sequence[Candidate]) -> list[Candidate]:
-        runs = adjacent_runs(loose)
-        spans = [run_span(run) for run in runs if len(run) > 1]
-        texts = await self._source.text_slices(spans) if spans else {}
+    def _joined(self, runs: Sequence[Sequence[Candidate]], texts: Mapping[TextSpan, str]) -> list[Candidate]:
         joined: list[Candidate] = []
         for run in runs:
-            text = texts.get(run_span(run)) if len(run) > 1 else run[0].text
+            text = _covering(run_span(run), texts) if len(run) > 1 else run[0].text
             if text is None:
                 # The document went away since the search: its chunks still stand on their own.
                 joined.extend(join_run([chunk], chunk.text) for chunk in run)
@@ -315,7 +327,7 @@ class Merge:
                 joined.append(join_run(run, text))
         return joined
 
-    async def _widened(self, passages: Sequence[Candidate]) -> list[Candidate]:
+    async def _widened(self, passages: Sequence[Candidate], reads: MergeReads) -> list[Candidate]:
         windows = {
             index: self._window_span(passage, str(passage.document_id))
             for index, passage in enumerate(passages)
@@ -323,9 +335,12 @@ class Merge:
         }
         if not windows:
             return list(passages)
-        spans = list(windows.values())
-        neighbours = await self._source.chunks_overlapping(spans)
-        texts = await self._source.text_slices(spans)
+        texts, neighbours = dict(reads.texts), list(reads.chunks)
+        unread = [span for span in dict.fromkeys(windows.values()) if span not in texts]
+        if unread:
+            more = await self._source.merge_reads([], unread)
+            texts.update(more.texts)
+            neighbours.extend(more.chunks)
         result = list(passages)
         # The best passage widens first, so it gets the context a weaker neighbour might also want.
         for index in sorted(windows, key=lambda i: -passages[i].score):
@@ -342,6 +357,9 @@ class Merge:
         return result
 
     def _window_span(self, passage: Candidate, document_id: str) -> TextSpan:
+        return self._window(document_id, passage.start, passage.end, len(passage.text))
+
+    def _window(self, document_id: str, start: int, end: int, length: int) -> TextSpan:
         # Nothing further than this from the passage can be added without overrunning widen_to.
-        reach = max(0, self._config.widen_to - len(passage.text))
-        return TextSpan(document_id, max(0, passage.start - reach), passage.end + reach)
+        reach = max(0, self._config.widen_to - length)
+        return TextSpan(document_id, max(0, start - reach), end + reach)

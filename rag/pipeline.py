@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rag.types import Candidate, ChatMessage
+from rag.types import Candidate, ChatMessage, Vector
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,8 @@ class TurnContext:
     # Ids of the sources the previous answer cited (chunks or FAQs): searched again as "history" matches.
     history_refs: tuple[str, ...] = ()
     rewritten: str = ""
+    # The search query's embedding (SEARCH writes it; RERANK compares passages' vectors with it).
+    query_vector: Vector | None = None
     candidates: list[Candidate] = field(default_factory=list)
     reranked: list[Candidate] = field(default_factory=list)
     # True once a reranker has judged the candidates: an empty `reranked` then means none is relevant,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
-from rag.types import ChatMessage, Vector
+from rag.types import ChatMessage, KnownVectors, Vector
 from storage.records import ChunkRecord, FaqQuestionRecord
 from storage.weaviate.schema import Collection
 
@@ -104,6 +104,10 @@ class Reranker(Protocol):
         """The model's name, as stage notes and evaluations report it."""
         ...
 
-    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One relevance score per text, in order, higher is better (ideally in [0, 1]); raises RerankerError."""
+    async def rerank(self, query: str, texts: Sequence[str], vectors: KnownVectors | None = None) -> list[float]:
+        """One relevance score per text, in order, higher is better (ideally in [0, 1]); raises RerankerError.
+
+        `vectors` are embeddings the caller already has; a reranker that compares embeddings uses them instead
+        of embedding (or looking up) those texts again, and any other ignores them.
+        """
         ...

@@ -24,7 +24,7 @@ from rag.lexical import LexicalAnalyzer
 from rag.pipeline import TurnContext
 from rag.ports import Reranker
 from rag.retrieval import Language, query_language
-from rag.types import Candidate
+from rag.types import Candidate, KnownVectors, Vector
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,12 @@ class RerankConfig:
             raise ValueError(f"rerank faq_boost must be > 0, got {self.faq_boost}")
 
 
-async def model_scores(reranker: Reranker, query: str, candidates: Sequence[Candidate]) -> list[float]:
+async def model_scores(
+    reranker: Reranker, query: str, candidates: Sequence[Candidate], query_vector: Vector | None = None
+) -> list[float]:
     """The reranker's score for each candidate, in order; direct-load hits are 1.0 and not sent to it.
+
+    The query's and candidates' vectors, where known, go with the texts, so a local reranker embeds nothing again.
 
     Raises RerankerError when the reranker fails or returns the wrong number of scores.
     """
@@ -71,7 +75,8 @@ async def model_scores(reranker: Reranker, query: str, candidates: Sequence[Cand
     scores = [DIRECT_MODEL_SCORE] * len(candidates)
     if not asked:
         return scores
-    answered = await reranker.rerank(query, [candidates[i].text for i in asked])
+    known = KnownVectors(query_vector, [candidates[i].vector for i in asked])
+    answered = await reranker.rerank(query, [candidates[i].text for i in asked], known)
     if len(answered) != len(asked):
         raise RerankerError(f"reranker {reranker.model_id} returned {len(answered)} scores for {len(asked)} texts")
     for i, score in zip(asked, answered, strict=True):
@@ -96,7 +101,7 @@ async def rerank_order(
 
 
 class Rerank:
-    """Reads search_query, candidates; writes reranked."""
+    """Reads search_query, query_vector, candidates; writes reranked."""
 
     name = "RERANK"
 
@@ -115,7 +120,7 @@ class Rerank:
         if config.languages is not None and language not in config.languages:
             return f"skipped=language_{language}"
         try:
-            scores = await model_scores(self._reranker, turn.search_query, turn.candidates)
+            scores = await model_scores(self._reranker, turn.search_query, turn.candidates, turn.query_vector)
         except RerankerError as exc:
             # Designed fallback: the answer goes on with the retrieval order (FILTER_TOP_K reads candidates).
             log.warning("rerank=skipped model=%s reason=%s", self._reranker.model_id, exc)

@@ -20,6 +20,7 @@ import numpy as np
 from rag.errors import EmbedderUnavailable, ModelError, RerankerError
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Reranker
+from rag.types import KnownVectors, Vector
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +157,11 @@ class ApiReranker:
         """The model's name."""
         return self._model
 
-    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One score per text, in order; retries one 429 whose Retry-After is short, else raises RerankerError."""
+    async def rerank(self, query: str, texts: Sequence[str], vectors: KnownVectors | None = None) -> list[float]:
+        """One score per text, in order; retries one 429 whose Retry-After is short, else raises RerankerError.
+
+        `vectors` are not used: the service reads the texts.
+        """
         if not texts:
             return []
         body = {
@@ -288,8 +292,11 @@ class LocalReranker:
         """`local:` and the embedder's model."""
         return f"local:{self._embedder.model_id}"
 
-    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One score per text, in order; an embedder failure is raised as RerankerError."""
+    async def rerank(self, query: str, texts: Sequence[str], vectors: KnownVectors | None = None) -> list[float]:
+        """One score per text, in order; an embedder failure is raised as RerankerError.
+
+        Only the vectors `vectors` lacks are embedded (through the caching embedder, in production).
+        """
         if not texts:
             return []
         lexical = [0.0] * len(texts)
@@ -297,20 +304,28 @@ class LocalReranker:
         if self._lexical_weight > 0:
             lexical = await asyncio.to_thread(self._tfidf_scores, query, texts)
         if self._vector_weight > 0:
-            dense = await self._vector_scores(query, texts)
+            dense = await self._vector_scores(query, texts, vectors)
         return [
             min(1.0, (self._lexical_weight * lex + self._vector_weight * max(0.0, cos)) * self._calibration)
             for lex, cos in zip(lexical, dense, strict=True)
         ]
 
-    async def _vector_scores(self, query: str, texts: Sequence[str]) -> list[float]:
+    async def _vector_scores(self, query: str, texts: Sequence[str], known: KnownVectors | None) -> list[float]:
         # In production the embedder is the caching one: chunk vectors were stored at ingest, the query's at search.
-        try:
-            vectors = await self._embedder.embed([query, *texts])
-        except (ModelError, EmbedderUnavailable) as exc:
-            raise RerankerError(f"local reranker could not embed: {exc}") from exc
-        if len(vectors) != len(texts) + 1:
-            raise RerankerError(f"embedder returned {len(vectors)} vectors for {len(texts) + 1} texts")
+        given: list[Vector | None] = [known.query, *known.texts] if known is not None else []
+        if len(given) != len(texts) + 1:
+            given = [None] * (len(texts) + 1)
+        asked = [i for i, vector in enumerate(given) if vector is None]
+        if asked:
+            try:
+                found = await self._embedder.embed([[query, *texts][i] for i in asked])
+            except (ModelError, EmbedderUnavailable) as exc:
+                raise RerankerError(f"local reranker could not embed: {exc}") from exc
+            if len(found) != len(asked):
+                raise RerankerError(f"embedder returned {len(found)} vectors for {len(asked)} texts")
+            for i, vector in zip(asked, found, strict=True):
+                given[i] = vector
+        vectors = [vector for vector in given if vector is not None]
         return _cosines(vectors[0], vectors[1:])
 
     def _tfidf_scores(self, query: str, texts: Sequence[str]) -> list[float]:

@@ -1,11 +1,15 @@
-"""Hybrid retrieval: vector and BM25 legs over chunks and FAQ questions, fused by weighted RRF, joined to SQL."""
+"""Hybrid retrieval: vector and BM25 legs over chunks and FAQ questions, fused by weighted RRF.
+
+Chunk candidates are built from the hits themselves (text, title, metadata and vector are in the index); only hits
+from an index made by an older ragbot, which lacks some of those, are joined to SQL.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from rag.fusion import rrf
@@ -16,6 +20,7 @@ from storage.errors import NotFound
 from storage.records import ChunkRecord, SearchHit
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
+from storage.weaviate.objects import chunk_from_hit
 from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 Language = Literal["zh", "en"]
@@ -90,8 +95,8 @@ class RetrievalConfig:
 DIRECT_SCORE = 1.0
 
 
-def chunk_candidate(chunk: ChunkRecord, score: float, legs: frozenset[str], titles: Mapping[str, str]) -> Candidate:
-    """A stored chunk as a candidate, with its document's title in the metadata."""
+def chunk_candidate(chunk: ChunkRecord, score: float, legs: frozenset[str], vector: Vector | None = None) -> Candidate:
+    """A stored chunk as a candidate, with its document's title (`chunk.title`) in the metadata."""
     return Candidate(
         id=chunk.chunk_id,
         kind="chunk",
@@ -105,7 +110,8 @@ def chunk_candidate(chunk: ChunkRecord, score: float, legs: frozenset[str], titl
         position=chunk.position,
         start=chunk.start,
         end=chunk.end,
-        metadata={**chunk.metadata, "title": titles.get(chunk.document_id, "")},
+        metadata={**chunk.metadata, "title": chunk.title},
+        vector=vector,
     )
 
 
@@ -182,17 +188,34 @@ class Retriever:
             chunk_id: frozenset(name for name, ids in ids_by_leg.items() if chunk_id in ids)
             for chunk_id, _ in fused[:limit]
         }
-        return await self.chunk_candidates(fused[:limit], found_by)
+        hits = {hit.id: hit for found in legs.values() for hit in found}
+        return await self.chunk_candidates(fused[:limit], found_by, hits)
 
     async def chunk_candidates(
-        self, scored: Sequence[tuple[str, float]], legs: Mapping[str, frozenset[str]]
+        self,
+        scored: Sequence[tuple[str, float]],
+        legs: Mapping[str, frozenset[str]],
+        hits: Mapping[str, SearchHit] | None = None,
     ) -> list[Candidate]:
-        """Chunk ids with scores joined to their SQL rows, in the given order (ids SQL lacks are dropped)."""
-        found = await self._documents.chunks_with_titles([chunk_id for chunk_id, _ in scored])
-        rows = {chunk.chunk_id: chunk for chunk, _ in found}
-        titles = {chunk.document_id: title for chunk, title in found}
+        """Chunk ids with scores as candidates, in the given order.
+
+        A chunk comes from its hit when `hits` holds one with every property; the rest are read from SQL in one
+        query (ids SQL lacks are dropped).
+        """
+        hits = hits or {}
+        rows: dict[str, ChunkRecord] = {}
+        vectors: dict[str, Vector | None] = {}
+        for chunk_id, _ in scored:
+            hit = hits.get(chunk_id)
+            chunk = chunk_from_hit(hit) if hit is not None else None
+            if chunk is not None and hit is not None:
+                rows[chunk_id], vectors[chunk_id] = chunk, hit.vector
+        unread = [chunk_id for chunk_id, _ in scored if chunk_id not in rows]
+        if unread:
+            found = await self._documents.chunks_with_titles(unread)
+            rows.update((chunk.chunk_id, replace(chunk, title=title)) for chunk, title in found)
         return [
-            chunk_candidate(rows[chunk_id], score, legs.get(chunk_id, frozenset()), titles)
+            chunk_candidate(rows[chunk_id], score, legs.get(chunk_id, frozenset()), vectors.get(chunk_id))
             for chunk_id, score in scored
             if chunk_id in rows
         ]
@@ -216,7 +239,12 @@ class Retriever:
             if chunk.kb_id in kb_ids
         ]
         titles = await self._documents.titles([chunk.document_id for chunk in chunks])
-        return [chunk_candidate(chunk, DIRECT_SCORE, frozenset({"direct"}), titles) for chunk in chunks]
+        return [
+            chunk_candidate(
+                replace(chunk, title=titles.get(chunk.document_id, "")), DIRECT_SCORE, frozenset({"direct"})
+            )
+            for chunk in chunks
+        ]
 
     async def faq_hits(
         self, query: str, vector: Vector, kb_ids: Sequence[str], limit: int, mode: Mode = "rrf"

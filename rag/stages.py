@@ -58,7 +58,7 @@ class SearchConfig:
 
 
 class Search:
-    """Reads search_query, kb_ids, document_ids, history_refs; writes candidates (FAQs first, then passages)."""
+    """Reads search_query, kb_ids, document_ids, history_refs; writes query_vector, candidates (FAQs first)."""
 
     name = "SEARCH"
 
@@ -71,7 +71,7 @@ class Search:
         if not turn.kb_ids:
             return "skipped=no_knowledge_base"
         query = turn.search_query
-        vector = await self._retriever.query_vector(query)
+        vector = turn.query_vector = await self._retriever.query_vector(query)
         direct, faqs, chunks = await asyncio.gather(
             self._direct(turn),
             self._faqs.search(query, vector, turn.kb_ids),

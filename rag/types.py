@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ class Candidate:
 
     `score` is the current score (fused, then reranked); `base_score` keeps the retrieval score,
     `model_score` the reranker's. `legs` says which searches found it (vector, bm25, faq, history, direct).
+    `vector` is the passage's stored embedding when the search brought it (so RERANK need not look it up).
     """
 
     id: str
@@ -39,3 +40,12 @@ class Candidate:
     base_score: float = 0.0
     model_score: float | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    vector: Vector | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class KnownVectors:
+    """Embeddings the caller already holds: the query's, and each text's in order (None where not known)."""
+
+    query: Vector | None
+    texts: Sequence[Vector | None]

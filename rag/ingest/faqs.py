@@ -61,6 +61,11 @@ def _variants(
     ]
 
 
+def stored_variants(faq: FaqRecord, lexical: LexicalAnalyzer) -> list[FaqQuestionRecord]:
+    """A stored FAQ's question variants as its import indexed them (same ids, same BM25 text): for a reindex."""
+    return _variants(faq.kb_id, faq, faq.id, lexical)
+
+
 class FaqImporter:
     """Saves FAQ entries and keeps the index's question variants in step with them."""
 

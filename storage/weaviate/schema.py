@@ -16,6 +16,9 @@ class Collection(StrEnum):
 
 
 BM25_PROPERTY = "bm25_text"
+TITLE_PROPERTY = "title"
+# A chunk's metadata (page, slide, headers) as a JSON object in text: display only, never filtered on.
+META_PROPERTY = "meta"
 
 
 def _keyword(name: str) -> Property:
@@ -27,8 +30,9 @@ def _int(name: str) -> Property:
     return Property(name=name, data_type=DataType.INT, index_range_filters=False)
 
 
-def _display_text() -> Property:
-    return Property(name="text", data_type=DataType.TEXT, index_searchable=False, index_filterable=False)
+def _display_text(name: str = "text") -> Property:
+    # Stored for display only (text, title, JSON metadata): never searched or filtered on.
+    return Property(name=name, data_type=DataType.TEXT, index_searchable=False, index_filterable=False)
 
 
 def _bm25_text() -> Property:
@@ -63,6 +67,9 @@ CHUNKS = CollectionSpec(
         _int("end"),
         _display_text(),
         _bm25_text(),
+        # Added in issue 11 so SEARCH builds candidates from hits alone; an older index lacks them.
+        _display_text(TITLE_PROPERTY),
+        _display_text(META_PROPERTY),
     ),
 )
 
@@ -79,3 +86,13 @@ FAQ_QUESTIONS = CollectionSpec(
 )
 
 ALL = (CHUNKS, FAQ_QUESTIONS)
+
+
+def spec_of(collection: Collection) -> CollectionSpec:
+    """The definition of one of the collections."""
+    return next(spec for spec in ALL if spec.name is collection)
+
+
+def missing_properties(spec: CollectionSpec, present: set[str]) -> tuple[str, ...]:
+    """The properties `spec` defines that a live collection with properties `present` lacks (an older index)."""
+    return tuple(prop.name for prop in spec.properties if prop.name not in present)

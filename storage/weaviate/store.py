@@ -9,7 +9,6 @@ from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import weaviate
-from weaviate.classes.config import Configure
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.collections.classes.data import DataObject
@@ -20,7 +19,10 @@ from storage.errors import IndexUnavailable, IndexWriteError
 from storage.records import ChunkRecord, FaqQuestionRecord, SearchHit
 from storage.weaviate import schema
 from storage.weaviate.config import WeaviateConfig, WeaviateEndpoint
+from storage.weaviate.generations import create_first, create_physical, drop_leftovers, generation_name, live_target
 from storage.weaviate.liveness import ExitWatch, ServerExited, answers_ready
+from storage.weaviate.objects import chunk_object, faq_question_object, hit_vector
+from storage.weaviate.rebuild import CollectionRebuild
 from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,12 @@ def _kb_filter(kb_ids: Sequence[str]) -> Any:
 
 
 def _hit(obj: Object[Any, Any], score: float) -> SearchHit:
-    return SearchHit(id=str(obj.uuid), score=score, properties=dict(obj.properties))
+    return SearchHit(id=str(obj.uuid), score=score, properties=dict(obj.properties), vector=hit_vector(obj))
+
+
+def _with_vectors(collection: Collection) -> bool:
+    # Chunk hits bring their vectors for RERANK; FAQ variants' vectors are not needed on the answer path.
+    return collection is Collection.CHUNKS
 
 
 def _cosine_similarity(obj: Object[Any, Any]) -> float:
@@ -87,6 +94,7 @@ class WeaviateStore:
         self._client = client
         self._endpoint = endpoint
         self._watch: ExitWatch | None = None
+        self._missing: dict[Collection, tuple[str, ...]] = {}
 
     @classmethod
     async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
@@ -138,63 +146,53 @@ class WeaviateStore:
             raise IndexUnavailable(f"Weaviate query failed: {exc}") from exc
 
     async def ensure_schema(self) -> None:
-        """Create any missing collection; existing ones are left as they are."""
+        """Create any missing collection; note the properties an existing (older) one lacks, changing nothing."""
+        self._missing = {}
         for spec in schema.ALL:
-            if await self._client.collections.exists(spec.name):
+            if await live_target(self._client, spec) is None:
+                await create_first(self._client, spec)
                 continue
-            try:
-                await self._client.collections.create(
-                    spec.name,
-                    properties=list(spec.properties),
-                    vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
-                    inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
-                )
-            except WeaviateBaseError:
-                # Another process may have created it between exists() and create().
-                if not await self._client.collections.exists(spec.name):
-                    raise
-            log.info("weaviate=collection_created name=%s", spec.name)
+            config = await self._client.collections.use(spec.name).config.get()
+            missing = schema.missing_properties(spec, {prop.name for prop in config.properties})
+            if missing:
+                self._missing[spec.name] = missing
+                log.warning("weaviate=index_outdated collection=%s missing=%s", spec.name, ",".join(missing))
+
+    def missing_properties(self) -> dict[Collection, tuple[str, ...]]:
+        """The properties each collection lacks because an older ragbot made it (empty when up to date).
+
+        Searches still work meanwhile; `begin_rebuild` makes a generation that has them.
+        """
+        return dict(self._missing)
+
+    async def begin_rebuild(self, collection: Collection) -> CollectionRebuild:
+        """A new, empty generation of `collection` to fill; the live one answers until its `switch()`.
+
+        Generations an interrupted rebuild left behind are dropped first.
+        """
+        spec = schema.spec_of(collection)
+        await self._call(lambda: drop_leftovers(self._client, spec))
+        live = await self._call(lambda: live_target(self._client, spec))
+        shadow = generation_name(spec)
+        await self._call(lambda: create_physical(self._client, spec, shadow))
+        return CollectionRebuild(self._client, spec, live, shadow, self._insert, self._rebuilt)
+
+    def _rebuilt(self, spec: schema.CollectionSpec) -> None:
+        # The new generation has every property the schema defines.
+        self._missing.pop(spec.name, None)
 
     async def upsert_chunks(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Vector]) -> None:
         """Insert or replace chunks by chunk_id; raises IndexWriteError listing every failed object."""
-        objects = [
-            DataObject(
-                uuid=chunk.chunk_id,
-                vector=list(vector),
-                properties={
-                    "kb_id": chunk.kb_id,
-                    "document_id": chunk.document_id,
-                    "segment_id": chunk.segment_id or "",
-                    "chunk_id": chunk.chunk_id,
-                    "chunk_type": chunk.chunk_type,
-                    "position": chunk.position,
-                    "start": chunk.start,
-                    "end": chunk.end,
-                    "text": chunk.text,
-                    BM25_PROPERTY: chunk.bm25_text,
-                },
-            )
-            for chunk, vector in zip(chunks, vectors, strict=True)
-        ]
+        if self._missing:
+            # Another process may have rebuilt the index since this one started: then the properties exist.
+            await self._call(self.ensure_schema)
+        lacking = self._missing.get(Collection.CHUNKS, ())
+        objects = [chunk_object(chunk, vector, lacking) for chunk, vector in zip(chunks, vectors, strict=True)]
         await self._insert(Collection.CHUNKS, objects)
 
     async def upsert_faq_questions(self, questions: Sequence[FaqQuestionRecord], vectors: Sequence[Vector]) -> None:
         """Insert or replace FAQ question variants by variant_id."""
-        objects = [
-            DataObject(
-                uuid=question.variant_id,
-                vector=list(vector),
-                properties={
-                    "kb_id": question.kb_id,
-                    "faq_id": question.faq_id,
-                    "variant_id": question.variant_id,
-                    "kind": question.kind,
-                    "text": question.text,
-                    BM25_PROPERTY: question.bm25_text,
-                },
-            )
-            for question, vector in zip(questions, vectors, strict=True)
-        ]
+        objects = [faq_question_object(question, vector) for question, vector in zip(questions, vectors, strict=True)]
         await self._insert(Collection.FAQ_QUESTIONS, objects)
 
     async def search_vector(
@@ -209,6 +207,7 @@ class WeaviateStore:
                 limit=limit,
                 filters=_kb_filter(kb_ids),
                 return_metadata=MetadataQuery(distance=True),
+                include_vector=_with_vectors(collection),
             )
         )
         return [_hit(obj, _cosine_similarity(obj)) for obj in response.objects]
@@ -226,6 +225,7 @@ class WeaviateStore:
                 limit=limit,
                 filters=_kb_filter(kb_ids),
                 return_metadata=MetadataQuery(score=True),
+                include_vector=_with_vectors(collection),
             )
         )
         return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
@@ -254,6 +254,7 @@ class WeaviateStore:
                 limit=limit,
                 filters=_kb_filter(kb_ids),
                 return_metadata=MetadataQuery(score=True),
+                include_vector=_with_vectors(collection),
             )
         )
         return [_hit(obj, obj.metadata.score or 0.0) for obj in response.objects]
@@ -320,7 +321,7 @@ class WeaviateStore:
         # Weaviate closes its REST port as soon as it is told to stop, before calls in flight fail.
         return (self._watch is not None and self._watch.exited) or not await answers_ready(self._endpoint)
 
-    async def _insert(self, collection: Collection, objects: Sequence[DataObject[Any, Any]]) -> None:
+    async def _insert(self, collection: str, objects: Sequence[DataObject[Any, Any]]) -> None:
         handle = self._client.collections.use(collection)
         errors: dict[str, str] = {}
         for start in range(0, len(objects), _INSERT_BATCH):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from itertools import combinations
 
 import pytest
@@ -20,7 +21,9 @@ from storage.db import Database
 from storage.records import ChunkRecord, DocumentVersion, SegmentRecord, TextSpan
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.merge_reads import MergeReadRepo
 from storage.weaviate.store import WeaviateStore
+from tests.integration.sql_count import count_statements
 
 # CJK and a character outside the BMP: slices must count characters the way Python does, on both databases.
 PARTS = (
@@ -194,8 +197,48 @@ def lexical() -> LexicalAnalyzer:
     return LexicalAnalyzer()
 
 
+# --- merge_reads: all three in one statement -------------------------------------------------------------------------
+
+
+async def test_merge_reads_answers_as_the_three_separate_reads_do_in_one_statement(db: Database) -> None:
+    documents, parents_id, general_id = await _stored(db)
+    segment_ids = [segment.segment_id for segment in await documents.segments(parents_id)][:2]
+    spans = [TextSpan(parents_id, *RANGES[1]), TextSpan(general_id, 0, 12), TextSpan(general_id, 5, 5)]
+    spans.append(TextSpan(str(uuid.uuid4()), 0, 5))
+
+    with count_statements(db) as statements:
+        reads = await MergeReadRepo(db).merge_reads([*segment_ids, str(uuid.uuid4())], spans)
+
+    assert len(statements) == 1
+    assert sorted(reads.segments, key=lambda s: s.position) == sorted(
+        await documents.segments_by_ids(segment_ids), key=lambda s: s.position
+    )
+    assert list(reads.chunks) == await documents.chunks_overlapping(spans)
+    assert dict(reads.texts) == await documents.text_slices(spans)
+
+
+async def test_merge_reads_of_the_same_shape_answer_each_call_with_its_own_spans(db: Database) -> None:
+    # The statement is built once per shape and reused, so only the bound values may tell two calls apart.
+    documents, parents_id, general_id = await _stored(db)
+    segment_ids = [segment.segment_id for segment in await documents.segments(parents_id)]
+    repo = MergeReadRepo(db)
+    for n, document_id in enumerate((parents_id, general_id, parents_id)):
+        spans = [TextSpan(document_id, *RANGES[n]), TextSpan(document_id, *RANGES[n + 1])]
+        reads = await repo.merge_reads(segment_ids[n % 2 : n % 2 + 1], spans)
+        assert dict(reads.texts) == await documents.text_slices(spans)
+        assert list(reads.chunks) == await documents.chunks_overlapping(spans)
+        assert [segment.segment_id for segment in reads.segments] == [segment_ids[n % 2]]
+
+
+async def test_merge_reads_of_nothing_reads_nothing(db: Database) -> None:
+    with count_statements(db) as statements:
+        reads = await MergeReadRepo(db).merge_reads([], [])
+    assert (reads.segments, reads.chunks, dict(reads.texts)) == ((), (), {})
+    assert statements == []
+
+
 def _hit(chunk: ChunkRecord, score: float) -> Candidate:
-    return chunk_candidate(chunk, score, frozenset({"vector"}), {chunk.document_id: "guide.md"})
+    return chunk_candidate(replace(chunk, title="guide.md"), score, frozenset({"vector"}))
 
 
 async def test_merge_folds_child_hits_of_an_ingested_parent_child_document_into_widened_parents(
@@ -218,8 +261,11 @@ async def test_merge_folds_child_hits_of_an_ingested_parent_child_document_into_
     assert len(hits) > 3 == len({parent_of[hit.id].segment_id for hit in hits})
     turn = TurnContext(query="refunds", kb_ids=(kb.id,), reranked=hits)
 
-    await Merge(documents).run(turn)
+    with count_statements(db) as statements:
+        await Merge(MergeReadRepo(db)).run(turn)
 
+    # One statement for parents, neighbours and texts; a second only for the windows of parents found short.
+    assert len(statements) <= 2
     assert len(turn.merged) == 3
     assert [c.score for c in turn.merged] == sorted((c.score for c in turn.merged), reverse=True)
     for merged in turn.merged:

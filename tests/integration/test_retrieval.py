@@ -1,4 +1,4 @@
-"""Hybrid retrieval over real Weaviate and SQL: fused legs, SQL join, kb isolation, FAQ variants."""
+"""Hybrid retrieval over real Weaviate and SQL: fused legs, candidates from hits, kb isolation, FAQ variants."""
 
 from __future__ import annotations
 
@@ -57,10 +57,11 @@ async def test_hybrid_search_returns_sql_backed_candidates_with_their_legs(
     assert zh[0].text == DOCS["退款.md"]
 
 
-async def test_index_hits_that_sql_no_longer_knows_are_dropped(
+async def test_search_builds_candidates_from_the_hits_alone_with_text_title_metadata_and_vector(
     db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
 ) -> None:
     kb = await _indexed(db, store, embedder, lexical, "shop")
+    # An object SQL has no row for: only the index can have supplied what the candidate carries.
     ghost = ChunkRecord(
         "00000000-0000-4000-8000-00000000beef",
         kb.id,
@@ -68,14 +69,39 @@ async def test_index_hits_that_sql_no_longer_knows_are_dropped(
         None,
         0,
         0,
-        10,
+        31,
         "Refund ghost text about refunds",
         lexical.bm25_text("Refund ghost text about refunds"),
+        metadata={"page": 3},
+        title="Ghost guide",
     )
-    await store.upsert_chunks([ghost], await embedder.embed([ghost.text]))
-    candidates = await _retriever(db, store, embedder, lexical).search_chunks("refunds", [kb.id])
-    assert ghost.chunk_id not in {c.id for c in candidates}
-    assert candidates
+    [vector] = await embedder.embed([ghost.text])
+    await store.upsert_chunks([ghost], [vector])
+    retriever = _retriever(db, store, embedder, lexical)
+
+    candidates = {c.id: c for c in await retriever.search_chunks("refunds", [kb.id])}
+
+    found = candidates[ghost.chunk_id]
+    assert (found.text, found.document_id, found.end) == (ghost.text, "gone", 31)
+    assert found.metadata == {"page": 3, "title": "Ghost guide"}
+    assert found.vector == pytest.approx(vector, abs=1e-6)
+    refunds = next(c for c in candidates.values() if c.text == DOCS["refunds.md"])
+    assert refunds.metadata["title"] == "refunds.md"
+    assert refunds.vector is not None
+    assert len(refunds.vector) == 384
+
+
+async def test_ids_without_hits_are_read_from_sql_and_those_it_lacks_are_dropped(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    kb = await _indexed(db, store, embedder, lexical, "shop")
+    retriever = _retriever(db, store, embedder, lexical)
+    [known] = await retriever.search_chunks("when are refunds paid?", [kb.id], limit=1)
+    ghost = "00000000-0000-4000-8000-00000000beef"
+
+    found = await retriever.chunk_candidates([(ghost, 0.0), (known.id, 0.0)], {})
+
+    assert [(c.id, c.text, c.metadata["title"]) for c in found] == [(known.id, known.text, "refunds.md")]
 
 
 async def test_a_chat_only_sees_its_own_knowledge_bases(

@@ -11,7 +11,7 @@ import pytest
 from rag.errors import ModelError, RerankerError
 from rag.lexical import LexicalAnalyzer
 from rag.rerankers import IdfTable, LocalReranker, load_idf, tfidf_cosine
-from rag.types import Vector
+from rag.types import KnownVectors, Vector
 
 
 class FixedEmbedder:
@@ -165,3 +165,25 @@ def test_load_idf_gives_unknown_words_the_median(tmp_path: Path) -> None:
 def test_jiebas_table_knows_common_words_better_than_rare_ones(jieba_idf: IdfTable) -> None:
     assert jieba_idf.of("如何") < jieba_idf.of("退款") < jieba_idf.of("劳动防护")
     assert jieba_idf.of("no-such-word-anywhere") == jieba_idf.default
+
+
+async def test_known_vectors_are_used_and_only_the_missing_ones_embedded(lexical: LexicalAnalyzer) -> None:
+    query = "how long do refunds take"
+    texts = ["refunds take up to fourteen days", "the office opens at nine"]
+    embedder = FixedEmbedder({texts[1]: [0.0, 1.0]})
+    reranker = LocalReranker(embedder, lexical, idf=FLAT_IDF, calibration=1.0, lexical_weight=0.0, vector_weight=1.0)
+
+    scores = await reranker.rerank(query, texts, KnownVectors([1.0, 0.0], [[1.0, 0.0], None]))
+
+    assert embedder.calls == [[texts[1]]]
+    assert scores == pytest.approx([1.0, 0.0])
+
+
+async def test_known_vectors_of_the_wrong_length_are_ignored_and_everything_embedded(lexical: LexicalAnalyzer) -> None:
+    embedder = FixedEmbedder({"q": [1.0, 0.0], "a": [1.0, 0.0]})
+    reranker = LocalReranker(embedder, lexical, idf=FLAT_IDF, calibration=1.0, lexical_weight=0.0, vector_weight=1.0)
+
+    scores = await reranker.rerank("q", ["a"], KnownVectors(None, []))
+
+    assert embedder.calls == [["q", "a"]]
+    assert scores == pytest.approx([1.0])

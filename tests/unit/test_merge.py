@@ -24,7 +24,7 @@ from rag.merge import (
 from rag.pipeline import TurnContext
 from rag.retrieval import chunk_candidate
 from rag.types import Candidate
-from storage.records import ChunkRecord, FaqRecord, SegmentRecord, TextSpan
+from storage.records import ChunkRecord, FaqRecord, MergeReads, SegmentRecord, TextSpan
 
 Range = tuple[int, int]
 
@@ -45,7 +45,7 @@ def laid_out(sizes: Sequence[int], gap: str = "\n\n") -> tuple[str, list[Range]]
 
 
 class FakeSource:
-    """Our MergeSource over in-memory documents, recording the calls (each is one SQL round trip in storage)."""
+    """Our MergeSource over in-memory documents, recording the calls (each is one SQL statement in storage)."""
 
     def __init__(self) -> None:
         self.texts: dict[str, str] = {}
@@ -80,15 +80,21 @@ class FakeSource:
     def hit(self, chunk_id: str, score: float, **fields: Any) -> Candidate:
         """The chunk as retrieval hands it on."""
         chunk = self.chunk(chunk_id)
-        candidate = chunk_candidate(chunk, score, frozenset({"vector"}), {chunk.document_id: chunk.document_id})
+        candidate = chunk_candidate(replace(chunk, title=chunk.document_id), score, frozenset({"vector"}))
         return replace(candidate, metadata={**candidate.metadata, "page": chunk.position}, **fields)
 
+    async def merge_reads(self, segment_ids: Sequence[str], spans: Sequence[TextSpan]) -> MergeReads:
+        self.calls.append("merge_reads")
+        return MergeReads(
+            segments=tuple(await self.segments_by_ids(segment_ids)),
+            chunks=tuple(await self.chunks_overlapping(spans)),
+            texts=await self.text_slices(spans),
+        )
+
     async def segments_by_ids(self, segment_ids: Sequence[str]) -> list[SegmentRecord]:
-        self.calls.append("segments_by_ids")
         return [segment for segment in self.segments if segment.segment_id in segment_ids]
 
     async def chunks_overlapping(self, spans: Sequence[TextSpan]) -> list[ChunkRecord]:
-        self.calls.append("chunks_overlapping")
         return [
             chunk
             for chunk in self.chunks
@@ -99,7 +105,6 @@ class FakeSource:
         ]
 
     async def text_slices(self, spans: Sequence[TextSpan]) -> dict[TextSpan, str]:
-        self.calls.append("text_slices")
         return {
             span: self.texts[span.document_id][span.start : span.end]
             for span in spans
@@ -170,7 +175,7 @@ async def test_ten_child_hits_in_seven_parents_give_seven_results_scored_by_thei
         )
     assert turn.merged[0].metadata["chunk_ids"] == ["d-c0", "d-c1", "d-c2"]
     assert turn.merged[3].metadata["chunk_ids"] == ["d-c4", "d-c5"]
-    assert source.calls == ["segments_by_ids"]
+    assert source.calls == ["merge_reads"]
     assert note == "children=10->7 chunks=0->0 widened=0"
 
 
@@ -452,7 +457,7 @@ def test_widening_leaves_alone_what_it_cannot_or_need_not_widen(make: Callable[[
     assert widen_short(candidate, source.chunks, window_of(source)) == candidate
 
 
-async def test_the_stage_widens_short_passages_in_two_batched_calls_without_overlapping_each_other() -> None:
+async def test_the_stage_widens_short_passages_in_one_batched_read_without_overlapping_each_other() -> None:
     source = widening_source()
     text, ranges = laid_out([100, 100, 100])
     source.add("e", text, ranges)
@@ -468,7 +473,7 @@ async def test_the_stage_widens_short_passages_in_two_batched_calls_without_over
     assert by_id["d-c2"].metadata["neighbour_ids"] == ["d-c0", "d-c1"]
     assert by_id["d-c2"].end <= by_id["d-c4"].start
     assert by_id["e-c1"].text == text
-    assert source.calls == ["chunks_overlapping", "text_slices"]
+    assert source.calls == ["merge_reads"]
     assert note == "children=0->0 chunks=3->3 widened=3"
 
 

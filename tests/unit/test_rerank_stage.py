@@ -12,7 +12,7 @@ from rag.fusion import lenient_to_history, select_above
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import Pipeline, TurnContext
 from rag.rerank import Rerank, RerankConfig, rerank_order
-from rag.types import Candidate
+from rag.types import Candidate, KnownVectors
 
 
 class TableReranker:
@@ -26,7 +26,7 @@ class TableReranker:
         self.extra = extra
         self.calls: list[tuple[str, list[str]]] = []
 
-    async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+    async def rerank(self, query: str, texts: Sequence[str], vectors: KnownVectors | None = None) -> list[float]:
         self.calls.append((query, list(texts)))
         if self.fail is not None:
             raise self.fail

@@ -1,0 +1,71 @@
+"""`ragbot reindex --kb NAME`: rebuild a knowledge base's search index from SQL, with a progress bar."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from bot import messages
+from bot.errors import UserFacingError
+from bot.services import Services
+from rag.reindex import Reindexer
+from storage.repos.index_source import IndexSourceRepo
+from storage.repos.jobs import UNFINISHED
+
+_BAR = 20
+
+
+class _ProgressBar:
+    """One line rewritten in place on a terminal; elsewhere a line at every tenth of the way."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self._name = name
+        self._tty = stream.isatty()
+        self._tenth = -1
+
+    async def __call__(self, stage: str, done: int, total: int) -> None:
+        filled = _BAR * done // total if total else _BAR
+        line = f"{self._name}: {stage} [{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total}"
+        if self._tty:
+            self._stream.write("\r\033[K" + line)
+        elif (tenth := 10 * done // total if total else 10) != self._tenth:
+            self._tenth = tenth
+            self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def end(self) -> None:
+        if self._tty:
+            self._stream.write("\r\033[K")
+
+
+def note_outdated_index(services: Services, out: TextIO = sys.stderr) -> None:
+    """One line to the person when the index predates this version and `ragbot reindex` would fix it."""
+    missing = services.store.missing_properties()
+    if missing:
+        out.write(f"ragbot: {messages.index_outdated(missing)}\n")
+
+
+async def run_reindex(services: Services, kb_name: str, out: TextIO = sys.stderr) -> int:
+    """Rebuild `kb_name`'s index objects from SQL into a new generation and switch searches to it at the end.
+
+    Interrupted, it leaves the old index answering as before (and the next run drops what this one built).
+    """
+    kb = await services.knowledge.find(kb_name)
+    busy = await services.job_repo.count(statuses=UNFINISHED)
+    if busy:
+        # What they write would land in the old generation only, and be gone after the switch.
+        raise UserFacingError(messages.reindex_busy(busy))
+    outdated = services.store.missing_properties()
+    if outdated:
+        out.write(messages.index_rebuild_all(outdated) + "\n")
+    reindexer = Reindexer(
+        services.store, IndexSourceRepo(services.db), services.faqs, services.embedder, services.lexical
+    )
+    bar = _ProgressBar(out, kb.name)
+    try:
+        result = await reindexer.reindex(kb, await services.knowledge.all(), bar)
+    finally:
+        bar.end()
+    out.write(messages.reindexed(result.rebuilt, result.chunks, result.faq_questions) + "\n")
+    return 0

@@ -1,0 +1,231 @@
+"""Reindex on a Weaviate of its own: rebuilt from SQL, switched at once, interrupted safely, upgrading an old index."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import tiktoken
+from weaviate.classes.config import Property
+
+from bot.messages import index_outdated
+from rag.embedders import CachedEmbedder, OnnxEmbedder
+from rag.faq_search import FaqSearch
+from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.ingest.faq_import import FaqEntry
+from rag.ingest.faqs import FaqImporter
+from rag.lexical import LexicalAnalyzer
+from rag.reindex import Reindexer
+from rag.retrieval import Retriever
+from rag.types import Candidate, Vector
+from storage.db import Database
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.records import KnowledgeBaseRecord
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.index_source import IndexSourceRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.generations import create_physical, live_target
+from storage.weaviate.schema import ALL, META_PROPERTY, TITLE_PROPERTY, Collection, CollectionSpec
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore
+
+DOCS = {
+    "refunds.md": "Refunds are paid to the original card within five working days of the return.",
+    "shipping.md": "Orders ship every weekday. Express delivery arrives the next day.",
+    "退款.md": "退款会在五个工作日内退回到原支付卡。",
+}
+QUESTIONS = ("when are refunds paid?", "how fast is express delivery?", "退款多久到账")
+
+
+@pytest.fixture(scope="module")
+def lexical() -> LexicalAnalyzer:
+    return LexicalAnalyzer()
+
+
+@pytest_asyncio.fixture
+async def own_server(weaviate_binary: Path, tmp_path: Path) -> AsyncIterator[WeaviateServer]:
+    """A Weaviate of this test's own: reindexing switches whole collections, and an old index needs a fresh one."""
+    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path / "weaviate"))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def _connect(server: WeaviateServer) -> WeaviateStore:
+    assert server.endpoint is not None
+    return await WeaviateStore.connect(server.endpoint, WeaviateConfig())
+
+
+class _Setup:
+    def __init__(self, db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer) -> None:
+        self.db, self.store, self.lexical = db, store, lexical
+        self.embedder = CachedEmbedder(embedder, SqlEmbeddingCache(db))
+
+    async def kb(self, name: str) -> KnowledgeBaseRecord:
+        kb = await KnowledgeBaseRepo(self.db).create(name, chunking={})
+        ingestor = DocumentIngestor(
+            DocumentRepo(self.db), self.store, self.embedder, self.lexical, tiktoken.get_encoding("cl100k_base")
+        )
+        for filename, text in DOCS.items():
+            await ingestor.ingest(kb, SourceFile(text.encode(), source_uri=f"upload:{filename}", filename=filename))
+        await FaqImporter(FaqRepo(self.db), self.store, self.embedder, self.lexical).import_entries(
+            kb, [FaqEntry("How long do refunds take?", ("Five working days.",))]
+        )
+        return kb
+
+    async def answers(self, kb: KnowledgeBaseRecord) -> list[list[tuple[str, str, str]]]:
+        """Per question: the passages (id, text, title) and the FAQ ids found, as SEARCH finds them."""
+        retriever = Retriever(self.store, self.embedder, self.lexical, DocumentRepo(self.db), FaqRepo(self.db))
+        faqs = FaqSearch(self.store, FaqRepo(self.db), self.lexical, self.embedder)
+        found = []
+        for question in QUESTIONS:
+            vector = await retriever.query_vector(question)
+            chunks = await retriever.search_chunks(question, [kb.id], vector=vector)
+            matched = await faqs.search(question, vector, [kb.id])
+            found.append([_key(c) for c in chunks] + [_key(c) for c in matched])
+        return found
+
+    def reindexer(self, embedder: CachedEmbedder | None = None) -> Reindexer:
+        return Reindexer(
+            self.store, IndexSourceRepo(self.db), FaqRepo(self.db), embedder or self.embedder, self.lexical
+        )
+
+    async def every_kb(self) -> list[KnowledgeBaseRecord]:
+        return await KnowledgeBaseRepo(self.db).all()
+
+
+def _key(candidate: Candidate) -> tuple[str, str, str]:
+    return candidate.id, candidate.text, str(candidate.metadata.get("title", ""))
+
+
+async def _physical_names(store: WeaviateStore) -> set[str]:
+    return set(await store._client.collections.list_all(simple=True))
+
+
+async def test_reindex_rebuilds_a_knowledge_base_from_sql_and_it_answers_the_same(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    store = await _connect(own_server)
+    try:
+        setup = _Setup(db, store, embedder, lexical)
+        kb, other = await setup.kb("shop"), await setup.kb("other")
+        before, other_before = await setup.answers(kb), await setup.answers(other)
+        assert all(before)
+        # The index lost everything of the knowledge base: SQL still has it all.
+        await store.delete_kb(kb.id)
+        assert not any(await setup.answers(kb))
+
+        result = await setup.reindexer().reindex(kb, await setup.every_kb())
+
+        assert result.rebuilt == ("shop",)
+        assert (result.chunks, result.faq_questions) == (len(DOCS), 1)
+        assert await setup.answers(kb) == before
+        assert await setup.answers(other) == other_before, "other knowledge bases are carried over as they were"
+        assert len(await _physical_names(store)) == len(ALL), "the old generations are gone"
+    finally:
+        await store.close()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class _FailingEmbedder(CachedEmbedder):
+    """Fails on the second call: an interruption half-way through a reindex."""
+
+    calls = 0
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        self.calls += 1
+        if self.calls > 1:
+            raise _Interrupted
+        return await super().embed(texts)
+
+
+async def test_an_interrupted_reindex_leaves_the_old_index_answering_and_nothing_of_the_new_one(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    store = await _connect(own_server)
+    try:
+        setup = _Setup(db, store, embedder, lexical)
+        kb = await setup.kb("shop")
+        before, names = await setup.answers(kb), await _physical_names(store)
+        failing = _FailingEmbedder(embedder, SqlEmbeddingCache(db))
+
+        with pytest.raises(_Interrupted):
+            await setup.reindexer(failing).reindex(kb, await setup.every_kb())
+
+        assert failing.calls == 2, "the first page went into the new generation before the interruption"
+        assert await setup.answers(kb) == before
+        assert await _physical_names(store) == names
+    finally:
+        await store.close()
+
+
+def _older(spec: CollectionSpec) -> CollectionSpec:
+    """The collection as an earlier ragbot made it: without the title and metadata properties."""
+    properties: tuple[Property, ...] = tuple(
+        prop for prop in spec.properties if prop.name not in (TITLE_PROPERTY, META_PROPERTY)
+    )
+    return CollectionSpec(spec.name, properties)
+
+
+async def test_an_index_missing_a_property_says_to_reindex_keeps_answering_and_reindex_upgrades_it(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    first = await _connect(own_server)
+    try:
+        # An index made before aliases and before the new properties: plain collections under the names.
+        for spec in ALL:
+            target = await live_target(first._client, spec)
+            assert target is not None
+            await first._client.alias.delete(alias_name=spec.name)
+            await first._client.collections.delete(target)
+            await create_physical(first._client, _older(spec), spec.name)
+    finally:
+        await first.close()
+    store = await _connect(own_server)
+    serving = await _connect(own_server)  # another process, started before the reindex
+    try:
+        assert store.missing_properties() == {Collection.CHUNKS: (TITLE_PROPERTY, META_PROPERTY)}
+        assert "`ragbot reindex --kb NAME`" in index_outdated(store.missing_properties())
+        setup = _Setup(db, store, embedder, lexical)
+        kb = await setup.kb("shop")
+        old = await setup.answers(kb)
+        # Answers still come, titles read from SQL; writing did not sneak the properties in through auto-schema.
+        assert "refunds.md" in {title for found in old for _, _, title in found}
+        assert all(old)
+        assert (await _connect_missing(own_server)) == store.missing_properties()
+
+        await setup.reindexer().reindex(kb, await setup.every_kb())
+
+        assert store.missing_properties() == {}
+        assert (await _connect_missing(own_server)) == {}
+        assert await setup.answers(kb) == old
+        # The other process notices the rebuilt index when it next writes, and writes the new properties.
+        later = await _Setup(db, serving, embedder, lexical).kb("later")
+        hits = [
+            *await store.search_bm25(Collection.CHUNKS, [kb.id], lexical.bm25_text("refunds"), 3),
+            *await store.search_bm25(Collection.CHUNKS, [later.id], lexical.bm25_text("refunds"), 3),
+        ]
+        assert {hit.properties["kb_id"] for hit in hits} == {kb.id, later.id}
+        assert all(hit.properties[TITLE_PROPERTY] and hit.vector for hit in hits)
+        assert serving.missing_properties() == {}
+    finally:
+        await serving.close()
+        await store.close()
+
+
+async def _connect_missing(server: WeaviateServer) -> dict[Collection, tuple[str, ...]]:
+    """What a process starting now would find missing."""
+    store = await _connect(server)
+    try:
+        return store.missing_properties()
+    finally:
+        await store.close()
