@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from bot.types import Answer, SourceLink, web_url
 from storage.records import JobRecord
@@ -307,3 +307,40 @@ def slack_file_login_page(name: str) -> str:
 def slack_file_missing(name: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
     return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."
+
+
+# The search index
+def index_outdated(missing: Mapping[Any, Sequence[str]]) -> str:
+    """Told once (CLI line, serve log) when the index predates this version; answers still work meanwhile."""
+    return (
+        f"the search index was built by an older ragbot (it lacks {_lacking(missing)}): answers still work, but "
+        "read SQL on every search until `ragbot reindex --kb NAME` rebuilds it"
+    )
+
+
+def index_rebuild_all(missing: Mapping[Any, Sequence[str]]) -> str:
+    """Said when a reindex finds an index of an older version, which it rebuilds whole."""
+    return f"the index was built by an older ragbot (it lacks {_lacking(missing)}): rebuilding every knowledge base"
+
+
+def _lacking(missing: Mapping[Any, Sequence[str]]) -> str:
+    """The missing properties of every collection, by name, once each."""
+    return ", ".join(sorted({name for names in missing.values() for name in names}))
+
+
+def reindex_busy(jobs: int) -> str:
+    """Why a reindex does not start: ingestion jobs would write into the index being replaced."""
+    return (
+        f"{_count(jobs, 'ingestion job')} {'is' if jobs == 1 else 'are'} queued or running: reindex once "
+        "`ragbot jobs --status queued --status running` lists none"
+    )
+
+
+def reindexed(names: Sequence[str], chunks: int, faq_questions: int) -> str:
+    """The end of `ragbot reindex`."""
+    counted = f"{_count(chunks, 'chunk')}, {_count(faq_questions, 'FAQ question')}"
+    return f"reindexed {', '.join(names)} ({counted}): searches now read the new index"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
