@@ -9,80 +9,18 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from bot.cli_args import JOBS_PAGE
 from bot.ingestion import describe_result
-from bot.jobs import JobRunner
-from bot.services import Services
 from rag.ingest.faq_import import template_path
-from storage.records import JobRecord, KnowledgeBaseRecord
-from storage.repos.jobs import UNFINISHED, JobRepo
+from storage.repos.jobs import UNFINISHED
 
-_JOB_STATUSES = ("queued", "running", "succeeded", "failed")
-_PAGE = 50
-
-
-def add_commands(commands: Any) -> None:
-    """Register kb, ingest, faq, docs and jobs on the top-level sub-parser."""
-    kb = commands.add_parser("kb", help="create, list, inspect, rename or delete knowledge bases").add_subparsers(
-        dest="kb_command", required=True
-    )
-    create = kb.add_parser("create", help="create a knowledge base")
-    create.add_argument("name")
-    create.add_argument("--description", default="")
-    create.add_argument("--mode", choices=("general", "parent_child"))
-    create.add_argument("--parent-mode", choices=("paragraph", "full_doc"))
-    create.add_argument("--splitter", choices=("recursive", "fixed", "markdown", "token"), help="how chunks are cut")
-    create.add_argument("--max-tokens", type=int, help="chunk size (parent size in parent-child mode), 50..2000")
-    create.add_argument("--overlap", type=int, help="overlap in tokens, up to half of --max-tokens")
-    create.add_argument("--separator", help=r"separator for --splitter fixed, e.g. '\n\n' or '###'")
-    create.add_argument("--child-max-tokens", type=int)
-    create.add_argument("--child-overlap", type=int)
-    create.add_argument("--rule", type=Path, help="a JSON chunking rule (fields as in `kb info`)")
-    kb.add_parser("list", help="list knowledge bases")
-    info = kb.add_parser("info", help="a knowledge base's rule and counts")
-    info.add_argument("name")
-    rename = kb.add_parser("rename", help="rename a knowledge base")
-    rename.add_argument("name")
-    rename.add_argument("new_name")
-    delete = kb.add_parser("delete", help="delete a knowledge base and everything in it")
-    delete.add_argument("name")
-    delete.add_argument("--yes", action="store_true", help="confirm the deletion")
-
-    ingest = commands.add_parser("ingest", help="ingest files, folders (recursively) and URLs into a knowledge base")
-    ingest.add_argument("sources", nargs="+", metavar="PATH_OR_URL")
-    ingest.add_argument("--kb", required=True)
-
-    faq = commands.add_parser("faq", help="import FAQ sheets").add_subparsers(dest="faq_command", required=True)
-    faq_import = faq.add_parser("import", help="import an FAQ sheet (.csv, .xlsx, .json)")
-    faq_import.add_argument("file", type=Path)
-    faq_import.add_argument("--kb", required=True)
-    template = faq.add_parser("template", help="print the FAQ sheet template")
-    template.add_argument("--format", choices=("csv", "json"), default="csv")
-
-    docs = commands.add_parser("docs", help="list or delete documents").add_subparsers(
-        dest="docs_command", required=True
-    )
-    docs_list = docs.add_parser("list", help="documents of a knowledge base")
-    docs_list.add_argument("--kb", required=True)
-    docs_delete = docs.add_parser("delete", help="delete a document")
-    docs_delete.add_argument("document_id")
-    docs_delete.add_argument("--kb", required=True)
-
-    jobs = commands.add_parser("jobs", help="ingestion jobs, newest first, a page at a time")
-    jobs.add_argument("--kb")
-    jobs.add_argument("--status", choices=_JOB_STATUSES, action="append", help="only jobs in this state (repeatable)")
-    jobs.add_argument("--limit", type=_positive, default=_PAGE, help=f"jobs per page (default {_PAGE})")
-    pages = jobs.add_mutually_exclusive_group()
-    pages.add_argument("--page", type=_positive, default=1, help="which page, counted from 1")
-    pages.add_argument("--all", action="store_true", help="every job, no paging")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+if TYPE_CHECKING:
+    from bot.jobs import JobRunner
+    from bot.services import Services
+    from storage.records import JobRecord, KnowledgeBaseRecord
+    from storage.repos.jobs import JobRepo
 
 
 def _rule_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -231,7 +169,6 @@ async def ingest_sources(
     display = _ProgressLine(out, sources)
     runner.subscribe(display)
     began = datetime.now(UTC)
-    await runner.start(adopt=False)
     outcomes: Counter[str] = Counter()
     try:
         submitted = []
@@ -244,6 +181,8 @@ async def ingest_sources(
                     f"{job.lease_owner}; waiting for it (taken over here if that runner stops)\n"
                 )
             submitted.append(job)
+        # Started once every source is queued, so a folder's small files reach the workers in full batches.
+        await runner.start(adopt=False)
         for job in submitted:
             finished = await runner.wait(job.id)
             resumed = job.created_at < began
@@ -298,7 +237,7 @@ async def run_jobs(
     total = await services.job_repo.count(kb_id=kb_id, statuses=statuses)
     later = total - offset - len(jobs)
     if later > 0:
-        size = f"--limit {limit} " if limit != _PAGE else ""
+        size = f"--limit {limit} " if limit != JOBS_PAGE else ""
         err.write(
             f"jobs {offset + 1}-{offset + len(jobs)} of {total}; {later} more: "
             f"`{size}--page {args.page + 1}` shows the next {min(limit, later)}, `--all` shows every one\n"

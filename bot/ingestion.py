@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rag.errors import DocumentTooLarge, ExtractionError
+from rag.errors import DocumentTooLarge, ExtractionError, RagError
 from rag.ingest.addresses import AddressPolicy
-from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_import import parse_faq_file
 from rag.ingest.faqs import FaqImporter
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 JobKind = Literal["file", "url", "upload", "faq"]
 JOB_KINDS: tuple[JobKind, ...] = ("file", "url", "upload", "faq")
+# The most bytes of read files one batch holds at once (many small files, or one or two big ones).
+_BATCH_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,45 @@ class IngestionWork:
             return asdict(await self._faqs.import_entries(kb, entries, progress))
         source = await self._source(job, progress)
         return asdict(await self._documents.ingest(kb, source, progress))
+
+    async def run_batch(
+        self, jobs: Sequence[JobRecord], progress_of: Callable[[JobRecord], Progress]
+    ) -> list[dict[str, Any] | Exception]:
+        """Do several jobs: each knowledge base's documents in batched ingestions, FAQ sheets one by one.
+
+        One result per job, in order; a job whose source is bad gets its RagError (or the StorageError that
+        refused its rows) instead, and the others go on.
+        """
+        outcomes: dict[str, dict[str, Any] | Exception] = {}
+        pending: dict[str, list[tuple[JobRecord, SourceFile, Progress]]] = {}
+
+        async def ingest(kb_id: str) -> None:
+            group = pending.pop(kb_id)
+            kb = await self._knowledge_bases.get(kb_id)
+            results = await self._documents.ingest_many(
+                kb, [source for _, source, _ in group], [progress for *_, progress in group]
+            )
+            for (job, *_), result in zip(group, results, strict=True):
+                outcomes[job.id] = asdict(result) if isinstance(result, IngestResult) else result
+
+        for job in jobs:
+            progress = progress_of(job)
+            try:
+                if job.kind == "faq":
+                    outcomes[job.id] = await self(job, progress)
+                    continue
+                source = await self._source(job, progress)
+            except RagError as exc:
+                outcomes[job.id] = exc
+                continue
+            group = pending.setdefault(job.kb_id, [])
+            group.append((job, source, progress))
+            # Files read but not yet ingested stay in memory: a few large ones make a batch of their own.
+            if sum(len(source.data) for _, source, _ in group) >= _BATCH_BYTES:
+                await ingest(job.kb_id)
+        for kb_id in list(pending):
+            await ingest(kb_id)
+        return [outcomes[job.id] for job in jobs]
 
     async def _source(self, job: JobRecord, progress: Progress) -> SourceFile:
         if job.kind == "url":

@@ -8,19 +8,24 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
 from rag.errors import RagError
+from rag.ports import Progress
 from storage.errors import NotFound, StorageError
 from storage.records import JobRecord
 from storage.repos.jobs import JobRepo
 
 log = logging.getLogger(__name__)
 
-Work = Callable[[JobRecord, Callable[[str, int, int], Awaitable[None]]], Awaitable[dict[str, Any]]]
+Work = Callable[[JobRecord, Progress], Awaitable[dict[str, Any]]]
+BatchWork = Callable[
+    [Sequence[JobRecord], Callable[[JobRecord], Progress]], Awaitable[Sequence[dict[str, Any] | Exception]]
+]
+"""Runs several jobs at once, given each job's progress reporter; one result or error per job, in order."""
 Listener = Callable[[JobRecord], Awaitable[None]]
 Clock = Callable[[], datetime]
 MAX_ATTEMPTS = 3
@@ -55,7 +60,8 @@ class JobRunner:
     A job this runner submits is held by it from the start. Every `renew_every` seconds a heartbeat
     renews the leases, stops work whose lease another runner took, settles jobs waited on but run
     elsewhere and, when started with `adopt=True` (the service), claims queued jobs nobody holds and
-    running jobs whose runner died (its lease expired), as far as free workers allow.
+    running jobs whose runner died (its lease expired), as far as free workers allow. Given a `batch` work,
+    a worker takes every job queued by then (up to `batch_size`) and runs them together.
     """
 
     def __init__(
@@ -68,10 +74,14 @@ class JobRunner:
         renew_every: float = 10.0,
         clock: Clock = _utcnow,
         owner: str | None = None,
+        batch: BatchWork | None = None,
+        batch_size: int = 64,
     ) -> None:
         # A lease three heartbeats long survives two missed renewals (a slow database, a busy event loop).
         self._jobs = jobs
         self._work = work
+        self._batch = batch
+        self._batch_size = batch_size
         self._concurrency = concurrency
         self._lease = timedelta(seconds=lease)
         self._renew_every = renew_every
@@ -189,57 +199,106 @@ class JobRunner:
             claimed += await self._take(job) is not None
         return claimed
 
-    async def run_job(self, job_id: str) -> JobRecord:
-        """Run one job to succeeded or failed: the job boundary, where any error is caught and recorded.
+    async def run_jobs(self, job_ids: Sequence[str]) -> list[JobRecord]:
+        """Run jobs to succeeded or failed: the job boundary, where any error is caught and recorded per job.
 
-        Returns the job as it stands when another runner holds it (then this runner only watches it).
+        With a batch work, the jobs run together (one folder's small files share the embedding call, the
+        upsert and the transaction), each still succeeding or failing on its own; should the batch as a
+        whole break, each job runs again alone. Returns each job as it stands; one another runner holds
+        is only watched from here.
         """
-        now = self._clock()
-        job = await self._jobs.start(job_id, self.owner, now=now, until=now + self._lease)
-        if job is None:
-            if job_id not in self._running:
-                self._held.discard(job_id)
-            return await self._follow(job_id)
-        self._held.add(job_id)
-        await self._notify(job)
+        started: list[JobRecord] = []
+        for job_id in dict.fromkeys(job_ids):
+            now = self._clock()
+            try:
+                job = await self._jobs.start(job_id, self.owner, now=now, until=now + self._lease)
+            except NotFound:
+                log.info("job=deleted id=%s", job_id)
+                continue
+            if job is None:
+                if job_id not in self._running:
+                    self._held.discard(job_id)
+                continue
+            self._held.add(job_id)
+            await self._notify(job)
+            started.append(job)
+
+        outcomes: dict[str, dict[str, Any] | BaseException] = {}
+        if started:
+            # Its own task, so that losing the lease can stop this work without stopping the worker.
+            task = asyncio.create_task(self._perform(started), name=f"ingest-job-{started[0].id}")
+            for job in started:
+                self._running[job.id] = task
+            try:
+                outcomes = await task
+            except asyncio.CancelledError:
+                if not any(job.id in self._lost for job in started) or self._cancelling():
+                    raise
+            finally:
+                for job in started:
+                    self._running.pop(job.id, None)
+                    self._lost.discard(job.id)
+                    self._held.discard(job.id)
+
+        results: list[JobRecord] = []
+        ran = {job.id: job for job in started}
+        for job_id in dict.fromkeys(job_ids):
+            try:
+                finished = await self._record(ran[job_id], outcomes.get(job_id)) if job_id in ran else None
+                if finished is None:
+                    if job_id in ran:
+                        log.warning("job=taken_over id=%s owner=%s", job_id, self.owner)
+                    results.append(await self._follow(job_id))
+                    continue
+            except NotFound:
+                log.info("job=deleted id=%s", job_id)
+                continue
+            await self._finish(finished)
+            results.append(finished)
+        return results
+
+    async def _perform(self, jobs: list[JobRecord]) -> dict[str, dict[str, Any] | BaseException]:
+        """Each job's result or error: all at once through the batch work, else one by one."""
+        if self._batch is not None and len(jobs) > 1:
+            try:
+                outcomes = await self._batch(jobs, self._progress)
+            except _LeaseLost:
+                log.warning("jobs=batch_lost_a_lease count=%d; running them one by one", len(jobs))
+            except Exception:
+                # Part of the job boundary: a bug one file triggers must fail that file alone, not its batch.
+                log.exception("jobs=batch_failed count=%d; running them one by one", len(jobs))
+            else:
+                return {job.id: outcome for job, outcome in zip(jobs, outcomes, strict=True)}
+        return {job.id: await self._perform_one(job) for job in jobs}
+
+    async def _perform_one(self, job: JobRecord) -> dict[str, Any] | BaseException:
+        try:
+            return await self._work(job, self._progress(job))
+        except Exception as exc:
+            return exc
+
+    def _progress(self, job: JobRecord) -> Progress:
+        """Where `job`'s work reports its stage: the job row, then the listeners; raises once the lease is lost."""
 
         async def progress(stage: str, done: int, total: int) -> None:
-            current = await self._jobs.progress(job_id, self.owner, stage, done, total)
+            current = await self._jobs.progress(job.id, self.owner, stage, done, total)
             if current is None:
-                raise _LeaseLost(job_id)
+                raise _LeaseLost(job.id)
             await self._notify(current)
 
-        async def work() -> dict[str, Any]:
-            return await self._work(job, progress)
+        return progress
 
-        finished: JobRecord | None = None
-        # Its own task, so that losing the lease can stop this job's work without stopping the worker.
-        task = asyncio.create_task(work(), name=f"ingest-job-{job_id}")
-        self._running[job_id] = task
-        try:
-            result = await task
-        except asyncio.CancelledError:
-            if job_id not in self._lost or self._cancelling():
-                raise
-        except _LeaseLost:
-            pass
-        except Exception as exc:
-            if not isinstance(exc, RagError | UserFacingError):
-                log.exception("job=failed id=%s kind=%s", job_id, job.kind)
+    async def _record(self, job: JobRecord, outcome: dict[str, Any] | BaseException | None) -> JobRecord | None:
+        """Store how the job ended; None when it did not end here (its lease was lost, or it was taken over)."""
+        if outcome is None or isinstance(outcome, _LeaseLost):
+            return None
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, RagError | UserFacingError):
+                log.error("job=failed id=%s kind=%s", job.id, job.kind, exc_info=outcome)
             else:
-                log.warning("job=failed id=%s kind=%s reason=%s", job_id, job.kind, failure_reason(exc))
-            finished = await self._jobs.fail(job_id, self.owner, failure_reason(exc))
-        else:
-            finished = await self._jobs.succeed(job_id, self.owner, result)
-        finally:
-            self._running.pop(job_id, None)
-            self._lost.discard(job_id)
-            self._held.discard(job_id)
-        if finished is None:
-            log.warning("job=taken_over id=%s owner=%s", job_id, self.owner)
-            return await self._follow(job_id)
-        await self._finish(finished)
-        return finished
+                log.warning("job=failed id=%s kind=%s reason=%s", job.id, job.kind, failure_reason(outcome))
+            return await self._jobs.fail(job.id, self.owner, failure_reason(outcome))
+        return await self._jobs.succeed(job.id, self.owner, outcome)
 
     async def _resume(self, job: JobRecord) -> JobRecord:
         if job.id in self._held:
@@ -300,10 +359,11 @@ class JobRunner:
         """Another runner took `job_id`: stop its work here (if running) and follow it instead."""
         task = self._running.get(job_id)
         if task is not None and task.done():
-            return  # the work is over and run_job is recording the outcome, or learning that it cannot
+            return  # the work is over and run_jobs is recording the outcome, or learning that it cannot
         self._held.discard(job_id)
         self._watched.add(job_id)
-        if task is not None:
+        # A batch goes on for its other jobs; this one's outcome is then not recorded here (its lease is gone).
+        if task is not None and sum(other is task for other in self._running.values()) == 1:
             self._lost.add(job_id)
             task.cancel()
 
@@ -323,14 +383,17 @@ class JobRunner:
 
     async def _worker(self) -> None:
         while True:
-            job_id = await self._queue.get()
+            taken = [await self._queue.get()]
+            # Jobs queued meanwhile (the rest of a folder or an upload) run together when the work batches.
+            while self._batch is not None and len(taken) < self._batch_size and not self._queue.empty():
+                taken.append(self._queue.get_nowait())
             try:
-                if job_id in self._held:
-                    await self.run_job(job_id)
-            except NotFound:
-                log.info("job=deleted id=%s", job_id)
+                held = [job_id for job_id in taken if job_id in self._held]
+                if held:
+                    await self.run_jobs(held)
             finally:
-                self._queue.task_done()
+                for _ in taken:
+                    self._queue.task_done()
             if self._adopt and self._queue.empty():
                 self._wake.set()
 

@@ -12,6 +12,7 @@ from bot.errors import StartupError
 from bot.ingestion import IngestionWork
 from bot.jobs import JobRunner
 from bot.knowledge import KnowledgeBases
+from bot.messages import index_outdated
 from bot.metrics import StageMetrics
 from bot.preflight import check_settings
 from bot.settings import Settings
@@ -190,9 +191,12 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             knowledge=knowledge,
             ingestor=ingestor,
             faq_importer=faq_importer,
-            jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY),
+            jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY, batch=work.run_batch),
             bindings=BindingRepo(db),
             slack_installs=SlackInstallRepo(db),
         )
         services.answerer = Answerer.over(services)
+        if store.missing_properties():
+            # Serving goes on: searches fall back to SQL for what the old index lacks.
+            log.warning("index=outdated note=%r", index_outdated(store.missing_properties()))
         yield services

@@ -72,3 +72,12 @@ class DuplicateEvent(StorageError):
     def __init__(self, event_key: str) -> None:
         super().__init__(f"event {event_key!r} was already stored")
         self.event_key = event_key
+
+
+class DocumentNotStored(StorageError):
+    """The database refused one document's new version; the document is as it was before."""
+
+    def __init__(self, source_uri: str, reason: str) -> None:
+        super().__init__(f"the document could not be stored: {reason}")
+        self.source_uri = source_uri
+        self.reason = reason

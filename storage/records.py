@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -33,6 +34,8 @@ class ChunkRecord:
     bm25_text: str
     chunk_type: str = "text"
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The document's title, stored in the index so answers cite it without a SQL read.
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,8 @@ class SearchHit:
     id: str
     score: float
     properties: dict[str, Any] = field(default_factory=dict)
+    # The object's stored vector, when the search asked for it (chunk searches do).
+    vector: list[float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,15 @@ class TextSpan:
     document_id: str
     start: int
     end: int
+
+
+@dataclass(frozen=True, slots=True)
+class MergeReads:
+    """What MERGE reads in one go: parents by id, the chunks overlapping some spans, and those spans' texts."""
+
+    segments: tuple[SegmentRecord, ...] = ()
+    chunks: tuple[ChunkRecord, ...] = ()
+    texts: Mapping[TextSpan, str] = field(default_factory=dict)
 
 
 AnswerMode = Literal["mention", "all"]

@@ -6,17 +6,19 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from tiktoken import Encoding
 
-from rag.errors import NoTextFound
+from rag.errors import NoTextFound, RagError
 from rag.ingest.chunking import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.extract import ExtractLimits, extract
-from rag.ingest.rules import parse_rule
+from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
-from storage.records import ChunkRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
+from storage.errors import DocumentNotStored, IndexWriteError, StorageError
+from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
 from storage.repos.documents import DocumentRepo
 from storage.weaviate.schema import Collection
 
@@ -48,6 +50,39 @@ class IngestResult:
     characters: int
 
 
+IngestOutcome = IngestResult | RagError | StorageError
+"""What ingesting one document of a batch came to: its result, or the error that failed it alone."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """How many documents, and how many of their chunks, share one embedding call, upsert and transaction."""
+
+    # 64 small files cost one round trip each way instead of 64; 512 chunks of 256 tokens keep one batch's
+    # vectors (~0.8 MB) and gRPC messages small, and a batch of big documents still reports progress often.
+    documents: int = 64
+    chunks: int = 512
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A document split into records, waiting for its batch to be embedded and stored."""
+
+    document_id: str
+    version: DocumentVersion
+    progress: Progress
+
+    @property
+    def chunks(self) -> tuple[ChunkRecord, ...]:
+        return self.version.chunks
+
+    def result(self) -> IngestResult:
+        version = self.version
+        return IngestResult(
+            self.document_id, version.title, False, len(version.segments), len(version.chunks), len(version.text)
+        )
+
+
 def _stable_id(*parts: object) -> str:
     # The same version of the same document always gets the same ids, so a retried
     # ingestion overwrites its own index objects instead of leaving orphans behind.
@@ -55,7 +90,7 @@ def _stable_id(*parts: object) -> str:
 
 
 class DocumentIngestor:
-    """Extract, clean, split, embed and index one document into a knowledge base."""
+    """Extract, clean, split, embed and index documents into a knowledge base, small ones in batches."""
 
     def __init__(
         self,
@@ -65,6 +100,7 @@ class DocumentIngestor:
         lexical: LexicalAnalyzer,
         encoding: Encoding,
         limits: ExtractLimits | None = None,
+        batch: BatchLimits | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -72,15 +108,73 @@ class DocumentIngestor:
         self._lexical = lexical
         self._encoding = encoding
         self._limits = limits or ExtractLimits()
+        self._batch = batch or BatchLimits()
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
     ) -> IngestResult:
         """Index `source`; identical content under the same rule is a no-op that embeds nothing."""
+        (outcome,) = await self.ingest_many(kb, [source], [progress])
+        if isinstance(outcome, IngestResult):
+            return outcome
+        raise outcome
+
+    async def ingest_many(
+        self, kb: KnowledgeBaseRecord, sources: Sequence[SourceFile], progress: Sequence[Progress] = ()
+    ) -> list[IngestOutcome]:
+        """Index each source, in batches that share one embedding call, one upsert and one transaction.
+
+        Each document stays atomic: one whose file is bad (a RagError) or whose rows the database
+        refuses (a StorageError) fails alone and is returned as that error, in its place; no chunk of it
+        stays visible. `progress`, when given, has one reporter per source. Errors of any other kind,
+        and a vector index that cannot be written at all, propagate and leave no document of the
+        unfinished batch half-visible.
+        """
+        if progress and len(progress) != len(sources):
+            raise ValueError(f"{len(progress)} progress reporters for {len(sources)} sources")
+        reporters = list(progress) or [no_progress] * len(sources)
         rule = parse_rule(kb.chunking)
+        existing = await self._documents.find_many(kb.id, [source.source_uri for source in sources])
+        outcomes: dict[int, IngestOutcome] = {}
+        batch: dict[int, _Prepared] = {}
+        for index, (source, reporter) in enumerate(zip(sources, reporters, strict=True)):
+            try:
+                prepared = await self._prepare(kb, rule, source, existing.get(source.source_uri), reporter)
+            except RagError as exc:
+                log.warning("ingest=failed kb=%s source=%s reason=%s", kb.id, source.source_uri, exc)
+                outcomes[index] = exc
+                continue
+            if isinstance(prepared, IngestResult):
+                outcomes[index] = prepared
+                continue
+            if batch and not self._fits(batch.values(), prepared):
+                outcomes.update(await self._index(kb, batch))
+                batch = {}
+            batch[index] = prepared
+        if batch:
+            outcomes.update(await self._index(kb, batch))
+        return [outcomes[index] for index in range(len(sources))]
+
+    def _fits(self, batch: Iterable[_Prepared], more: _Prepared) -> bool:
+        members = list(batch)
+        return (
+            len(members) < self._batch.documents
+            and sum(len(member.chunks) for member in members) + len(more.chunks) <= self._batch.chunks
+            # Two versions of one document in one transaction would both insert its row.
+            and all(member.version.source_uri != more.version.source_uri for member in members)
+        )
+
+    async def _prepare(
+        self,
+        kb: KnowledgeBaseRecord,
+        rule: ChunkingRule,
+        source: SourceFile,
+        existing: DocumentRecord | None,
+        progress: Progress,
+    ) -> _Prepared | IngestResult:
+        """The document's new version as records, or its unchanged result when content and rule are the same."""
         content_hash = hashlib.sha256(source.data).hexdigest()
         rule_hash = rule.fingerprint()
-        existing = await self._documents.find(kb.id, source.source_uri)
         if existing and (existing.content_hash, existing.rule_hash, existing.status) == (
             content_hash,
             rule_hash,
@@ -105,15 +199,10 @@ class DocumentIngestor:
         segments, chunks = await asyncio.to_thread(
             self._records, kb.id, document_id, version_key, cleaned, parents, parent_child=rule.mode == "parent_child"
         )
-        title = extracted.title or source.filename or source.source_uri
-        vectors = await self._embed(chunks, progress)
-
-        await progress("index", 0, len(chunks))
-        await self._store.upsert_chunks(chunks, vectors)
         version = DocumentVersion(
             kb_id=kb.id,
             source_uri=source.source_uri,
-            title=title,
+            title=extracted.title or source.filename or source.source_uri,
             mime_type=extracted.mime_type,
             content_hash=content_hash,
             rule_hash=rule_hash,
@@ -122,19 +211,64 @@ class DocumentIngestor:
             chunks=tuple(chunks),
             meta={"filename": source.filename or "", **dict(extracted.metadata)},
         )
+        return _Prepared(document_id, version, progress)
+
+    async def _index(self, kb: KnowledgeBaseRecord, batch: dict[int, _Prepared]) -> dict[int, IngestOutcome]:
+        """Embed, upsert and store one batch; a document the index or the database refuses fails alone."""
+        outcomes: dict[int, IngestOutcome] = {}
+        vectors = await self._embed(list(batch.values()))
+        for prepared in batch.values():
+            await prepared.progress("index", 0, len(prepared.chunks))
+        chunks = [replace(c, title=prepared.version.title) for prepared in batch.values() for c in prepared.chunks]
         try:
-            document, replaced = await self._documents.store_version(version, document_id)
+            await self._store.upsert_chunks(chunks, [vectors[chunk.chunk_id] for chunk in chunks])
+        except IndexWriteError as exc:
+            failed = {
+                index for index, prepared in batch.items() if any(c.chunk_id in exc.errors for c in prepared.chunks)
+            }
+            if len(failed) == len(batch):
+                raise
+            # Only those documents lose: what the index did take of them is removed again.
+            await self._store.delete_ids(
+                Collection.CHUNKS, [chunk.chunk_id for index in failed for chunk in batch[index].chunks]
+            )
+            outcomes.update((index, exc) for index in failed)
+            batch = {index: prepared for index, prepared in batch.items() if index not in failed}
+        try:
+            stored = await self._documents.store_versions(
+                [(prepared.version, prepared.document_id) for prepared in batch.values()]
+            )
         except BaseException:
-            # SQL still points at the previous version: drop what was just indexed for this one.
-            await self._store.delete_ids(Collection.CHUNKS, [chunk.chunk_id for chunk in chunks])
+            # SQL still points at the previous versions: drop what was just indexed for these.
+            await self._store.delete_ids(
+                Collection.CHUNKS, [chunk.chunk_id for p in batch.values() for chunk in p.chunks]
+            )
             raise
+        refused = [
+            batch[index] for index, done in zip(batch, stored, strict=True) if isinstance(done, DocumentNotStored)
+        ]
+        if refused:
+            await self._store.delete_ids(Collection.CHUNKS, [chunk.chunk_id for p in refused for chunk in p.chunks])
+        replaced: dict[str, list[str]] = {}
+        for (index, prepared), done in zip(batch.items(), stored, strict=True):
+            if isinstance(done, DocumentNotStored):
+                log.warning("ingest=failed kb=%s source=%s reason=%s", kb.id, done.source_uri, done.reason)
+                outcomes[index] = done
+                continue
+            document, old_ids = done
+            kept = {chunk.chunk_id for chunk in prepared.chunks}
+            if old_ids:
+                replaced[document.id] = [chunk_id for chunk_id in old_ids if chunk_id not in kept]
+            outcomes[index] = prepared.result()
         if replaced:
-            kept = {chunk.chunk_id for chunk in chunks}
-            await self._store.delete_ids(Collection.CHUNKS, [chunk_id for chunk_id in replaced if chunk_id not in kept])
-            await self._documents.forget_pending(document.id, replaced)
-        await progress("index", len(chunks), len(chunks))
-        log.info("ingest=done kb=%s document=%s segments=%d chunks=%d", kb.id, document.id, len(segments), len(chunks))
-        return IngestResult(document.id, title, False, len(segments), len(chunks), len(cleaned.text))
+            await self._store.delete_ids(Collection.CHUNKS, [i for ids in replaced.values() for i in ids])
+            for document_id, old_ids in replaced.items():
+                await self._documents.forget_pending(document_id, old_ids)
+        for index, prepared in batch.items():
+            if isinstance(outcomes[index], IngestResult):
+                await prepared.progress("index", len(prepared.chunks), len(prepared.chunks))
+        log.info("ingest=batch kb=%s documents=%d chunks=%d", kb.id, len(batch), len(chunks))
+        return outcomes
 
     def _records(
         self,
@@ -185,11 +319,20 @@ class DocumentIngestor:
                 )
         return segments, chunks
 
-    async def _embed(self, chunks: list[ChunkRecord], progress: Progress) -> list[list[float]]:
+    async def _embed(self, batch: list[_Prepared]) -> dict[str, list[float]]:
+        """Vectors by chunk id: a batch of several documents in one call (one cache read and write),
+        a lone document in slices so that its progress moves."""
+        chunks = [chunk for prepared in batch for chunk in prepared.chunks]
+        for prepared in batch:
+            await prepared.progress("embed", 0, len(prepared.chunks))
+        lone = len(batch) == 1
+        step = _EMBED_BATCH if lone else max(1, len(chunks))
         vectors: list[list[float]] = []
-        await progress("embed", 0, len(chunks))
-        for start in range(0, len(chunks), _EMBED_BATCH):
-            batch = chunks[start : start + _EMBED_BATCH]
-            vectors.extend(await self._embedder.embed([chunk.text for chunk in batch]))
-            await progress("embed", len(vectors), len(chunks))
-        return vectors
+        for start in range(0, len(chunks), step):
+            vectors.extend(await self._embedder.embed([chunk.text for chunk in chunks[start : start + step]]))
+            if lone:
+                await batch[0].progress("embed", len(vectors), len(chunks))
+        if not lone:
+            for prepared in batch:
+                await prepared.progress("embed", len(prepared.chunks), len(prepared.chunks))
+        return {chunk.chunk_id: vector for chunk, vector in zip(chunks, vectors, strict=True)}

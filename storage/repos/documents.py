@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from sqlalchemy import String, and_, delete, func, literal, or_, union_all
 from sqlalchemy import select as sql_select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.db import Database
-from storage.errors import NotFound
+from storage.errors import DocumentNotStored, NotFound
 from storage.models import Chunk, Document, Segment, utcnow
 from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, SegmentRecord, TextSpan
+
+log = logging.getLogger(__name__)
 
 PENDING_DELETE = "pending_index_delete"
 _IN_BATCH = 500
@@ -82,6 +87,18 @@ class DocumentRepo:
             ).first()
         return _record(row) if row else None
 
+    async def find_many(self, kb_id: str, source_uris: Sequence[str]) -> dict[str, DocumentRecord]:
+        """The documents ingested from any of `source_uris` into the knowledge base, by source URI."""
+        unique = list(dict.fromkeys(source_uris))
+        found: dict[str, DocumentRecord] = {}
+        async with self._db.session() as session:
+            for first in range(0, len(unique), _IN_BATCH):
+                statement = select(Document).where(
+                    Document.kb_id == kb_id, col(Document.source_uri).in_(unique[first : first + _IN_BATCH])
+                )
+                found.update((row.source_uri, _record(row)) for row in (await session.exec(statement)).all())
+        return found
+
     async def get(self, document_id: str) -> DocumentRecord:
         """By id; raises NotFound."""
         async with self._db.session() as session:
@@ -108,63 +125,31 @@ class DocumentRepo:
         no longer holds them, so a crash in between is repaired on the next start.
         """
         async with self._db.session() as session:
-            row = (
-                await session.exec(
-                    select(Document).where(Document.kb_id == version.kb_id, Document.source_uri == version.source_uri)
-                )
-            ).first()
-            old_ids: list[str] = []
-            if row is None:
-                row = Document(id=document_id, kb_id=version.kb_id, source_uri=version.source_uri)
-            else:
-                old_ids = list((await session.exec(select(Chunk.id).where(Chunk.document_id == row.id))).all())
-                await session.exec(delete(Chunk).where(col(Chunk.document_id) == row.id))
-                await session.exec(delete(Segment).where(col(Segment.document_id) == row.id))
-            pending = sorted(set(row.meta.get(PENDING_DELETE, [])) | set(old_ids))
-            row.title = version.title
-            row.mime_type = version.mime_type
-            row.content_hash = version.content_hash
-            row.rule_hash = version.rule_hash
-            row.text = version.text
-            row.status = "indexed"
-            row.segment_count = len(version.segments)
-            row.chunk_count = len(version.chunks)
-            row.char_count = len(version.text)
-            row.meta = {**version.meta, PENDING_DELETE: pending}
-            row.updated_at = utcnow()
-            session.add(row)
-            await session.flush()
-            session.add_all(
-                Segment(
-                    id=segment.segment_id,
-                    document_id=row.id,
-                    kb_id=version.kb_id,
-                    position=segment.position,
-                    text=segment.text,
-                    start_offset=segment.start,
-                    end_offset=segment.end,
-                    child_ids=list(segment.child_ids),
-                    meta=dict(segment.metadata),
-                )
-                for segment in version.segments
-            )
-            await session.flush()
-            session.add_all(
-                Chunk(
-                    id=chunk.chunk_id,
-                    segment_id=chunk.segment_id,
-                    document_id=row.id,
-                    kb_id=version.kb_id,
-                    position=chunk.position,
-                    text=chunk.text,
-                    start_offset=chunk.start,
-                    end_offset=chunk.end,
-                    content_hash="",
-                    meta={**chunk.metadata, "chunk_type": chunk.chunk_type},
-                )
-                for chunk in version.chunks
-            )
-        return _record(row), pending
+            (stored,) = await _write_versions(session, [(version, document_id)])
+        return stored
+
+    async def store_versions(
+        self, versions: Sequence[tuple[DocumentVersion, str]]
+    ) -> list[tuple[DocumentRecord, list[str]] | DocumentNotStored]:
+        """`store_version` for many documents in one transaction; one outcome per version, in order.
+
+        When that transaction fails, each version is stored in its own, so a row the database refuses
+        fails only its own document (as a DocumentNotStored); the others are stored all the same.
+        """
+        if not versions:
+            return []
+        try:
+            async with self._db.session() as session:
+                return list(await _write_versions(session, versions))
+        except SQLAlchemyError as exc:
+            log.warning("documents=batch_write_failed versions=%d reason=%s", len(versions), _first_line(exc))
+        outcomes: list[tuple[DocumentRecord, list[str]] | DocumentNotStored] = []
+        for version, document_id in versions:
+            try:
+                outcomes.append(await self.store_version(version, document_id))
+            except SQLAlchemyError as exc:
+                outcomes.append(DocumentNotStored(version.source_uri, _first_line(exc)))
+        return outcomes
 
     async def forget_pending(self, document_id: str, chunk_ids: Sequence[str]) -> None:
         """Record that the index no longer holds these replaced chunks."""
@@ -310,3 +295,81 @@ class DocumentRepo:
             await session.exec(delete(Chunk).where(col(Chunk.document_id) == document_id))
             await session.exec(delete(Segment).where(col(Segment.document_id) == document_id))
             await session.exec(delete(Document).where(col(Document.id) == document_id))
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+async def _write_versions(
+    session: AsyncSession, versions: Sequence[tuple[DocumentVersion, str]]
+) -> list[tuple[DocumentRecord, list[str]]]:
+    """Write each version over its document's previous one inside `session` (three flushes, however many)."""
+    rows: dict[tuple[str, str], Document] = {}
+    for kb_id in {version.kb_id for version, _ in versions}:
+        uris = [version.source_uri for version, _ in versions if version.kb_id == kb_id]
+        for first in range(0, len(uris), _IN_BATCH):
+            statement = select(Document).where(
+                Document.kb_id == kb_id, col(Document.source_uri).in_(uris[first : first + _IN_BATCH])
+            )
+            rows.update(((row.kb_id, row.source_uri), row) for row in (await session.exec(statement)).all())
+    stored: list[tuple[Document, list[str]]] = []
+    for version, document_id in versions:
+        row = rows.get((version.kb_id, version.source_uri))
+        old_ids: list[str] = []
+        if row is None:
+            row = Document(id=document_id, kb_id=version.kb_id, source_uri=version.source_uri)
+        else:
+            old_ids = list((await session.exec(select(Chunk.id).where(Chunk.document_id == row.id))).all())
+            await session.exec(delete(Chunk).where(col(Chunk.document_id) == row.id))
+            await session.exec(delete(Segment).where(col(Segment.document_id) == row.id))
+        pending = sorted(set(row.meta.get(PENDING_DELETE, [])) | set(old_ids))
+        row.title = version.title
+        row.mime_type = version.mime_type
+        row.content_hash = version.content_hash
+        row.rule_hash = version.rule_hash
+        row.text = version.text
+        row.status = "indexed"
+        row.segment_count = len(version.segments)
+        row.chunk_count = len(version.chunks)
+        row.char_count = len(version.text)
+        row.meta = {**version.meta, PENDING_DELETE: pending}
+        row.updated_at = utcnow()
+        session.add(row)
+        stored.append((row, pending))
+    # Parents before children: segments reference documents, chunks reference segments.
+    await session.flush()
+    session.add_all(
+        Segment(
+            id=segment.segment_id,
+            document_id=row.id,
+            kb_id=version.kb_id,
+            position=segment.position,
+            text=segment.text,
+            start_offset=segment.start,
+            end_offset=segment.end,
+            child_ids=list(segment.child_ids),
+            meta=dict(segment.metadata),
+        )
+        for (version, _), (row, _) in zip(versions, stored, strict=True)
+        for segment in version.segments
+    )
+    await session.flush()
+    session.add_all(
+        Chunk(
+            id=chunk.chunk_id,
+            segment_id=chunk.segment_id,
+            document_id=row.id,
+            kb_id=version.kb_id,
+            position=chunk.position,
+            text=chunk.text,
+            start_offset=chunk.start,
+            end_offset=chunk.end,
+            content_hash="",
+            meta={**chunk.metadata, "chunk_type": chunk.chunk_type},
+        )
+        for (version, _), (row, _) in zip(versions, stored, strict=True)
+        for chunk in version.chunks
+    )
+    await session.flush()
+    return [(_record(row), pending) for row, pending in stored]

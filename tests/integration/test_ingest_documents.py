@@ -87,7 +87,7 @@ class FailingStore:
 class FailingDocuments(DocumentRepo):
     """The real repository whose version write fails, as a crash between index and SQL would."""
 
-    async def store_version(self, *args: Any, **kwargs: Any) -> Any:
+    async def store_versions(self, *args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("database went away")
 
 
