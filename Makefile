@@ -62,8 +62,16 @@ lint: install
 unit: install
 	$(BIN)/pytest tests/unit -q
 
+# Two pytest-xdist workers: most of the slow tests wait on servers and subprocesses, so two overlap well even on
+# two cores. A test module stays on one worker (its module fixtures start services), and modules go out in
+# collection order (e2e, integration, unit), so the long end-to-end ones start first and the many short unit
+# tests fill in at the end. Each worker has its own session Weaviate; both share one throw-away PostgreSQL
+# cluster started here. `make test TEST_WORKERS=0` runs every test in the one pytest process.
+TEST_WORKERS ?= 2
+
 test: install weaviate postgres chromium lint
-	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/pytest -q
+	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/python scripts/with-test-postgres.py \
+		$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 bench: install weaviate
 	$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"

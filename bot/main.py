@@ -8,25 +8,21 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from aiohttp import web
-from pydantic import ValidationError
-
-from bot import cli_answer, cli_chat, cli_knowledge, doctor, eval_cli
-from bot.adapters import load_adapters
-from bot.chat_metrics import ChatMetrics
-from bot.conversation import ChatPolicy, ConversationManager
+from bot.cli_args import build_parser
 from bot.errors import StartupError, UserFacingError
-from bot.limits import RateLimit
-from bot.server import create_app
-from bot.services import Services, build_services
-from bot.settings import Settings, describe_validation_error, is_loopback
-from bot.stats import compute_stats, render_stats
 from bot.turn_log import TurnIdFilter
 from storage.errors import IndexUnavailable
-from storage.weaviate.server import WeaviateServer
+
+# Each command imports what it runs, inside the function that runs it: `ragbot --help` answers without
+# loading the service, and `ragbot ask` does not load the web server, the adapters, doctor or eval.
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from bot.conversation import ChatPolicy
+    from bot.services import Services
+    from bot.settings import Settings
 
 log = logging.getLogger("ragbot")
 
@@ -54,6 +50,9 @@ async def _wait_for_stop_signal() -> None:
 
 def chat_policy(settings: Settings) -> ChatPolicy:
     """Who may do what where, from the settings."""
+    from bot.conversation import ChatPolicy
+    from bot.limits import RateLimit
+
     return ChatPolicy(
         default_kbs=settings.default_knowledge_bases(),
         allowed_kbs={"web": settings.web_knowledge_bases()},
@@ -66,6 +65,8 @@ def chat_policy(settings: Settings) -> ChatPolicy:
 
 def check_exposure(settings: Settings) -> None:
     """Refuse to serve the chat to a network without an access token."""
+    from bot.settings import is_loopback
+
     if not is_loopback(settings.RAGBOT_HOST) and settings.WEB_ACCESS_TOKEN is None:
         raise StartupError(
             "RAGBOT_HOST",
@@ -75,6 +76,8 @@ def check_exposure(settings: Settings) -> None:
 
 
 async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunner:
+    from aiohttp import web
+
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     try:
@@ -87,6 +90,14 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
 
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
+
+    from bot.adapters import load_adapters
+    from bot.chat_metrics import ChatMetrics
+    from bot.conversation import ConversationManager
+    from bot.server import create_app
+    from bot.services import build_services
+    from bot.settings import is_loopback
+
     check_exposure(settings)
     async with build_services(settings, serving=True) as services:
         chat_metrics = ChatMetrics()
@@ -120,6 +131,8 @@ async def serve(settings: Settings) -> None:
 
 async def run_weaviate(settings: Settings) -> None:
     """Run the local Weaviate in the foreground until interrupted."""
+    from storage.weaviate.server import WeaviateServer
+
     server = WeaviateServer(settings.weaviate_server(), log_to_terminal=True)
     endpoint = await server.start()
     print(f"weaviate ready: http {endpoint.http_url}  grpc {endpoint.grpc_host}:{endpoint.grpc_port}", flush=True)
@@ -134,6 +147,8 @@ async def run_weaviate(settings: Settings) -> None:
 
 async def run_doctor(settings: Settings) -> int:
     """Print every part's state; non-zero when one is broken."""
+    from bot import doctor
+
     findings = await doctor.diagnose(settings)
     print(doctor.render(findings))
     return doctor.exit_code(findings)
@@ -141,6 +156,10 @@ async def run_doctor(settings: Settings) -> int:
 
 async def run_stats(services: Services, days: int) -> int:
     """Print `ragbot stats` for the last `days` days."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.stats import compute_stats, render_stats
+
     if days < 1:
         raise UserFacingError("--days must be 1 or more.")
     since = datetime.now(UTC) - timedelta(days=days)
@@ -148,41 +167,33 @@ async def run_stats(services: Services, days: int) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragbot", description="Answers from your documents and FAQs in chat.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("serve", help="run the service (HTTP, adapters, jobs)")
-    commands.add_parser("doctor", help="check every part and say how to fix what is broken")
-    commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
-    cli_knowledge.add_commands(commands)
-    ask = commands.add_parser("ask", help="answer one question from knowledge bases, streamed, with sources")
-    ask.add_argument("question")
-    ask.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
-    ask.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
-    ask.add_argument(
-        "--doc",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="a document (id from `ragbot docs list`) the question is about; small ones are read whole",
-    )
-    chat = commands.add_parser(
-        "chat", help="a conversation with history: each line read is a question (/new starts over, /quit ends)"
-    )
-    chat.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
-    chat.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
-    stats = commands.add_parser(
-        "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
-    )
-    stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
-    evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
-    evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
-    return parser
-
-
 async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
     """The knowledge-base, ingestion, FAQ, document and job commands, on running services."""
+    from bot.services import build_services
+
     async with build_services(settings) as services:
+        if args.command == "ask":
+            from bot import cli_answer
+
+            return await cli_answer.run_ask(
+                services, args.question, args.kb, show_stages=args.show_stages, document_ids=args.doc
+            )
+        if args.command == "chat":
+            from bot import cli_chat
+
+            return await cli_chat.run_chat(services, args.kb, show_stages=args.show_stages)
+        if args.command == "eval":
+            from bot import eval_cli
+
+            return await eval_cli.run_eval(services, args.folders)
+        if args.command == "stats":
+            return await run_stats(services, args.days)
+        if args.command == "reindex":
+            from bot.cli_reindex import run_reindex
+
+            return await run_reindex(services, args.kb)
+        from bot import cli_knowledge
+
         if args.command == "kb":
             return await cli_knowledge.run_kb(services, args)
         if args.command == "ingest":
@@ -191,22 +202,16 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
             return await cli_knowledge.run_ingest(services, args.kb, [str(args.file)], kind_for_files="faq")
         if args.command == "docs":
             return await cli_knowledge.run_docs(services, args)
-        if args.command == "ask":
-            return await cli_answer.run_ask(
-                services, args.question, args.kb, show_stages=args.show_stages, document_ids=args.doc
-            )
-        if args.command == "chat":
-            return await cli_chat.run_chat(services, args.kb, show_stages=args.show_stages)
-        if args.command == "eval":
-            return await eval_cli.run_eval(services, args.folders)
-        if args.command == "stats":
-            return await run_stats(services, args.days)
         return await cli_knowledge.run_jobs(services, args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    from pydantic import ValidationError
+
+    from bot.settings import Settings, describe_validation_error
+
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -224,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "weaviate":
             asyncio.run(run_weaviate(settings))
         elif args.command == "faq" and args.faq_command == "template":
-            return cli_knowledge.print_template(args.format)
+            from bot.cli_knowledge import print_template
+
+            return print_template(args.format)
         else:
             return asyncio.run(run_admin(settings, args))
     except UserFacingError as exc:

@@ -1,4 +1,4 @@
-"""Fixtures every test tier shares: the embedding model, tiktoken's files and the Weaviate binary.
+"""Fixtures every test tier shares: the embedding model, tiktoken's files, the Weaviate binary and server.
 
 `make test` points the first two at offline copies in ../shared when that folder exists. Elsewhere
 they are fetched the way the product fetches them (model hub, tiktoken's own download), so the
@@ -8,15 +8,18 @@ same command works on a machine with a network. Anything missing fails the test;
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import pytest_asyncio
 
 from rag.config import EmbedderConfig
 from rag.embedders import resolve_model_dir
 from rag.errors import EmbedderUnavailable
+from storage.weaviate.config import WeaviateServerConfig
+from storage.weaviate.server import WeaviateServer
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -63,8 +66,43 @@ def weaviate_binary() -> Path:
     return path
 
 
+@pytest_asyncio.fixture(scope="session")
+async def weaviate_server(
+    weaviate_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[WeaviateServer]:
+    """One local weaviate-server for the session (for each xdist worker), started by ragbot's own supervisor.
+
+    Tests that are not about starting or owning a Weaviate share it: each start costs seconds (Raft elects the
+    single node its leader first). They keep apart by knowledge-base ids, as tenants of one Weaviate do.
+    """
+    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path_factory.mktemp("weaviate")))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def weaviate_urls(server: WeaviateServer) -> dict[str, str]:
+    """WEAVIATE_URL and WEAVIATE_GRPC_URL naming a running server, as a user points ragbot at a Weaviate."""
+    endpoint = server.endpoint
+    assert endpoint is not None, "the Weaviate server is not running"
+    return {
+        "WEAVIATE_URL": endpoint.http_url,
+        "WEAVIATE_GRPC_URL": f"http://{endpoint.grpc_host}:{endpoint.grpc_port}",
+    }
+
+
 _SERVER_FIXTURES = {"weaviate": ("weaviate_server", "weaviate_binary")}
-_services_by_test: dict[str, set[str]] = {}
+_SERVICES = "ragbot_services"
+"""The user property naming the real servers a test ran against; a property, so it reaches xdist's controller."""
+_TIERS = ("unit", "integration", "e2e")
+
+
+def _tier(nodeid: str) -> str:
+    """The top-level test folder of a test id ("tests/e2e/test_cli.py::…" -> "e2e")."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else "other"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -77,18 +115,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "database_url" in callspec.params:
             services.add(str(callspec.params["database_url"]))
-        _services_by_test[item.nodeid] = services
+        item.user_properties.append((_SERVICES, sorted(services)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Say how many passed tests ran against each real server, so a silently skipped tier shows."""
+    """Say how many passed tests ran against each real server, so a silently skipped tier shows; then tier times."""
     counts = dict.fromkeys(("weaviate", "postgresql", "sqlite"), 0)
     for report in terminalreporter.stats.get("passed", []):
-        for service in _services_by_test.get(report.nodeid, ()):
-            counts[service] += 1
+        for name, services in report.user_properties:
+            if name == _SERVICES:
+                for service in services:
+                    counts[service] += 1
     terminalreporter.write_line(
         "real servers: " + ", ".join(f"{count} passed against {service}" for service, count in counts.items())
     )
+    terminalreporter.write_line("tier times, first test to last (tests' own time): " + _tier_times(terminalreporter))
+
+
+def _tier_times(terminalreporter: pytest.TerminalReporter) -> str:
+    """Per top-level folder: wall time from its first test's start to its last test's end, and its tests' summed time.
+
+    With pytest-xdist the summed time is spread over the workers, and tiers overlap where one hands over to the
+    next. Setup and teardown count, so a session fixture's start lands in the first tier that asks for it.
+    """
+    spans: dict[str, list[float]] = {}
+    summed: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if not isinstance(report, pytest.TestReport) or not report.start:
+                continue
+            tier = _tier(report.nodeid)
+            span = spans.setdefault(tier, [report.start, report.stop])
+            span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+            summed[tier] = summed.get(tier, 0.0) + report.duration
+    order = [tier for tier in _TIERS if tier in spans] + sorted(set(spans) - set(_TIERS))
+    return ", ".join(f"{tier} {spans[tier][1] - spans[tier][0]:.1f} s (tests {summed[tier]:.1f} s)" for tier in order)
 
 
 EmbeddedSettings = Callable[..., "Settings"]
@@ -96,9 +157,17 @@ EmbeddedSettings = Callable[..., "Settings"]
 
 
 @pytest.fixture(scope="session")
-def embedded_settings(weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None) -> EmbeddedSettings:
-    """Settings on the embedded defaults (local Weaviate, the ONNX model, offline tiktoken), no .env read."""
+def embedded_settings(
+    weaviate_binary: Path, weaviate_server: WeaviateServer, model_dir: Path, tiktoken_dir: Path | None
+) -> EmbeddedSettings:
+    """Settings on the embedded defaults (SQLite in the data dir, the ONNX model, offline tiktoken), no .env read.
+
+    The Weaviate is the session's (WEAVIATE_URL): these tests are about chats and answers, not about starting a
+    Weaviate, which the CLI tests of `ragbot serve` and tests/integration/test_weaviate_server.py cover.
+    """
     from bot.settings import Settings
+
+    shared = weaviate_urls(weaviate_server)
 
     def build(data_dir: Path, **more: Any) -> Settings:
         return Settings(
@@ -107,7 +176,7 @@ def embedded_settings(weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path
             WEAVIATE_BINARY=weaviate_binary,
             EMBEDDING_MODEL_DIR=model_dir,
             TIKTOKEN_CACHE_DIR=tiktoken_dir,
-            **more,
+            **{**shared, **more},
         )
 
     return build

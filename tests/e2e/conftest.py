@@ -1,4 +1,4 @@
-"""End-to-end fixtures: a user's environment on the embedded defaults."""
+"""End-to-end fixtures: a user's environment on the embedded defaults, or pointed at the session's Weaviate."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from storage.weaviate.server import WeaviateServer
+from tests.conftest import weaviate_urls
 from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port
 
 
@@ -24,3 +26,13 @@ def user_env(tmp_path: Path, weaviate_binary: Path, model_dir: Path, tiktoken_di
     if tiktoken_dir is not None:
         env["TIKTOKEN_CACHE_DIR"] = str(tiktoken_dir)
     return env
+
+
+@pytest.fixture
+def shared_weaviate_env(user_env: dict[str, str], weaviate_server: WeaviateServer) -> dict[str, str]:
+    """`user_env` with WEAVIATE_URL naming the session's Weaviate: the data dir (SQLite) is still the test's own.
+
+    For tests of what commands do, not of how ragbot starts or shares its own Weaviate: every command of theirs
+    would otherwise start a Weaviate of its own, seconds each. Those about start-up keep `user_env`.
+    """
+    return {**user_env, **weaviate_urls(weaviate_server)}

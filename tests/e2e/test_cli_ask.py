@@ -1,4 +1,4 @@
-"""`ragbot ask` as a user runs it on the embedded defaults (no chat model: extractive answers)."""
+"""`ragbot ask` as a user runs it, with its own data dir and the session's Weaviate (no model: extractive answers)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from tests.e2e.cli import run_ragbot
 
 
 async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(
-    user_env: dict[str, str], tmp_path: Path
+    shared_weaviate_env: dict[str, str], tmp_path: Path
 ) -> None:
+    env = shared_weaviate_env
     (tmp_path / "handbook.md").write_text(
         "# Hours\n\nThe office is open from 9 to 17 on weekdays.\n\n# Parking\n\nVisitors park in garage B.\n"
     )
@@ -22,17 +23,15 @@ async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(
         ("ingest", "handbook.md", "--kb", "hr"),
         ("faq", "import", "faq.csv", "--kb", "hr"),
     ):
-        code, _, err = await run_ragbot(user_env, tmp_path, *args)
+        code, _, err = await run_ragbot(env, tmp_path, *args)
         assert code == 0, err
 
-    code, out, err = await run_ragbot(user_env, tmp_path, "ask", "how much paid leave do I get?", "--kb", "hr")
+    code, out, err = await run_ragbot(env, tmp_path, "ask", "how much paid leave do I get?", "--kb", "hr")
     assert code == 0, err
     assert out.startswith("25 days a year.")
     assert "[1] How many days of paid leave do I get?" in out
 
-    code, out, err = await run_ragbot(
-        user_env, tmp_path, "ask", "when does the office open?", "--kb", "hr", "--show-stages"
-    )
+    code, out, err = await run_ragbot(env, tmp_path, "ask", "when does the office open?", "--kb", "hr", "--show-stages")
     assert code == 0, err
     assert "The office is open from 9 to 17 on weekdays." in out
     assert "handbook.md" in out.split("Sources:")[1]
@@ -40,6 +39,6 @@ async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(
     assert "SEARCH" in err
     assert "outcome=extractive" in err
 
-    code, out, _ = await run_ragbot(user_env, tmp_path, "ask", "   ", "--kb", "hr")
+    code, out, _ = await run_ragbot(env, tmp_path, "ask", "   ", "--kb", "hr")
     assert code == 1
     assert "Sources" not in out

@@ -1,4 +1,4 @@
-"""`ragbot chat` as a user runs it with piped input on the embedded defaults (no model: rule-based rewriting)."""
+"""`ragbot chat` as a user runs it with piped input, on the session's Weaviate (no model: rule-based rewriting)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,13 @@ def _stage(output: str, name: str) -> str:
 
 
 async def test_a_follow_up_is_rewritten_from_the_conversation_and_new_starts_over(
-    user_env: dict[str, str], tmp_path: Path
+    shared_weaviate_env: dict[str, str], tmp_path: Path
 ) -> None:
+    env = shared_weaviate_env
     (tmp_path / "vpn.md").write_text(VPN)
     (tmp_path / "printers.md").write_text(PRINTERS)
     for args in (("kb", "create", "it"), ("ingest", "vpn.md", "printers.md", "--kb", "it")):
-        code, _, err = await run_ragbot(user_env, tmp_path, *args)
+        code, _, err = await run_ragbot(env, tmp_path, *args)
         assert code == 0, err
 
     lines = [
@@ -72,7 +73,7 @@ async def test_a_follow_up_is_rewritten_from_the_conversation_and_new_starts_ove
         "/quit",
         "never read as a question",
     ]
-    code, out, err = await _chat(user_env, tmp_path, lines, "--kb", "it", "--show-stages")
+    code, out, err = await _chat(env, tmp_path, lines, "--kb", "it", "--show-stages")
     assert code == 0, err
     turns = _turns(out)
     assert list(turns) == ["What is the VPN client?", "How do I install it?", "/new", "🙂🙂🙂", "/quit"]
@@ -101,8 +102,10 @@ async def test_a_follow_up_is_rewritten_from_the_conversation_and_new_starts_ove
     assert "never read" not in out
 
 
-async def test_a_chat_about_an_unknown_knowledge_base_says_so(user_env: dict[str, str], tmp_path: Path) -> None:
-    code, out, err = await _chat(user_env, tmp_path, ["hello?"], "--kb", "nope")
+async def test_a_chat_about_an_unknown_knowledge_base_says_so(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    code, out, err = await _chat(shared_weaviate_env, tmp_path, ["hello?"], "--kb", "nope")
     assert code == 1
     assert out == ""
     assert "nope" in err

@@ -1,4 +1,7 @@
-"""The admin commands as a user runs them, beside a running `ragbot serve` on the same data dir."""
+"""The admin commands as a user runs them: beside a running `ragbot serve` on the same data dir, or alone.
+
+Tests of jobs rather than of sharing a Weaviate run on the session's (WEAVIATE_URL), with data dirs of their own.
+"""
 
 from __future__ import annotations
 
@@ -95,15 +98,17 @@ async def test_an_admin_builds_a_knowledge_base_from_the_terminal(serving: dict[
     assert err.strip() == "ragbot: No knowledge base named 'nope' (existing: none yet)."
 
 
-async def test_serve_resumes_a_job_that_a_crash_left_running(user_env: dict[str, str], tmp_path: Path) -> None:
+async def test_serve_resumes_a_job_that_a_crash_left_running(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
     import sqlite3
 
     from tests.e2e.cli import free_port
 
     (tmp_path / "hours.txt").write_text("The office is open from 9 to 17 on weekdays.\n")
-    code, _, err = await run_ragbot(user_env, tmp_path, "kb", "create", "office")
+    code, _, err = await run_ragbot(shared_weaviate_env, tmp_path, "kb", "create", "office")
     assert code == 0, err
-    database = Path(user_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
+    database = Path(shared_weaviate_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
     with sqlite3.connect(database) as connection:
         kb_id = connection.execute("SELECT id FROM knowledge_base").fetchone()[0]
         connection.execute(
@@ -112,7 +117,7 @@ async def test_serve_resumes_a_job_that_a_crash_left_running(user_env: dict[str,
             " '', 'cli', '{}', '{}', 1, '2026-01-01 00:00:00')",
             (kb_id, str(tmp_path / "hours.txt")),
         )
-    env = {**user_env, "RAGBOT_PORT": str(free_port())}
+    env = {**shared_weaviate_env, "RAGBOT_PORT": str(free_port())}
     process = await ragbot(env, tmp_path, "serve")
     try:
         await wait_until_ready(f"http://127.0.0.1:{env['RAGBOT_PORT']}", process)
@@ -129,13 +134,13 @@ async def test_serve_resumes_a_job_that_a_crash_left_running(user_env: dict[str,
 
 
 async def test_jobs_are_listed_a_page_at_a_time_and_an_orphaned_job_says_who_left_it(
-    user_env: dict[str, str], tmp_path: Path
+    shared_weaviate_env: dict[str, str], tmp_path: Path
 ) -> None:
     import sqlite3
 
-    code, _, err = await run_ragbot(user_env, tmp_path, "kb", "create", "office")
+    code, _, err = await run_ragbot(shared_weaviate_env, tmp_path, "kb", "create", "office")
     assert code == 0, err
-    database = Path(user_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
+    database = Path(shared_weaviate_env["RAGBOT_DATA_DIR"]) / "ragbot.sqlite3"
     rows = [(f"job-{n}", "succeeded", "", None) for n in range(1, 4)]
     rows += [("job-4", "running", "laptop:4242:abc123", "2026-01-01 00:10:00"), ("job-5", "queued", "", None)]
     with sqlite3.connect(database) as connection:
@@ -148,7 +153,7 @@ async def test_jobs_are_listed_a_page_at_a_time_and_an_orphaned_job_says_who_lef
                 (job_id, kb_id, f"/docs/{job_id}.md", status, f"2026-01-01 00:00:0{n}", owner, expires),
             )
 
-    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--limit", "2")
+    code, out, err = await run_ragbot(shared_weaviate_env, tmp_path, "jobs", "--limit", "2")
     assert code == 0, err
     assert [line.split("\t")[0] for line in out.splitlines()] == ["job-5", "job-4"]
     assert "jobs 1-2 of 5; 3 more: `--limit 2 --page 2` shows the next 2, `--all` shows every one" in err
@@ -156,11 +161,11 @@ async def test_jobs_are_listed_a_page_at_a_time_and_an_orphaned_job_says_who_lef
     assert orphan.startswith("embed 3/8; its runner laptop:4242:abc123 stopped ")
     assert orphan.endswith("ago: `ragbot serve` or the same `ragbot ingest` resumes it")
 
-    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--limit", "2", "--page", "3")
+    code, out, err = await run_ragbot(shared_weaviate_env, tmp_path, "jobs", "--limit", "2", "--page", "3")
     assert code == 0, err
     assert [line.split("\t")[0] for line in out.splitlines()] == ["job-1"]
     assert "more" not in err
 
-    code, out, err = await run_ragbot(user_env, tmp_path, "jobs", "--all", "--status", "succeeded")
+    code, out, err = await run_ragbot(shared_weaviate_env, tmp_path, "jobs", "--all", "--status", "succeeded")
     assert code == 0, err
     assert [line.split("\t")[0] for line in out.splitlines()] == ["job-3", "job-2", "job-1"]

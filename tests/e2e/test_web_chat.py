@@ -24,6 +24,8 @@ from aiohttp import web
 from playwright.async_api import Browser, Dialog, Locator, Page, async_playwright, expect
 
 from bot import messages
+from storage.weaviate.server import WeaviateServer
+from tests.conftest import weaviate_urls
 from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
 from tests.fakes.openai_api import FakeOpenAI
 
@@ -156,12 +158,19 @@ def _env(
 
 @pytest_asyncio.fixture(scope="module")
 async def site(
-    tmp_path_factory: pytest.TempPathFactory, weaviate_binary: Path, model_dir: Path, tiktoken_dir: Path | None
+    tmp_path_factory: pytest.TempPathFactory,
+    weaviate_binary: Path,
+    weaviate_server: WeaviateServer,
+    model_dir: Path,
+    tiktoken_dir: Path | None,
 ) -> AsyncIterator[Site]:
-    """A knowledge base built with the CLI (including a stored-XSS document), then `ragbot serve` on it."""
+    """A knowledge base built with the CLI (including a stored-XSS document), then `ragbot serve` on it.
+
+    Its Weaviate is the session's (WEAVIATE_URL): the page is under test here, not how ragbot starts a Weaviate.
+    """
     root = tmp_path_factory.mktemp("web-chat")
     async with PacedModel(api_key="x", pause=0.12) as model:
-        env = _env(root, model, weaviate_binary, model_dir, tiktoken_dir)
+        env = _env(root, model, weaviate_binary, model_dir, tiktoken_dir) | weaviate_urls(weaviate_server)
         for name, text in (("vpn.md", VPN), ("printers.md", PRINTERS), ("quasar-notes.md", XSS_DOC)):
             (root / name).write_text(text)
         for args in (("kb", "create", KB), ("ingest", "vpn.md", "printers.md", "quasar-notes.md", "--kb", KB)):

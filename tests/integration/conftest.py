@@ -1,4 +1,4 @@
-"""Session servers (PostgreSQL, Weaviate through our own supervisor) and the per-backend `db` fixture."""
+"""Session servers (PostgreSQL; the Weaviate is tests/conftest.py's) and the per-backend `db` fixture."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from rag.embedders import OnnxEmbedder
 from storage.db import Database, DatabaseConfig
-from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
 from tests.integration.postgres import running_postgres
@@ -59,19 +59,6 @@ async def db(database_url: str, request: pytest.FixtureRequest) -> AsyncIterator
         yield database
     finally:
         await database.close()
-
-
-@pytest_asyncio.fixture(scope="session")
-async def weaviate_server(
-    weaviate_binary: Path, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[WeaviateServer]:
-    """One local weaviate-server for the session, started by ragbot's own supervisor."""
-    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path_factory.mktemp("weaviate")))
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 @pytest_asyncio.fixture(scope="session")

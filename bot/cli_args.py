@@ -1,0 +1,113 @@
+"""The `ragbot` command line's grammar: every command and option, importing nothing but argparse.
+
+Kept apart from the code that runs the commands so that `ragbot --help` or a mistyped option answers at once,
+without loading the service (the Weaviate client, openai, jieba and the file extractors take seconds to import).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+JOBS_PAGE = 50
+"""Jobs listed per page by `ragbot jobs` unless --limit says otherwise."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every `ragbot` command."""
+    parser = argparse.ArgumentParser(prog="ragbot", description="Answers from your documents and FAQs in chat.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve", help="run the service (HTTP, adapters, jobs)")
+    commands.add_parser("doctor", help="check every part and say how to fix what is broken")
+    commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
+    _add_knowledge_commands(commands)
+    ask = commands.add_parser("ask", help="answer one question from knowledge bases, streamed, with sources")
+    ask.add_argument("question")
+    ask.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
+    ask.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
+    ask.add_argument(
+        "--doc",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a document (id from `ragbot docs list`) the question is about; small ones are read whole",
+    )
+    chat = commands.add_parser(
+        "chat", help="a conversation with history: each line read is a question (/new starts over, /quit ends)"
+    )
+    chat.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")
+    chat.add_argument("--show-stages", action="store_true", help="print each stage's time and counts")
+    stats = commands.add_parser(
+        "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
+    )
+    stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
+    evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
+    evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
+    return parser
+
+
+def _add_knowledge_commands(commands: Any) -> None:
+    """Register kb, ingest, faq, docs and jobs on the top-level sub-parser."""
+    kb = commands.add_parser("kb", help="create, list, inspect, rename or delete knowledge bases").add_subparsers(
+        dest="kb_command", required=True
+    )
+    create = kb.add_parser("create", help="create a knowledge base")
+    create.add_argument("name")
+    create.add_argument("--description", default="")
+    create.add_argument("--mode", choices=("general", "parent_child"))
+    create.add_argument("--parent-mode", choices=("paragraph", "full_doc"))
+    create.add_argument("--splitter", choices=("recursive", "fixed", "markdown", "token"), help="how chunks are cut")
+    create.add_argument("--max-tokens", type=int, help="chunk size (parent size in parent-child mode), 50..2000")
+    create.add_argument("--overlap", type=int, help="overlap in tokens, up to half of --max-tokens")
+    create.add_argument("--separator", help=r"separator for --splitter fixed, e.g. '\n\n' or '###'")
+    create.add_argument("--child-max-tokens", type=int)
+    create.add_argument("--child-overlap", type=int)
+    create.add_argument("--rule", type=Path, help="a JSON chunking rule (fields as in `kb info`)")
+    kb.add_parser("list", help="list knowledge bases")
+    info = kb.add_parser("info", help="a knowledge base's rule and counts")
+    info.add_argument("name")
+    rename = kb.add_parser("rename", help="rename a knowledge base")
+    rename.add_argument("name")
+    rename.add_argument("new_name")
+    delete = kb.add_parser("delete", help="delete a knowledge base and everything in it")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="confirm the deletion")
+
+    ingest = commands.add_parser("ingest", help="ingest files, folders (recursively) and URLs into a knowledge base")
+    ingest.add_argument("sources", nargs="+", metavar="PATH_OR_URL")
+    ingest.add_argument("--kb", required=True)
+    reindex = commands.add_parser("reindex", help="rebuild a knowledge base's search index from SQL (after upgrades)")
+    reindex.add_argument("--kb", required=True)
+
+    faq = commands.add_parser("faq", help="import FAQ sheets").add_subparsers(dest="faq_command", required=True)
+    faq_import = faq.add_parser("import", help="import an FAQ sheet (.csv, .xlsx, .json)")
+    faq_import.add_argument("file", type=Path)
+    faq_import.add_argument("--kb", required=True)
+    template = faq.add_parser("template", help="print the FAQ sheet template")
+    template.add_argument("--format", choices=("csv", "json"), default="csv")
+
+    docs = commands.add_parser("docs", help="list or delete documents").add_subparsers(
+        dest="docs_command", required=True
+    )
+    docs_list = docs.add_parser("list", help="documents of a knowledge base")
+    docs_list.add_argument("--kb", required=True)
+    docs_delete = docs.add_parser("delete", help="delete a document")
+    docs_delete.add_argument("document_id")
+    docs_delete.add_argument("--kb", required=True)
+
+    jobs = commands.add_parser("jobs", help="ingestion jobs, newest first, a page at a time")
+    jobs.add_argument("--kb")
+    jobs.add_argument("--status", choices=JOB_STATUSES, action="append", help="only jobs in this state (repeatable)")
+    jobs.add_argument("--limit", type=_positive, default=JOBS_PAGE, help=f"jobs per page (default {JOBS_PAGE})")
+    pages = jobs.add_mutually_exclusive_group()
+    pages.add_argument("--page", type=_positive, default=1, help="which page, counted from 1")
+    pages.add_argument("--all", action="store_true", help="every job, no paging")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
