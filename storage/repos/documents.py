@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import String, and_, delete, func, literal, or_, union_all
 from sqlalchemy import select as sql_select
@@ -43,7 +44,9 @@ def _record(row: Document) -> DocumentRecord:
     )
 
 
-def _chunk_record(row: Chunk, bm25_text: str = "") -> ChunkRecord:
+def chunk_record(row: Any, meta: Mapping[str, Any] | None = None, bm25_text: str = "") -> ChunkRecord:
+    """A chunk row (or a row of the same columns from a union) as a record; `meta` when the row's is still JSON."""
+    meta = row.meta if meta is None else meta
     return ChunkRecord(
         chunk_id=row.id,
         kb_id=row.kb_id,
@@ -54,8 +57,8 @@ def _chunk_record(row: Chunk, bm25_text: str = "") -> ChunkRecord:
         end=row.end_offset,
         text=row.text,
         bm25_text=bm25_text,
-        chunk_type=str(row.meta.get("chunk_type", "text")),
-        metadata={key: value for key, value in row.meta.items() if key != "chunk_type"},
+        chunk_type=str(meta.get("chunk_type", "text")),
+        metadata={key: value for key, value in meta.items() if key != "chunk_type"},
     )
 
 
@@ -199,7 +202,7 @@ class DocumentRepo:
                     .where(col(Chunk.id).in_(batch))
                 )
                 rows = (await session.exec(statement)).all()
-                found.extend((_chunk_record(chunk), title) for chunk, title in rows)
+                found.extend((chunk_record(chunk), title) for chunk, title in rows)
         return found
 
     async def document_chunks(self, document_id: str) -> list[ChunkRecord]:
@@ -208,7 +211,7 @@ class DocumentRepo:
             rows = (
                 await session.exec(select(Chunk).where(Chunk.document_id == document_id).order_by(col(Chunk.position)))
             ).all()
-        return [_chunk_record(row) for row in rows]
+        return [chunk_record(row) for row in rows]
 
     async def segments(self, document_id: str) -> list[SegmentRecord]:
         """Every parent of a document, in position order."""
@@ -247,7 +250,7 @@ class DocumentRepo:
                     for span in unique[first : first + _SPAN_BATCH]
                 ]
                 rows = (await session.exec(select(Chunk).where(or_(*overlaps)))).all()
-                found.update((row.id, _chunk_record(row)) for row in rows)
+                found.update((row.id, chunk_record(row)) for row in rows)
         return sorted(found.values(), key=lambda chunk: (chunk.document_id, chunk.position))
 
     async def text_slices(self, spans: Sequence[TextSpan]) -> dict[TextSpan, str]:

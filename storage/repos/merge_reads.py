@@ -15,6 +15,7 @@ from sqlmodel import col
 from storage.db import Database
 from storage.models import Chunk, Document, Segment
 from storage.records import ChunkRecord, MergeReads, SegmentRecord, TextSpan
+from storage.repos.documents import chunk_record
 
 # Spans per statement: each adds an OR term and a UNION arm, and SQLite caps expression depth at 1000.
 # A turn has a few dozen candidates at most, so one statement is the rule.
@@ -164,7 +165,7 @@ class MergeReadRepo:
                     if row.kind == "text":
                         texts[batch[row.slot]] = row.text
                     elif row.kind == "chunk":
-                        chunks[row.id] = _chunk(row)
+                        chunks[row.id] = chunk_record(row, _json(row.meta, {}))
                     else:
                         segments[row.id] = _segment(row)
         return MergeReads(
@@ -172,23 +173,6 @@ class MergeReadRepo:
             chunks=tuple(sorted(chunks.values(), key=lambda chunk: (chunk.document_id, chunk.position))),
             texts=texts,
         )
-
-
-def _chunk(row: Any) -> ChunkRecord:
-    meta: dict[str, Any] = _json(row.meta, {})
-    return ChunkRecord(
-        chunk_id=row.id,
-        kb_id=row.kb_id,
-        document_id=row.document_id,
-        segment_id=row.segment_id,
-        position=row.position,
-        start=row.start_offset,
-        end=row.end_offset,
-        text=row.text,
-        bm25_text="",
-        chunk_type=str(meta.get("chunk_type", "text")),
-        metadata={key: value for key, value in meta.items() if key != "chunk_type"},
-    )
 
 
 def _segment(row: Any) -> SegmentRecord:
