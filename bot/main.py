@@ -90,7 +90,6 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
 
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
-
     from bot.adapters import load_adapters
     from bot.chat_metrics import ChatMetrics
     from bot.conversation import ConversationManager
