@@ -11,7 +11,7 @@ from typing import Final, Protocol
 
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformRateLimited
 from bot.messages import answer_with_sources
-from bot.ports import ReplyTarget
+from bot.ports import ReplyStream, ReplyTarget
 from bot.reply_split import cut_at, message_body, parts_from, utf16_units
 from bot.types import Answer, MessageRef
 
@@ -368,6 +368,29 @@ class EditingReplyStream:
         except Exception:
             # Typing is decoration: its failure must not end the turn.
             logger.warning("stream typing=failed", exc_info=True)
+
+
+class StreamWrapper:
+    """A ReplyStream around another that adds to how it ends (buttons, trailing blocks); the rest passes through."""
+
+    def __init__(self, inner: ReplyStream) -> None:
+        self._inner = inner
+
+    async def push(self, delta: str) -> None:
+        """See ReplyStream."""
+        await self._inner.push(delta)
+
+    async def status(self, text: str) -> None:
+        """See ReplyStream."""
+        await self._inner.status(text)
+
+    async def finish(self, answer: Answer) -> MessageRef | None:
+        """See ReplyStream."""
+        return await self._inner.finish(answer)
+
+    async def fail(self, text: str) -> MessageRef | None:
+        """See ReplyStream."""
+        return await self._inner.fail(text)
 
 
 async def _stop(task: asyncio.Task[None] | None) -> None:

@@ -17,7 +17,7 @@ from bot import messages
 from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
 from bot.ports import ReplyLimits, ReplyStream
-from bot.streaming import EditingReplyStream
+from bot.streaming import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
 
 log = logging.getLogger(__name__)
@@ -200,20 +200,12 @@ class SlackTarget:
         return EditStream(EditingReplyStream(self, observer=self.observer, compose=body), self)
 
 
-class EditStream:
+class EditStream(StreamWrapper):
     """Edit-mode streaming whose final message carries the sources and feedback buttons as blocks."""
 
     def __init__(self, inner: EditingReplyStream, target: SlackTarget) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._target = target
-
-    async def push(self, delta: str) -> None:
-        """See ReplyStream."""
-        await self._inner.push(delta)
-
-    async def status(self, text: str) -> None:
-        """See ReplyStream."""
-        await self._inner.status(text)
 
     async def finish(self, answer: Answer) -> MessageRef | None:
         """The answer's text with its trailing blocks, sent ahead of every answer's progress edits."""

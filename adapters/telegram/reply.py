@@ -18,7 +18,7 @@ from adapters.telegram.render import to_telegram_html
 from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
 from bot.ports import ReplyLimits, ReplyStream
-from bot.streaming import EditingReplyStream
+from bot.streaming import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
 
 log = logging.getLogger(__name__)
@@ -227,20 +227,12 @@ class _DraftTarget:
         raise NotImplementedError("a draft target only serves DraftReplyStream")
 
 
-class FeedbackStream:
+class FeedbackStream(StreamWrapper):
     """A ReplyStream that puts feedback buttons under the finished answer."""
 
     def __init__(self, inner: ReplyStream, target: TelegramTarget) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._target = target
-
-    async def push(self, delta: str) -> None:
-        """See ReplyStream."""
-        await self._inner.push(delta)
-
-    async def status(self, text: str) -> None:
-        """See ReplyStream."""
-        await self._inner.status(text)
 
     async def finish(self, answer: Answer) -> MessageRef | None:
         """The whole answer with its feedback buttons on the same call (one call fewer against the limits)."""
@@ -258,10 +250,6 @@ class FeedbackStream:
             except PlatformError as exc:
                 log.warning("telegram=feedback_buttons_failed reason=%s", exc)
         return ref
-
-    async def fail(self, text: str) -> MessageRef | None:
-        """See ReplyStream."""
-        return await self._inner.fail(text)
 
 
 class DraftReplyStream:

@@ -44,7 +44,7 @@ def _record(row: Document) -> DocumentRecord:
     )
 
 
-def chunk_record(row: Any, meta: Mapping[str, Any] | None = None, bm25_text: str = "") -> ChunkRecord:
+def chunk_record(row: Any, meta: Mapping[str, Any] | None = None, bm25_text: str = "", title: str = "") -> ChunkRecord:
     """A chunk row (or a row of the same columns from a union) as a record; `meta` when the row's is still JSON."""
     meta = row.meta if meta is None else meta
     return ChunkRecord(
@@ -59,10 +59,14 @@ def chunk_record(row: Any, meta: Mapping[str, Any] | None = None, bm25_text: str
         bm25_text=bm25_text,
         chunk_type=str(meta.get("chunk_type", "text")),
         metadata={key: value for key, value in meta.items() if key != "chunk_type"},
+        title=title,
     )
 
 
-def _segment_record(row: Segment) -> SegmentRecord:
+def segment_record(
+    row: Any, child_ids: Sequence[str] | None = None, meta: Mapping[str, Any] | None = None
+) -> SegmentRecord:
+    """A segment row (or a union row of its columns) as a record; `child_ids`/`meta` when the row's are JSON."""
     return SegmentRecord(
         segment_id=row.id,
         document_id=row.document_id,
@@ -71,8 +75,8 @@ def _segment_record(row: Segment) -> SegmentRecord:
         start=row.start_offset,
         end=row.end_offset,
         text=row.text,
-        child_ids=tuple(row.child_ids),
-        metadata=dict(row.meta),
+        child_ids=tuple(row.child_ids if child_ids is None else child_ids),
+        metadata=dict(row.meta if meta is None else meta),
     )
 
 
@@ -221,7 +225,7 @@ class DocumentRepo:
                     select(Segment).where(Segment.document_id == document_id).order_by(col(Segment.position))
                 )
             ).all()
-        return [_segment_record(row) for row in rows]
+        return [segment_record(row) for row in rows]
 
     async def segments_by_ids(self, segment_ids: Sequence[str]) -> list[SegmentRecord]:
         """The stored parents among `segment_ids`, in no particular order (ids SQL lacks are dropped)."""
@@ -231,7 +235,7 @@ class DocumentRepo:
             for start in range(0, len(unique), _IN_BATCH):
                 batch = unique[start : start + _IN_BATCH]
                 rows = (await session.exec(select(Segment).where(col(Segment.id).in_(batch)))).all()
-                found.extend(_segment_record(row) for row in rows)
+                found.extend(segment_record(row) for row in rows)
         return found
 
     async def chunks_overlapping(self, spans: Sequence[TextSpan]) -> list[ChunkRecord]:

@@ -8,6 +8,7 @@ from sqlmodel import col, select
 from storage.db import Database
 from storage.models import Chunk, Document
 from storage.records import ChunkRecord
+from storage.repos.documents import chunk_record
 
 
 class IndexSourceRepo:
@@ -34,21 +35,4 @@ class IndexSourceRepo:
                 .limit(limit)
             )
             rows = (await session.exec(statement)).all()
-        return [_record(chunk, title) for chunk, title in rows]
-
-
-def _record(row: Chunk, title: str) -> ChunkRecord:
-    return ChunkRecord(
-        chunk_id=row.id,
-        kb_id=row.kb_id,
-        document_id=row.document_id,
-        segment_id=row.segment_id,
-        position=row.position,
-        start=row.start_offset,
-        end=row.end_offset,
-        text=row.text,
-        bm25_text="",
-        chunk_type=str(row.meta.get("chunk_type", "text")),
-        metadata={key: value for key, value in row.meta.items() if key != "chunk_type"},
-        title=title,
-    )
+        return [chunk_record(chunk, title=title) for chunk, title in rows]

@@ -15,7 +15,7 @@ from sqlmodel import col
 from storage.db import Database
 from storage.models import Chunk, Document, Segment
 from storage.records import ChunkRecord, MergeReads, SegmentRecord, TextSpan
-from storage.repos.documents import chunk_record
+from storage.repos.documents import chunk_record, segment_record
 
 # Spans per statement: each adds an OR term and a UNION arm, and SQLite caps expression depth at 1000.
 # A turn has a few dozen candidates at most, so one statement is the rule.
@@ -167,23 +167,9 @@ class MergeReadRepo:
                     elif row.kind == "chunk":
                         chunks[row.id] = chunk_record(row, _json(row.meta, {}))
                     else:
-                        segments[row.id] = _segment(row)
+                        segments[row.id] = segment_record(row, _json(row.child_ids, []), _json(row.meta, {}))
         return MergeReads(
             segments=tuple(segments.values()),
             chunks=tuple(sorted(chunks.values(), key=lambda chunk: (chunk.document_id, chunk.position))),
             texts=texts,
         )
-
-
-def _segment(row: Any) -> SegmentRecord:
-    return SegmentRecord(
-        segment_id=row.id,
-        document_id=row.document_id,
-        kb_id=row.kb_id,
-        position=row.position,
-        start=row.start_offset,
-        end=row.end_offset,
-        text=row.text,
-        child_ids=tuple(_json(row.child_ids, [])),
-        metadata=dict(_json(row.meta, {})),
-    )
