@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bench.common import commit, machine, percentile
-from rag.embedders import OnnxEmbedder
+from rag.models.embedders import OnnxEmbedder
 
 BATCH = 64
 ROOT = Path(__file__).resolve().parent.parent

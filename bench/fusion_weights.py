@@ -19,7 +19,7 @@ from bench.common import commit, machine
 from bot.eval_cli import faq_set, retrieval_set, retriever_for
 from bot.services import Services, build_services
 from bot.settings import Settings
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.retrieval import FusionWeights, Retriever
 
 GRID = [

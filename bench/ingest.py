@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.common import commit, local_stack, machine, parse_arguments
-from rag.embedders import CachedEmbedder, OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import CachedEmbedder, OnnxEmbedder
 from rag.tokens import TokenCounter
 from rag.types import Vector
 from storage.embedding_cache import SqlEmbeddingCache

@@ -35,19 +35,19 @@ import numpy as np
 from sqlalchemy import event
 
 from bench.common import commit, local_stack, machine, parse_arguments, percentile
-from rag.chat_models import OpenAIChatModel
 from rag.config import ChatModelConfig
-from rag.embedders import CachedEmbedder, OnnxEmbedder
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
+from rag.models.chat import OpenAIChatModel
+from rag.models.embedders import CachedEmbedder, OnnxEmbedder
+from rag.models.rerankers import LocalReranker
+from rag.named_pipelines import PipelineParts, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext
-from rag.pipelines import PipelineParts, rag_stream, search_pipeline
-from rag.rerank import RerankConfig
-from rag.rerankers import LocalReranker
+from rag.relevance import RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite_rules import RuleRewriter
-from rag.stages import SearchConfig
+from rag.stages.search import SearchConfig
 from rag.tokens import TokenCounter
 from rag.types import Vector
 from storage.db import Database

@@ -23,7 +23,7 @@ import tiktoken
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from bench.common import commit, machine, percentile
-from rag.ingest.split import DEFAULT_SEPARATORS, split_recursive, token_length
+from rag.ingest.split.separators import DEFAULT_SEPARATORS, split_recursive, token_length
 from rag.ingest.types import LengthFunction, TextChunk
 
 ROOT = Path(__file__).resolve().parent.parent

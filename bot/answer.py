@@ -7,15 +7,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bot.model_limit import LimitedChatModel
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.input_check import check_question
-from rag.pipeline import Pipeline, TurnContext
-from rag.pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
+from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
+from rag.pipeline import Pipeline, TurnContext, answer_once
 from rag.ports import ChatModel
 from rag.retrieval import Retriever
 from rag.rewrite import LlmRewriter, Rewriter
 from rag.rewrite_rules import RuleRewriter
-from rag.stages import StreamAnswer, answer_once
+from rag.stages.stream_answer import StreamAnswer
 from storage.repos.merge_reads import MergeReadRepo
 
 if TYPE_CHECKING:

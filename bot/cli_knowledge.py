@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.cli_args import JOBS_PAGE
 from bot.ingestion import describe_result
-from rag.ingest.faq_import import template_path
+from rag.ingest.faq_sheet import template_path
 from storage.repos.jobs import UNFINISHED
 
 if TYPE_CHECKING:

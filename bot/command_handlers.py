@@ -16,7 +16,7 @@ from bot.ingestion import describe_result
 from bot.status_message import StatusMessage
 from bot.types import Attachment
 from rag.ingest.extractors.limits import format_size
-from rag.ingest.faq_import import FaqEntry
+from rag.ingest.faq_sheet import FaqEntry
 from storage.records import JobRecord, KnowledgeBaseRecord
 
 log = logging.getLogger(__name__)

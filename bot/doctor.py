@@ -12,9 +12,9 @@ import openai
 from bot.errors import StartupError
 from bot.preflight import check_writable_dir
 from bot.settings import Settings
-from rag.chat_models import OpenAIChatModel
-from rag.embedders import OpenAIEmbedder, build_embedder
 from rag.errors import RagError
+from rag.models.chat import OpenAIChatModel
+from rag.models.embedders import OpenAIEmbedder, build_embedder
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.errors import IndexUnavailable, ServerInUse, StorageError

@@ -27,13 +27,13 @@ from rag.eval.retrieval_eval import (
     load_beir,
     read_jsonl,
 )
-from rag.faq_search import FaqSearch
-from rag.faq_text import faq_confidence
+from rag.faq.candidate import faq_confidence
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import SourceFile
-from rag.ingest.faq_import import FaqEntry, question_key
+from rag.ingest.faq_sheet import FaqEntry, question_key
+from rag.models.rerankers import build_reranker
 from rag.ports import Reranker
-from rag.rerank import rerank_order
-from rag.rerankers import build_reranker
+from rag.relevance import rerank_order
 from rag.retrieval import FusionWeights, Mode, Retriever
 from rag.rewrite_rules import RuleRewriter
 from storage.records import KnowledgeBaseRecord

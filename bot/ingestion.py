@@ -14,8 +14,8 @@ from rag.errors import DocumentTooLarge, ExtractionError, RagError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.ingest.extractors.limits import format_size
-from rag.ingest.faq_import import parse_faq_file
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
+from rag.ingest.faq_sheet import parse_faq_file
 from rag.ingest.fetch import FetchLimits, fetch_url
 from rag.ports import Progress
 from storage.records import JobRecord

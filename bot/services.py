@@ -16,14 +16,14 @@ from bot.messages import index_outdated
 from bot.metrics import StageMetrics
 from bot.preflight import check_settings
 from bot.settings import Settings
-from rag.chat_models import OpenAIChatModel
-from rag.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder
 from rag.errors import EmbedderUnavailable
 from rag.ingest.documents import DocumentIngestor
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
 from rag.lexical import LexicalAnalyzer
+from rag.models.chat import OpenAIChatModel
+from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder
+from rag.models.rerankers import ApiReranker, build_reranker
 from rag.ports import Reranker
-from rag.rerankers import ApiReranker, build_reranker
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache

@@ -13,16 +13,16 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from bot.ingestion import IngestionLimits
-from rag.config import ChatModelConfig, EmbedderConfig
-from rag.faq_search import FaqSearchConfig
+from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
+from rag.faq.search import FaqSearchConfig
 from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
-from rag.rerank import RerankConfig
-from rag.rerankers import RerankerConfig
+from rag.models.rerankers import RerankerConfig
+from rag.relevance import RerankConfig
 from rag.retrieval import Language, RetrievalConfig
-from rag.stages import AnswerConfig, SearchConfig
+from rag.stages.search import SearchConfig
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 

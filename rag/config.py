@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from rag.prompt import DEFAULT, PromptTemplate
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +33,19 @@ class ChatModelConfig:
     api_key: str | None
     timeout: float = 60.0
     max_retries: int = 2
+
+
+Fallback = Literal["fixed", "model", "extractive"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerConfig:
+    """How the answer is written: context budget, FAQ priority, fallback."""
+
+    budget: int = 6000
+    faq_priority: bool = True
+    direct_answer_threshold: float = 0.9
+    answer_faq_directly: bool = True
+    fallback: Fallback = "extractive"
+    fallback_text: str = "I could not find an answer to that in the knowledge base."
+    template: PromptTemplate = field(default_factory=lambda: DEFAULT)

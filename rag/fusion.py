@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from rag.faq_text import faq_confidence
+from rag.faq.candidate import faq_confidence
 from rag.types import Candidate
 
 # Cormack, Clarke & Büttcher 2009, "Reciprocal Rank Fusion outperforms Condorcet and individual rank learning

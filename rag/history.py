@@ -1,4 +1,4 @@
-"""Conversation history for the answer pipeline: stored messages paired into rounds, and the LOAD_HISTORY stage."""
+"""Conversation history for the answer pipeline: stored messages paired into answered rounds."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from rag.pipeline import TurnContext
 from rag.stream_filter import StreamFilter
 from storage.records import MessageRecord
 
@@ -100,23 +99,3 @@ def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[
         if question and answer:
             rounds.append(AnsweredRound(question, answer, _source_ids(reply)))
     return rounds[-max_rounds:] if max_rounds > 0 else []
-
-
-class LoadHistory:
-    """Reads conversation_id; writes history, history_refs."""
-
-    name = "LOAD_HISTORY"
-
-    def __init__(self, source: HistorySource, config: HistoryConfig | None = None) -> None:
-        self._source = source
-        self._config = config or HistoryConfig()
-
-    async def run(self, turn: TurnContext) -> str:
-        if not turn.conversation_id:
-            return "skipped=no_conversation"
-        messages = await self._source.recent(turn.conversation_id, self._config.limit)
-        rounds = answered_rounds(messages, self._config.max_rounds)
-        turn.history = [(done.question, done.answer) for done in rounds]
-        # Only the latest answer's sources: a follow-up refers to what was just said.
-        turn.history_refs = rounds[-1].source_ids if rounds else ()
-        return f"messages={len(messages)} rounds={len(rounds)} refs={len(turn.history_refs)}"

@@ -130,3 +130,8 @@ class Pipeline:
                 report.note,
             )
         return turn
+
+
+async def answer_once(text: str) -> AsyncIterator[str]:
+    """An answer stream of one piece (a refusal, an FAQ answer, an extractive answer)."""
+    yield text

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from rag.faq_text import faq_confidence
+from rag.faq.candidate import faq_confidence
 from rag.stream_filter import NO_MATCH
 from rag.tokens import TokenCounter
 from rag.types import Candidate, ChatMessage

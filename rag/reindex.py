@@ -9,7 +9,7 @@ from collections.abc import Collection as Container
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rag.ingest.faqs import stored_variants
+from rag.ingest.faq_index import stored_variants
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, no_progress
 from storage.records import ChunkRecord, FaqQuestionRecord, FaqRecord, KnowledgeBaseRecord

@@ -16,8 +16,8 @@ import pytest
 import pytest_asyncio
 
 from rag.config import EmbedderConfig
-from rag.embedders import resolve_model_dir
 from rag.errors import EmbedderUnavailable
+from rag.models.embedders import resolve_model_dir
 from storage.weaviate.config import WeaviateServerConfig
 from storage.weaviate.server import WeaviateServer
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from tiktoken import Encoding
 
 from rag.errors import NoTextFound, RagError
-from rag.ingest.chunking import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.extract import ExtractLimits, extract
+from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress

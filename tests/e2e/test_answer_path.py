@@ -17,7 +17,7 @@ import pytest_asyncio
 from bot.cli_answer import answer_turn, cli_manager, new_conversation_key
 from bot.services import Services, build_services
 from rag.ingest.documents import SourceFile
-from rag.ingest.faq_import import FaqEntry
+from rag.ingest.faq_sheet import FaqEntry
 from rag.pipeline import TurnContext
 from storage.records import MessageRecord
 from tests.conftest import EmbeddedSettings

@@ -8,9 +8,9 @@ import pytest
 
 from rag.errors import RerankerError
 from rag.lexical import LexicalAnalyzer
+from rag.models.rerankers import ApiReranker, RerankerConfig
 from rag.pipeline import TurnContext
-from rag.rerank import Rerank
-from rag.rerankers import ApiReranker, RerankerConfig
+from rag.stages.rerank import Rerank
 from rag.types import Candidate
 from tests.fakes.rerank_api import FakeRerankAPI, overlap_score
 

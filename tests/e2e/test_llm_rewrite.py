@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from rag.chat_models import OpenAIChatModel
 from rag.config import ChatModelConfig
+from rag.models.chat import OpenAIChatModel
 from rag.rewrite import LlmRewriter, RewriteResult
 from tests.fakes.openai_api import FakeOpenAI
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rag.chat_models import OpenAIChatModel
 from rag.config import ChatModelConfig, EmbedderConfig
-from rag.embedders import OpenAIEmbedder
 from rag.errors import ModelError, ModelTimeout
+from rag.models.chat import OpenAIChatModel
+from rag.models.embedders import OpenAIEmbedder
 from rag.types import ChatMessage
 from tests.fakes.openai_api import FakeOpenAI, fake_embedding
 

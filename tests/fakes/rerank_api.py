@@ -1,4 +1,4 @@
-"""FakeRerankAPI: a local Jina/Cohere-compatible /rerank endpoint for rag.rerankers.ApiReranker to talk to."""
+"""FakeRerankAPI: a local Jina/Cohere-compatible /rerank endpoint for rag.models.rerankers.ApiReranker to talk to."""
 
 from __future__ import annotations
 

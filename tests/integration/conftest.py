@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from rag.embedders import OnnxEmbedder
+from rag.models.embedders import OnnxEmbedder
 from storage.db import Database, DatabaseConfig
 from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from rag.embedders import CachedEmbedder, OnnxEmbedder
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import CachedEmbedder, OnnxEmbedder
+from rag.models.rerankers import LocalReranker
+from rag.named_pipelines import PipelineParts, search_pipeline
 from rag.pipeline import TurnContext
-from rag.pipelines import PipelineParts, search_pipeline
-from rag.rerank import RerankConfig
-from rag.rerankers import LocalReranker
+from rag.relevance import RerankConfig
 from rag.retrieval import RetrievalConfig, Retriever
-from rag.stages import SearchConfig
+from rag.stages.search import SearchConfig
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache

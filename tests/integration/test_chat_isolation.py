@@ -15,7 +15,7 @@ from bot.conversation import ChatPolicy, ConversationManager
 from bot.services import Services, build_services
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from rag.ingest.documents import SourceFile
-from rag.ingest.faq_import import FaqEntry
+from rag.ingest.faq_sheet import FaqEntry
 from tests.conftest import EmbeddedSettings
 from tests.integration.conftest import _fresh_postgres_database
 from tests.support.chat import RecordingTarget

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.embedders import CachedEmbedder, OnnxEmbedder
+from rag.models.embedders import CachedEmbedder, OnnxEmbedder
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag.embedders import OnnxEmbedder
-from rag.faq_search import FaqSearch
-from rag.faq_text import faq_confidence
-from rag.ingest.faq_import import FaqEntry
-from rag.ingest.faqs import FaqImporter
+from rag.faq.candidate import faq_confidence
+from rag.faq.search import FaqSearch
+from rag.ingest.faq_index import FaqImporter
+from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from storage.db import Database
 from storage.records import KnowledgeBaseRecord
 from storage.repos.faqs import FaqRepo

@@ -13,13 +13,13 @@ from pypdf import PdfWriter
 
 from bot.ingestion import IngestionLimits, IngestionWork
 from bot.jobs import JobRunner
-from rag.embedders import OnnxEmbedder
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.extract import ExtractLimits
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
 from rag.ingest.fetch import FetchLimits
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from storage.db import Database
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo

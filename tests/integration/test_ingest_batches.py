@@ -12,13 +12,13 @@ import tiktoken
 
 from bot.ingestion import IngestionLimits, IngestionWork
 from bot.jobs import JobRunner
-from rag.embedders import OnnxEmbedder
 from rag.errors import ExtractionError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import BatchLimits, DocumentIngestor, IngestResult, SourceFile
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
 from rag.ingest.fetch import FetchLimits
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 from storage.db import Database
 from storage.errors import DocumentNotStored

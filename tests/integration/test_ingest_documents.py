@@ -9,10 +9,10 @@ import pytest
 import tiktoken
 
 from bot.knowledge import KnowledgeBases
-from rag.embedders import OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 from storage.db import Database
 from storage.records import ChunkRecord, FaqQuestionRecord, KnowledgeBaseRecord

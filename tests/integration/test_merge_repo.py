@@ -9,13 +9,14 @@ from itertools import combinations
 import pytest
 import tiktoken
 
-from rag.embedders import OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.rules import parse_rule
 from rag.lexical import LexicalAnalyzer
-from rag.merge import Merge, MergeConfig
+from rag.merge import MergeConfig
+from rag.models.embedders import OnnxEmbedder
 from rag.pipeline import TurnContext
 from rag.retrieval import chunk_candidate
+from rag.stages.merge import Merge
 from rag.types import Candidate
 from storage.db import Database
 from storage.records import ChunkRecord, DocumentVersion, SegmentRecord, TextSpan

@@ -11,12 +11,12 @@ import tiktoken
 from weaviate.classes.config import Property
 
 from bot.messages import index_outdated
-from rag.embedders import CachedEmbedder, OnnxEmbedder
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
-from rag.ingest.faq_import import FaqEntry
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
+from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import CachedEmbedder, OnnxEmbedder
 from rag.reindex import Reindexer
 from rag.retrieval import Retriever
 from rag.types import Candidate, Vector

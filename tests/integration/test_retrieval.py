@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import tiktoken
 
-from rag.embedders import OnnxEmbedder
 from rag.ingest.documents import DocumentIngestor, SourceFile
-from rag.ingest.faq_import import FaqEntry
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
+from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from rag.retrieval import Retriever, query_language
 from storage.db import Database
 from storage.records import ChunkRecord, KnowledgeBaseRecord

@@ -7,8 +7,8 @@ import pytest
 from bot.errors import UserFacingError
 from bot.messages import TURN_FAILED
 from bot.turns import TurnRecorder, apology
-from rag.history import LoadHistory
 from rag.pipeline import StageReport, TurnContext
+from rag.stages.load_history import LoadHistory
 from rag.types import Candidate
 from storage.db import Database
 from storage.repos.conversations import ConversationRepo

@@ -7,7 +7,7 @@ import uuid
 import jieba
 import pytest
 
-from rag.embedders import OnnxEmbedder
+from rag.models.embedders import OnnxEmbedder
 from storage.errors import IndexWriteError
 from storage.records import ChunkRecord, FaqQuestionRecord
 from storage.weaviate.schema import Collection

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bot.ports import ReplyLimits, ReplyStream
 from bot.types import Answer, MessageRef
 from rag.pipeline import Pipeline, TurnContext
-from rag.stages import StreamAnswer
+from rag.stages.stream_answer import StreamAnswer
 from rag.types import Candidate
 
 

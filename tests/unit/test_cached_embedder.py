@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from rag.embedders import CachedEmbedder, content_hash
+from rag.models.embedders import CachedEmbedder, content_hash
 from rag.types import Vector
 
 

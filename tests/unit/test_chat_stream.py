@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rag.chat import NO_CHAT_MODEL
+from rag.named_pipelines import chat_stream
 from rag.pipeline import TurnContext
-from rag.pipelines import chat_stream
+from rag.plain_chat import NO_CHAT_MODEL
 from rag.tokens import TokenCounter
 from rag.types import ChatMessage
 from storage.records import MessageRecord, MessageRole

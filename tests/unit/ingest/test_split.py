@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from rag.ingest.split import (
+from rag.ingest.split.separators import (
     DEFAULT_SEPARATORS,
     parse_separator,
     split_fixed,

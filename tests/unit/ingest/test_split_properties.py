@@ -11,7 +11,7 @@ import tiktoken
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rag.ingest.split import split_fixed, split_markdown, split_recursive, split_tokens, token_length
+from rag.ingest.split.separators import split_fixed, split_markdown, split_recursive, split_tokens, token_length
 from rag.ingest.types import LengthFunction, TextChunk
 
 FRAGMENTS = [

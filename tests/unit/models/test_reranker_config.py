@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from rag.lexical import LexicalAnalyzer
-from rag.rerankers import ApiReranker, LocalReranker, RerankerConfig, build_reranker, rerank_url
+from rag.models.rerankers import ApiReranker, LocalReranker, RerankerConfig, build_reranker, rerank_url
 from rag.types import Vector
 
 

@@ -6,9 +6,11 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from rag.config import AnswerConfig
 from rag.errors import ModelError
 from rag.pipeline import TurnContext
-from rag.stages import AnswerConfig, FilterTopK, Generate
+from rag.stages.filter_top_k import FilterTopK
+from rag.stages.generate import Generate
 from rag.types import Candidate, ChatMessage
 
 
@@ -124,7 +126,7 @@ async def test_top_k_falls_back_from_merged_to_reranked_to_candidates() -> None:
 
 
 async def test_stream_answer_hands_each_piece_on_and_keeps_the_whole_text() -> None:
-    from rag.stages import StreamAnswer
+    from rag.stages.stream_answer import StreamAnswer
 
     seen: list[str] = []
 
@@ -142,7 +144,7 @@ async def test_stream_answer_hands_each_piece_on_and_keeps_the_whole_text() -> N
 async def test_stream_answer_stops_at_once_when_asked_even_while_the_model_is_silent() -> None:
     import asyncio
 
-    from rag.stages import StreamAnswer
+    from rag.stages.stream_answer import StreamAnswer
 
     stop = asyncio.Event()
     closed = asyncio.Event()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from rag.config import AnswerConfig
 from rag.ports import ChatModel
 from rag.prompt import PromptTemplate
-from rag.stages import AnswerConfig
 
 CHAT_SYSTEM: Final = """\
 You are a helpful assistant in a team chat. Answer the user's latest message briefly and clearly, in the \

@@ -11,7 +11,14 @@ from tiktoken import Encoding
 
 from rag.ingest.clean import clean
 from rag.ingest.rules import FULL_DOC_MAX_TOKENS, ChunkingRule, SplitRule
-from rag.ingest.split import parse_separator, split_fixed, split_markdown, split_recursive, split_tokens, token_length
+from rag.ingest.split.separators import (
+    parse_separator,
+    split_fixed,
+    split_markdown,
+    split_recursive,
+    split_tokens,
+    token_length,
+)
 from rag.ingest.types import ExtractedDocument, LengthFunction, TextChunk
 
 _SECTION_JOIN = "\n\n"

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rag.ingest.faq_import import FaqEntry, question_key
+from rag.ingest.faq_sheet import FaqEntry, question_key
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
 from storage.records import FaqQuestionRecord, FaqRecord, KnowledgeBaseRecord

@@ -1,11 +1,10 @@
-"""The RERANK stage: reranker scores, threshold with history leniency and decay, composite re-score, then MMR."""
+"""Relevance: the reranker's score for each candidate, the rerank settings, and the composite ordering."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from rag.errors import RerankerError
@@ -15,15 +14,10 @@ from rag.fusion import (
     FAQ_BOOST,
     HISTORY_LEG,
     MMR_LAMBDA,
-    lenient_to_history,
-    mmr,
     rescore,
-    select_above,
 )
-from rag.lexical import LexicalAnalyzer
-from rag.pipeline import TurnContext
 from rag.ports import Reranker
-from rag.retrieval import Language, query_language
+from rag.retrieval import Language
 from rag.types import Candidate, KnownVectors, Vector
 
 log = logging.getLogger(__name__)
@@ -84,7 +78,8 @@ async def model_scores(
     return scores
 
 
-def _model_score(candidate: Candidate) -> float:
+def model_score(candidate: Candidate) -> float:
+    """The reranker's score of a judged candidate, 0.0 for one it did not judge."""
     return candidate.model_score or 0.0
 
 
@@ -98,49 +93,3 @@ async def rerank_order(
     config = config or RerankConfig()
     scores = await model_scores(reranker, query, candidates)
     return rescore(candidates, scores, source_weights=config.source_weights, faq_boost=config.faq_boost)
-
-
-class Rerank:
-    """Reads search_query, query_vector, candidates; writes reranked."""
-
-    name = "RERANK"
-
-    def __init__(self, reranker: Reranker | None, lexical: LexicalAnalyzer, config: RerankConfig | None = None) -> None:
-        self._reranker = reranker
-        self._lexical = lexical
-        self._config = config or RerankConfig()
-
-    async def run(self, turn: TurnContext) -> str:
-        if self._reranker is None:
-            return "skipped=no_reranker"
-        if not turn.candidates:
-            return "skipped=no_candidates"
-        config = self._config
-        language = query_language(turn.search_query)
-        if config.languages is not None and language not in config.languages:
-            return f"skipped=language_{language}"
-        try:
-            scores = await model_scores(self._reranker, turn.search_query, turn.candidates, turn.query_vector)
-        except RerankerError as exc:
-            # Designed fallback: the answer goes on with the retrieval order (FILTER_TOP_K reads candidates).
-            log.warning("rerank=skipped model=%s reason=%s", self._reranker.model_id, exc)
-            return "skipped=reranker_error"
-        turn.judged = True
-        judged = [replace(c, model_score=s) for c, s in zip(turn.candidates, scores, strict=True)]
-        kept, used = select_above(
-            judged, threshold=config.threshold, score=_model_score, threshold_of=lenient_to_history
-        )
-        rescored = rescore(
-            kept,
-            [_model_score(c) for c in kept],
-            source_weights=config.source_weights,
-            faq_boost=config.faq_boost,
-        )
-        # jieba tokenising is CPU work: off the event loop.
-        turn.reranked = await asyncio.to_thread(
-            mmr, rescored, tokens=self._token_set, k=config.top_k, lambda_=config.mmr_lambda
-        )
-        return f"model={self._reranker.model_id} threshold={used:g} kept={len(kept)} out={len(turn.reranked)}"
-
-    def _token_set(self, text: str) -> set[str]:
-        return set(self._lexical.tokens(text))

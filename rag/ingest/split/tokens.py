@@ -7,7 +7,7 @@ from itertools import accumulate
 
 import tiktoken
 
-from rag.ingest.split_core import Span, add_span, check_sizes, to_chunks
+from rag.ingest.split.engine import Span, add_span, check_sizes, to_chunks
 from rag.ingest.types import LengthFunction, TextChunk
 
 # Only short texts are cached: they are the ones measured again (single characters at the last

@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 
 from rag.errors import FaqImportError
-from rag.ingest.faq_import import (
+from rag.ingest.faq_sheet import (
     MAX_ANSWER_CHARS,
     MAX_QUESTION_CHARS,
     FaqEntry,

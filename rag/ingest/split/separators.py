@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.ingest.split_core import DEFAULT_SEPARATORS, Splitter, check_sizes, to_chunks
-from rag.ingest.split_markdown import split_markdown
-from rag.ingest.split_tokens import split_tokens, token_length
+from rag.ingest.split.engine import DEFAULT_SEPARATORS, Splitter, check_sizes, to_chunks
+from rag.ingest.split.markdown import split_markdown
+from rag.ingest.split.tokens import split_tokens, token_length
 from rag.ingest.types import LengthFunction, TextChunk
 
 __all__ = [

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import tiktoken
 
-from rag.embedders import OnnxEmbedder
-from rag.faq_search import FaqSearch
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
-from rag.ingest.faq_import import FaqEntry
-from rag.ingest.faqs import FaqImporter
+from rag.ingest.faq_index import FaqImporter
+from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from rag.pipeline import TurnContext
 from rag.retrieval import Retriever
-from rag.stages import Search, SearchConfig
+from rag.stages.search import Search, SearchConfig
 from storage.db import Database
 from storage.records import KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo

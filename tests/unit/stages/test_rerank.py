@@ -11,7 +11,8 @@ from rag.errors import RerankerError
 from rag.fusion import lenient_to_history, select_above
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import Pipeline, TurnContext
-from rag.rerank import Rerank, RerankConfig, rerank_order
+from rag.relevance import RerankConfig, rerank_order
+from rag.stages.rerank import Rerank
 from rag.types import Candidate, KnownVectors
 
 
@@ -181,7 +182,7 @@ async def test_a_failing_reranker_is_skipped_with_a_warning(
     lexical: LexicalAnalyzer, caplog: pytest.LogCaptureFixture, reranker: TableReranker
 ) -> None:
     turn = TurnContext(query="q", kb_ids=("kb",), candidates=[cand("a"), cand("b")])
-    with caplog.at_level(logging.WARNING, logger="rag.rerank"):
+    with caplog.at_level(logging.WARNING, logger="rag.relevance"):
         note = await Rerank(reranker, lexical).run(turn)
     assert note == "skipped=reranker_error"
     assert turn.reranked == []

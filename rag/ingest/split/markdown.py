@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag.ingest.split_core import DEFAULT_SEPARATORS, Splitter, check_sizes
+from rag.ingest.split.engine import DEFAULT_SEPARATORS, Splitter, check_sizes
 from rag.ingest.types import LengthFunction, TextChunk
 
 # CommonMark: up to three spaces of indent; a fence is 3+ backticks or tildes; an ATX header is 1-6

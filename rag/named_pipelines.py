@@ -4,25 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag.chat import chat_config
-from rag.faq_search import FaqSearch
-from rag.history import HistoryConfig, HistorySource, LoadHistory
-from rag.merge import Merge, MergeConfig, MergeSource
+from rag.config import AnswerConfig
+from rag.faq.search import FaqSearch
+from rag.history import HistoryConfig, HistorySource
+from rag.merge import MergeConfig, MergeSource
 from rag.pipeline import Pipeline, Stage, StageObserver
+from rag.plain_chat import chat_config
 from rag.ports import ChatModel, Reranker
-from rag.rerank import Rerank, RerankConfig
+from rag.relevance import RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite import Rewriter
-from rag.stages import (
-    AnswerConfig,
-    FilterTopK,
-    Generate,
-    IntoChatMessage,
-    RewriteQuery,
-    Search,
-    SearchConfig,
-    StreamAnswer,
-)
+from rag.stages.filter_top_k import FilterTopK
+from rag.stages.generate import Generate
+from rag.stages.into_chat_message import IntoChatMessage
+from rag.stages.load_history import LoadHistory
+from rag.stages.merge import Merge
+from rag.stages.rerank import Rerank
+from rag.stages.rewrite_query import RewriteQuery
+from rag.stages.search import Search, SearchConfig
+from rag.stages.stream_answer import StreamAnswer
 from rag.tokens import TokenCounter
 
 

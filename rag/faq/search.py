@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from rag.faq_text import faq_candidate
+from rag.faq.candidate import faq_candidate
 from rag.fusion import RRF_K, rrf
-from rag.ingest.faq_import import question_key
+from rag.ingest.faq_sheet import question_key
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder
 from rag.retrieval import FusionWeights, Language, SearchIndex, query_language

@@ -10,7 +10,7 @@ import pytest
 
 from rag.errors import ModelError, RerankerError
 from rag.lexical import LexicalAnalyzer
-from rag.rerankers import IdfTable, LocalReranker, load_idf, tfidf_cosine
+from rag.models.rerankers import IdfTable, LocalReranker, load_idf, tfidf_cosine
 from rag.types import KnownVectors, Vector
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.faq_search import bigram_dice
+from rag.faq.search import bigram_dice
 
 
 @pytest.mark.parametrize(

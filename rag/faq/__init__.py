@@ -1,0 +1,1 @@
+"""Curated FAQs at answer time: matching questions, and an FAQ as a candidate passage."""

@@ -1,0 +1,1 @@
+"""Splitting text into chunks whose offsets point into it."""

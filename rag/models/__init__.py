@@ -1,0 +1,1 @@
+"""The model clients behind rag.ports: embedders, chat models, rerankers."""

@@ -1,0 +1,95 @@
+"""The CHAT_COMPLETION_STREAM stage: the model's answer, a verbatim FAQ, or the fallback without a model."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+from rag.config import AnswerConfig
+from rag.errors import ModelError
+from rag.fallback import extractive_answer, fixed_answer, no_answer_text
+from rag.faq.candidate import faq_confidence
+from rag.pipeline import TurnContext, answer_once
+from rag.ports import ChatModel
+from rag.stream_filter import StreamFilter
+from rag.types import ChatMessage
+
+log = logging.getLogger(__name__)
+
+
+class Generate:
+    """Reads messages, selected, fallback_text; writes answer (a stream of visible text) and outcome."""
+
+    name = "CHAT_COMPLETION_STREAM"
+
+    def __init__(self, model: ChatModel | None, config: AnswerConfig) -> None:
+        self._model = model
+        self._config = config
+
+    async def run(self, turn: TurnContext) -> str:
+        direct = self._direct_faq(turn)
+        if direct is not None:
+            turn.outcome = "faq_direct"
+            turn.answer = answer_once(direct)
+        elif self._model is None:
+            turn.outcome = "extractive" if turn.selected else "no_match"
+            turn.answer = answer_once(self._fallback_text(turn))
+        else:
+            turn.outcome = "generated"
+            turn.answer = self._stream(turn, self._model)
+        return f"outcome={turn.outcome}"
+
+    def _direct_faq(self, turn: TurnContext) -> str | None:
+        if not self._config.answer_faq_directly or not turn.selected:
+            return None
+        best = turn.selected[0]
+        if best.kind == "faq" and faq_confidence(best) >= self._config.direct_answer_threshold:
+            return extractive_answer(turn.query, [best])
+        return None
+
+    def _fallback_text(self, turn: TurnContext) -> str:
+        if self._config.fallback == "fixed" or not turn.selected:
+            return self._nothing_found(turn)
+        return extractive_answer(turn.query, turn.selected)
+
+    def _nothing_found(self, turn: TurnContext) -> str:
+        """The chat's own fallback text when it has one, else the configured fixed text or the apology."""
+        if turn.fallback_text.strip():
+            return turn.fallback_text.strip()
+        if self._config.fallback == "fixed":
+            return fixed_answer(self._config.fallback_text)
+        return no_answer_text(turn.query)
+
+    async def _stream(self, turn: TurnContext, model: ChatModel) -> AsyncIterator[str]:
+        visible = StreamFilter()
+        emitted = False
+        try:
+            async for delta in model.stream(turn.messages):
+                text = visible.feed(delta)
+                if text:
+                    emitted = True
+                    yield text
+                if visible.no_match:
+                    break
+            tail = "" if visible.no_match else visible.finish()
+            if tail:
+                emitted = True
+                yield tail
+        except ModelError as exc:
+            if emitted:
+                raise
+            log.warning("generate=fallback reason=%s", exc)
+            turn.outcome = "model_error"
+            yield self._fallback_text(turn)
+            return
+        if visible.no_match or not emitted:
+            turn.outcome = "no_match"
+            yield await self._no_match_answer(turn, model)
+
+    async def _no_match_answer(self, turn: TurnContext, model: ChatModel) -> str:
+        if self._config.fallback == "model":
+            reply = await model.complete([ChatMessage("user", turn.query)])
+            return StreamFilter().feed(reply) or no_answer_text(turn.query)
+        if self._config.fallback == "extractive" and turn.selected:
+            return extractive_answer(turn.query, turn.selected)
+        return self._nothing_found(turn)

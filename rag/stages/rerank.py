@@ -1,0 +1,63 @@
+"""The RERANK stage: reranker scores, threshold with history leniency, composite re-score, then MMR."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+
+from rag.errors import RerankerError
+from rag.fusion import lenient_to_history, mmr, rescore, select_above
+from rag.lexical import LexicalAnalyzer
+from rag.pipeline import TurnContext
+from rag.ports import Reranker
+from rag.relevance import RerankConfig, model_score, model_scores
+from rag.retrieval import query_language
+
+log = logging.getLogger(__name__)
+
+
+class Rerank:
+    """Reads search_query, query_vector, candidates; writes reranked."""
+
+    name = "RERANK"
+
+    def __init__(self, reranker: Reranker | None, lexical: LexicalAnalyzer, config: RerankConfig | None = None) -> None:
+        self._reranker = reranker
+        self._lexical = lexical
+        self._config = config or RerankConfig()
+
+    async def run(self, turn: TurnContext) -> str:
+        if self._reranker is None:
+            return "skipped=no_reranker"
+        if not turn.candidates:
+            return "skipped=no_candidates"
+        config = self._config
+        language = query_language(turn.search_query)
+        if config.languages is not None and language not in config.languages:
+            return f"skipped=language_{language}"
+        try:
+            scores = await model_scores(self._reranker, turn.search_query, turn.candidates, turn.query_vector)
+        except RerankerError as exc:
+            # Designed fallback: the answer goes on with the retrieval order (FILTER_TOP_K reads candidates).
+            log.warning("rerank=skipped model=%s reason=%s", self._reranker.model_id, exc)
+            return "skipped=reranker_error"
+        turn.judged = True
+        judged = [replace(c, model_score=s) for c, s in zip(turn.candidates, scores, strict=True)]
+        kept, used = select_above(
+            judged, threshold=config.threshold, score=model_score, threshold_of=lenient_to_history
+        )
+        rescored = rescore(
+            kept,
+            [model_score(c) for c in kept],
+            source_weights=config.source_weights,
+            faq_boost=config.faq_boost,
+        )
+        # jieba tokenising is CPU work: off the event loop.
+        turn.reranked = await asyncio.to_thread(
+            mmr, rescored, tokens=self._token_set, k=config.top_k, lambda_=config.mmr_lambda
+        )
+        return f"model={self._reranker.model_id} threshold={used:g} kept={len(kept)} out={len(turn.reranked)}"
+
+    def _token_set(self, text: str) -> set[str]:
+        return set(self._lexical.tokens(text))

@@ -1,1 +1,0 @@
-"""FAQ import: parsing and validating FAQ sheets."""
