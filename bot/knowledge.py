@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.errors import UserFacingError
@@ -11,6 +12,7 @@ from rag.errors import InvalidRule
 from rag.ingest.rules import parse_rule
 from rag.ports import VectorStore
 from storage.errors import DuplicateName, NotFound
+from storage.process import may_be_running
 from storage.records import DocumentRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
@@ -113,12 +115,25 @@ class KnowledgeBases:
         await self._documents.delete(document.id)
         return document
 
-    async def repair_pending_deletes(self) -> int:
-        """Remove chunks of replaced versions that a crash left in the index; returns how many."""
+    async def repair_index(self) -> int:
+        """Remove from the index what a crash left there without a committed chunk behind it; returns how many.
+
+        Two leftovers: chunks of versions that were replaced (their ids wait under the document), and chunks
+        written by an ingestion that died before its SQL commit (an unfinished index write whose writer is gone).
+        """
         removed = 0
         for document_id, chunk_ids in (await self._documents.pending_index_deletes()).items():
             removed += await self._store.delete_ids(Collection.CHUNKS, chunk_ids)
             await self._documents.forget_pending(document_id, chunk_ids)
+        now = datetime.now(UTC)
+        for write in await self._documents.unfinished_index_writes():
+            if write.expires_at > now and may_be_running(write.owner):
+                continue
+            committed = await self._documents.committed_chunk_ids(write.chunk_ids)
+            removed += await self._store.delete_ids(
+                Collection.CHUNKS, [chunk_id for chunk_id in write.chunk_ids if chunk_id not in committed]
+            )
+            await self._documents.end_index_write(write.id)
         if removed:
-            log.warning("repair=pending_deletes removed=%d", removed)
+            log.warning("repair=index removed=%d", removed)
         return removed

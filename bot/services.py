@@ -172,7 +172,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         ingestor = DocumentIngestor(documents, store, cached, lexical, tokens.encoding, settings.extract_limits())
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
-        await knowledge.repair_pending_deletes()
+        await knowledge.repair_index()
         services = Services(
             settings=settings,
             db=db,

@@ -98,6 +98,23 @@ class Chunk(SQLModel, table=True):
     meta: dict[str, Any] = _json_column()
 
 
+class IndexWrite(SQLModel, table=True):
+    """Chunks being written to the vector index before their SQL commit: what a crash in between leaves behind.
+
+    Written before the upsert and removed once the SQL transaction committed (or the index was cleaned up), so a
+    row still here after its owner died names index objects that may have no committed chunk behind them.
+    """
+
+    __tablename__ = "index_write"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    # host:pid of the writing process, so a restart on the same host repairs a dead writer's rows at once.
+    owner: str = Field(max_length=128)
+    chunk_ids: list[str] = _json_list_column()
+    expires_at: datetime
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class Faq(SQLModel, table=True):
     """A curated question with its variants, negative questions and answers."""
 

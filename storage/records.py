@@ -62,6 +62,16 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexWriteRecord:
+    """Chunks written to the vector index whose SQL commit was not yet confirmed."""
+
+    id: str
+    owner: str
+    chunk_ids: tuple[str, ...]
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentRecord:
     """A document of a knowledge base, without its text."""
 

@@ -8,6 +8,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from tiktoken import Encoding
 
@@ -18,6 +19,7 @@ from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
 from storage.errors import DocumentNotStored, IndexWriteError, StorageError
+from storage.process import this_process
 from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
 from storage.repos.documents import DocumentRepo
 from storage.weaviate.schema import Collection
@@ -26,6 +28,9 @@ log = logging.getLogger(__name__)
 
 _EMBED_BATCH = 64
 _IDS = uuid.UUID("6f1c1a52-7f0e-4c55-9d0f-3b8f2a9e5d10")
+# How long another host waits before it repairs an unfinished index write of ours; a batch's upsert and
+# commit take seconds, so only a dead writer's note gets this old. This host repairs a dead pid's at once.
+_WRITE_EXPIRY = timedelta(minutes=30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class DocumentIngestor:
         encoding: Encoding,
         limits: ExtractLimits | None = None,
         batch: BatchLimits | None = None,
+        owner: str | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -109,6 +115,7 @@ class DocumentIngestor:
         self._encoding = encoding
         self._limits = limits or ExtractLimits()
         self._batch = batch or BatchLimits()
+        self._owner = owner or this_process()
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
@@ -220,6 +227,11 @@ class DocumentIngestor:
         for prepared in batch.values():
             await prepared.progress("index", 0, len(prepared.chunks))
         chunks = [replace(c, title=prepared.version.title) for prepared in batch.values() for c in prepared.chunks]
+        # Hits are answered from the index alone: should this process die before the SQL commit, the note lets
+        # the next start remove chunks that no committed version holds (KnowledgeBases.repair_index).
+        write_id = await self._documents.begin_index_write(
+            [chunk.chunk_id for chunk in chunks], owner=self._owner, expires_at=datetime.now(UTC) + _WRITE_EXPIRY
+        )
         try:
             await self._store.upsert_chunks(chunks, [vectors[chunk.chunk_id] for chunk in chunks])
         except IndexWriteError as exc:
@@ -243,12 +255,14 @@ class DocumentIngestor:
             await self._store.delete_ids(
                 Collection.CHUNKS, [chunk.chunk_id for p in batch.values() for chunk in p.chunks]
             )
+            await self._documents.end_index_write(write_id)
             raise
         refused = [
             batch[index] for index, done in zip(batch, stored, strict=True) if isinstance(done, DocumentNotStored)
         ]
         if refused:
             await self._store.delete_ids(Collection.CHUNKS, [chunk.chunk_id for p in refused for chunk in p.chunks])
+        await self._documents.end_index_write(write_id)
         replaced: dict[str, list[str]] = {}
         for (index, prepared), done in zip(batch.items(), stored, strict=True):
             if isinstance(done, DocumentNotStored):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import String, and_, delete, func, literal, or_, union_all
@@ -14,8 +15,15 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, NotFound
-from storage.models import Chunk, Document, Segment, utcnow
-from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, SegmentRecord, TextSpan
+from storage.models import Chunk, Document, IndexWrite, Segment, utcnow
+from storage.records import (
+    ChunkRecord,
+    DocumentRecord,
+    DocumentVersion,
+    IndexWriteRecord,
+    SegmentRecord,
+    TextSpan,
+)
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +181,33 @@ class DocumentRepo:
         async with self._db.session() as session:
             rows = (await session.exec(select(Document))).all()
         return {row.id: list(row.meta[PENDING_DELETE]) for row in rows if row.meta.get(PENDING_DELETE)}
+
+    async def begin_index_write(self, chunk_ids: Sequence[str], *, owner: str, expires_at: datetime) -> str:
+        """Note chunks about to be written to the index ahead of their SQL commit; returns the note's id."""
+        row = IndexWrite(owner=owner, chunk_ids=list(chunk_ids), expires_at=expires_at)
+        async with self._db.session() as session:
+            session.add(row)
+        return row.id
+
+    async def end_index_write(self, write_id: str) -> None:
+        """Drop the note: the chunks it names are committed, or were removed from the index again."""
+        async with self._db.session() as session:
+            await session.exec(delete(IndexWrite).where(col(IndexWrite.id) == write_id))
+
+    async def unfinished_index_writes(self) -> list[IndexWriteRecord]:
+        """Every index write whose end was not recorded (in flight, or left by a crash)."""
+        async with self._db.session() as session:
+            rows = (await session.exec(select(IndexWrite))).all()
+        return [IndexWriteRecord(row.id, row.owner, tuple(row.chunk_ids), row.expires_at) for row in rows]
+
+    async def committed_chunk_ids(self, chunk_ids: Sequence[str]) -> set[str]:
+        """Those of `chunk_ids` that a committed document version holds."""
+        found: set[str] = set()
+        async with self._db.session() as session:
+            for first in range(0, len(chunk_ids), _IN_BATCH):
+                batch = list(chunk_ids[first : first + _IN_BATCH])
+                found.update((await session.exec(select(Chunk.id).where(col(Chunk.id).in_(batch)))).all())
+        return found
 
     async def titles(self, document_ids: Sequence[str]) -> dict[str, str]:
         """Each document's title by id (for citing sources)."""

@@ -25,6 +25,7 @@ EXPECTED_TABLES = {
     "conversation",
     "message",
     "ingestion_job",
+    "index_write",
     "channel_binding",
     "chat_setting",
     "embedding_cache",

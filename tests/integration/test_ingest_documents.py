@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
+import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +21,14 @@ from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 from storage.db import Database
+from storage.process import this_process
 from storage.records import ChunkRecord, FaqQuestionRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.schema import Collection
+from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
+from tests.support.killed_ingestion import KILLED
 
 GUIDE = """# Returns
 
@@ -232,10 +241,60 @@ async def test_pending_deletes_left_by_a_crash_are_repaired(
     with pytest.raises(_Crash):
         await crashing.ingest(kb, changed)
     assert await store.count(Collection.CHUNKS, [kb.id]) > len(await documents.document_chunks(first.document_id))
-    repaired = await KnowledgeBases(KnowledgeBaseRepo(db), documents, store).repair_pending_deletes()
+    repaired = await KnowledgeBases(KnowledgeBaseRepo(db), documents, store).repair_index()
     assert repaired == len(old_chunks)
     assert await store.count(Collection.CHUNKS, [kb.id]) == len(await documents.document_chunks(first.document_id))
 
+
+
+async def test_chunks_of_an_ingestion_killed_before_its_commit_are_removed_at_the_next_start(
+    db: Database, store: WeaviateStore, weaviate_server: WeaviateServer, model_dir: Path
+) -> None:
+    kb = await _kb(db)
+    assert weaviate_server.endpoint is not None
+    killed = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tests.support.killed_ingestion", db.config.url,
+        json.dumps(dataclasses.asdict(weaviate_server.endpoint)), kb.id, str(model_dir), GUIDE,
+        cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    assert await asyncio.wait_for(killed.wait(), timeout=120) == KILLED
+    documents = DocumentRepo(db)
+    # The dead process's chunks are in the index, searchable, with no document in SQL behind them.
+    left = await store.count(Collection.CHUNKS, [kb.id])
+    assert left > 0
+    assert await documents.in_kb(kb.id) == []
+    (note,) = await documents.unfinished_index_writes()
+    assert note.owner.endswith(f":{killed.pid}")
+    assert len(note.chunk_ids) == left
+
+    assert await KnowledgeBases(KnowledgeBaseRepo(db), documents, store).repair_index() == left
+    assert await store.count(Collection.CHUNKS, [kb.id]) == 0
+    assert await documents.unfinished_index_writes() == []
+
+
+async def test_an_index_write_is_repaired_only_once_its_writer_is_gone_or_its_note_expired(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer, encoding: tiktoken.Encoding
+) -> None:
+    kb = await _kb(db)
+    documents = DocumentRepo(db)
+    committed = await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, _source(GUIDE))
+    chunk_ids = [chunk.chunk_id for chunk in await documents.document_chunks(committed.document_id)]
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    live = await documents.begin_index_write(chunk_ids, owner=this_process(), expires_at=soon)
+    elsewhere = await documents.begin_index_write(chunk_ids, owner="another-host:1", expires_at=soon)
+    await documents.begin_index_write(
+        chunk_ids, owner="another-host:2", expires_at=datetime.now(UTC) - timedelta(seconds=1)
+    )
+    knowledge = KnowledgeBases(KnowledgeBaseRepo(db), documents, store)
+    # The expired note names committed chunks only: it goes, and the index keeps every chunk.
+    assert await knowledge.repair_index() == 0
+    assert {note.id for note in await documents.unfinished_index_writes()} == {live, elsewhere}
+    assert await store.count(Collection.CHUNKS, [kb.id]) == len(chunk_ids)
+    # A successful ingestion leaves no note of its own behind.
+    await documents.end_index_write(live)
+    await documents.end_index_write(elsewhere)
+    await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, _source(GUIDE + "\nMore.\n", "more.md"))
+    assert await documents.unfinished_index_writes() == []
 
 class _Crash(Exception):
     pass
