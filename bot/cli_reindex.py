@@ -8,7 +8,8 @@ from typing import TextIO
 from bot import messages
 from bot.errors import UserFacingError
 from bot.services import Services
-from rag.reindex import Reindexer
+from rag.reindex import Reindexer, ReindexResult
+from storage.records import KnowledgeBaseRecord
 from storage.repos.index_source import IndexSourceRepo
 from storage.repos.jobs import UNFINISHED
 
@@ -52,9 +53,18 @@ async def run_reindex(services: Services, kb_name: str, out: TextIO = sys.stderr
     Interrupted, it leaves the old index answering as before (and the next run drops what this one built).
     """
     kb = await services.knowledge.find(kb_name)
+    async with services.index_lock.hold():
+        result = await _rebuild(services, kb, out)
+    out.write(messages.reindexed(result.rebuilt, result.chunks, result.faq_questions) + "\n")
+    return 0
+
+
+async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO) -> ReindexResult:
+    """The rebuild proper, run while this process holds the reindex lease (no job starts meanwhile)."""
     busy = await services.job_repo.count(statuses=UNFINISHED)
     if busy:
-        # What they write would land in the old generation only, and be gone after the switch.
+        # What they write would land in the old generation only, and be gone after the switch. Counted once the
+        # lease is held: a job queued from here on waits for the lease before it starts (JobRunner before_start).
         raise UserFacingError(messages.reindex_busy(busy))
     outdated = services.store.missing_properties()
     if outdated:
@@ -67,5 +77,4 @@ async def run_reindex(services: Services, kb_name: str, out: TextIO = sys.stderr
         result = await reindexer.reindex(kb, await services.knowledge.all(), bar)
     finally:
         bar.end()
-    out.write(messages.reindexed(result.rebuilt, result.chunks, result.faq_questions) + "\n")
-    return 0
+    return result

@@ -223,6 +223,7 @@ async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
     if not question or not answer:
         raise UserFacingError(messages.usage('/faq add "question" "answer"'))
     kb = await _target_kb(context)
+    await context.manager.services.index_lock.ensure_writable()
     result = await context.manager.services.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
     return messages.faq_added(kb.name, created=result.created > 0)
 
@@ -243,6 +244,7 @@ async def _faq_delete(context: CommandContext, faq_id: str) -> str:
             matches += [faq for faq in await services.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
     if len(matches) != 1:
         raise UserFacingError(messages.faq_missing(faq_id) if not matches else messages.faq_ambiguous(faq_id))
+    await services.index_lock.ensure_writable()
     await services.faq_importer.delete(matches[0])
     return messages.faq_deleted(matches[0].question)
 

@@ -76,12 +76,15 @@ class JobRunner:
         owner: str | None = None,
         batch: BatchWork | None = None,
         batch_size: int = 64,
+        before_start: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         # A lease three heartbeats long survives two missed renewals (a slow database, a busy event loop).
         self._jobs = jobs
         self._work = work
         self._batch = batch
         self._batch_size = batch_size
+        # Awaited before jobs start: the service waits out a reindex here, which would lose what they write.
+        self._before_start = before_start
         self._concurrency = concurrency
         self._lease = timedelta(seconds=lease)
         self._renew_every = renew_every
@@ -207,6 +210,8 @@ class JobRunner:
         whole break, each job runs again alone. Returns each job as it stands; one another runner holds
         is only watched from here.
         """
+        if self._before_start is not None:
+            await self._before_start()
         started: list[JobRecord] = []
         for job_id in dict.fromkeys(job_ids):
             now = self._clock()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.errors import UserFacingError
+from bot.index_lock import IndexLock
 from rag.errors import InvalidRule
 from rag.ingest.rules import parse_rule
 from rag.ports import VectorStore
@@ -43,10 +44,17 @@ def _check_name(name: str) -> str:
 class KnowledgeBases:
     """The operations admins run on knowledge bases and their documents."""
 
-    def __init__(self, repo: KnowledgeBaseRepo, documents: DocumentRepo, store: VectorStore) -> None:
+    def __init__(
+        self, repo: KnowledgeBaseRepo, documents: DocumentRepo, store: VectorStore, index_lock: IndexLock | None = None
+    ) -> None:
         self._repo = repo
         self._documents = documents
         self._store = store
+        self._index_lock = index_lock
+
+    async def _ensure_writable(self) -> None:
+        if self._index_lock is not None:
+            await self._index_lock.ensure_writable()
 
     async def create(self, name: str, rule: dict[str, Any] | None = None, description: str = "") -> KnowledgeBaseRecord:
         """A new knowledge base; the rule is validated with errors that name the field."""
@@ -94,6 +102,7 @@ class KnowledgeBases:
     async def delete(self, name: str) -> None:
         """Remove the knowledge base from the index first, then from SQL (a retry finishes either half)."""
         kb = await self.find(name)
+        await self._ensure_writable()
         removed = await self._store.delete_kb(kb.id)
         await self._repo.delete(kb.id)
         log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
@@ -111,6 +120,7 @@ class KnowledgeBases:
             raise UserFacingError(f"No document {document_id!r} in {name!r}.") from exc
         if document.kb_id != kb.id:
             raise UserFacingError(f"No document {document_id!r} in {name!r}.")
+        await self._ensure_writable()
         await self._store.delete_document(kb.id, document.id)
         await self._documents.delete(document.id)
         return document

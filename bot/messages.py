@@ -336,6 +336,16 @@ def reindex_busy(jobs: int) -> str:
     )
 
 
+def reindex_running(owner: str) -> str:
+    """Why a second reindex does not start."""
+    return f"another reindex is running ({owner}): wait for it to finish, then run this again"
+
+
+def index_rebuilding() -> str:
+    """Said to a chat that tries to change the index while `ragbot reindex` rebuilds it."""
+    return "The search index is being rebuilt right now. Try again in a few minutes."
+
+
 def reindexed(names: Sequence[str], chunks: int, faq_questions: int) -> str:
     """The end of `ragbot reindex`."""
     counted = f"{_count(chunks, 'chunk')}, {_count(faq_questions, 'FAQ question')}"

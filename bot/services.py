@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 
 from bot.answer import Answerer
 from bot.errors import StartupError
+from bot.index_lock import IndexLock
 from bot.ingestion import IngestionWork
-from bot.jobs import JobRunner
+from bot.jobs import JobRunner, runner_id
 from bot.knowledge import KnowledgeBases
 from bot.messages import index_outdated
 from bot.metrics import StageMetrics
@@ -34,6 +35,7 @@ from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.leases import LeaseRepo
 from storage.repos.slack_installs import SlackInstallRepo
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoint_from_url
@@ -65,6 +67,7 @@ class Services:
     jobs: JobRunner
     bindings: BindingRepo
     slack_installs: SlackInstallRepo
+    index_lock: IndexLock
     # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
     answerer: Answerer = field(init=False)
 
@@ -168,7 +171,8 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             stack.push_async_callback(reranker.close)
         documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
         knowledge_bases = KnowledgeBaseRepo(db)
-        knowledge = KnowledgeBases(knowledge_bases, documents, store)
+        index_lock = IndexLock(LeaseRepo(db), runner_id())
+        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock)
         ingestor = DocumentIngestor(documents, store, cached, lexical, tokens.encoding, settings.extract_limits())
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
@@ -191,9 +195,16 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             knowledge=knowledge,
             ingestor=ingestor,
             faq_importer=faq_importer,
-            jobs=JobRunner(job_repo, work, concurrency=settings.INGEST_CONCURRENCY, batch=work.run_batch),
+            jobs=JobRunner(
+                job_repo,
+                work,
+                concurrency=settings.INGEST_CONCURRENCY,
+                batch=work.run_batch,
+                before_start=index_lock.wait_writable,
+            ),
             bindings=BindingRepo(db),
             slack_installs=SlackInstallRepo(db),
+            index_lock=index_lock,
         )
         services.answerer = Answerer.over(services)
         if store.missing_properties():

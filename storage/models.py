@@ -115,6 +115,16 @@ class IndexWrite(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class Lease(SQLModel, table=True):
+    """A named hold on shared work (the reindex), owned by one process until it expires unless renewed."""
+
+    __tablename__ = "lease"
+
+    name: str = Field(primary_key=True, max_length=64)
+    owner: str = Field(max_length=128)
+    expires_at: datetime
+
+
 class Faq(SQLModel, table=True):
     """A curated question with its variants, negative questions and answers."""
 

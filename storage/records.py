@@ -62,6 +62,15 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """Who holds a named lease, and until when."""
+
+    name: str
+    owner: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class IndexWriteRecord:
     """Chunks written to the vector index whose SQL commit was not yet confirmed."""
 

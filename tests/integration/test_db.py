@@ -26,6 +26,7 @@ EXPECTED_TABLES = {
     "message",
     "ingestion_job",
     "index_write",
+    "lease",
     "channel_binding",
     "chat_setting",
     "embedding_cache",
