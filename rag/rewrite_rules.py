@@ -9,12 +9,14 @@ import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jieba
-import jieba.posseg
 
 from rag.rewrite import RewriteResult, Round
+
+if TYPE_CHECKING:
+    from jieba.posseg import POSTokenizer
 
 _Kind = Literal["person", "thing", "plural"]
 
@@ -342,7 +344,7 @@ class _Segmenter:
     """jieba part-of-speech tagging on a private dictionary, built once off the event loop (~1 s)."""
 
     def __init__(self) -> None:
-        self._tagger: jieba.posseg.POSTokenizer | None = None
+        self._tagger: POSTokenizer | None = None
         self._lock = threading.Lock()
 
     @property
@@ -352,10 +354,13 @@ class _Segmenter:
     def load(self) -> None:
         with self._lock:
             if self._tagger is None:
+                # Imported here: jieba.posseg loads its tag tables (~0.3 s) at import, and most processes never tag.
+                from jieba.posseg import POSTokenizer
+
                 jieba.setLogLevel(logging.WARNING)
                 tokenizer = jieba.Tokenizer()
                 tokenizer.initialize()
-                self._tagger = jieba.posseg.POSTokenizer(tokenizer)
+                self._tagger = POSTokenizer(tokenizer)
 
     def tag(self, text: str) -> list[tuple[str, str]]:
         self.load()

@@ -7,17 +7,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.errors import DatabaseUnavailable
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,21 @@ def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def head_revision() -> str:
+    """The newest migration's revision: its file name's number (0001_initial_schema.py is revision 0001)."""
+    return max(path.name[:4] for path in (_MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def _at_head(connection: Connection) -> bool:
+    """Whether the schema is the newest one already, read without importing alembic (~0.3 s of start-up)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return False
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [head_revision()]
+
+
 def _alembic_config(connection: Connection) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS_DIR))
     config.attributes["connection"] = connection
@@ -73,6 +88,10 @@ def _alembic_config(connection: Connection) -> Config:
 
 
 def _upgrade(connection: Connection) -> None:
+    if _at_head(connection):
+        return
+    from alembic import command
+
     command.upgrade(_alembic_config(connection), "head")
 
 

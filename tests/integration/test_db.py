@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC
+from pathlib import Path
 
 import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
 
-from storage.db import Database
+import storage
+from storage.db import Database, head_revision
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.models import KnowledgeBase
 
@@ -48,6 +52,12 @@ async def test_migrations_match_the_models(db: Database) -> None:
             lambda sync: compare_metadata(MigrationContext.configure(sync), SQLModel.metadata)
         )
     assert diff == []
+
+
+def test_the_head_revision_read_without_alembic_is_alembics_own() -> None:
+    config = Config()
+    config.set_main_option("script_location", str(Path(storage.__file__).parent / "migrations"))
+    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
 
 
 async def test_reopening_a_migrated_database_keeps_its_rows(db: Database) -> None:
