@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import dataclasses
 import hashlib
 import json
@@ -228,6 +229,17 @@ async def _search_latency(
     return {"totals": totals, "weaviate": weaviate, "outside": outside, "stages": stages, "statements": statements}
 
 
+async def _profile(pipeline: Pipeline, kb_id: str, queries: list[str], path: Path) -> None:
+    """The queries once more under cProfile (the event loop's waits on Weaviate show as selector time)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for query in queries:
+        await pipeline.run(TurnContext(query=query, kb_ids=(kb_id,)))
+    profiler.disable()
+    profiler.dump_stats(path)
+    print(f"  profile written to {path}", flush=True)
+
+
 async def _first_token(pipeline: Pipeline, kb_id: str, queries: list[str]) -> list[float]:
     overheads = []
     for query in queries:
@@ -290,6 +302,8 @@ async def _run(args: argparse.Namespace) -> None:
             await _fill(ingestor, documents, kb, texts, size)
             results[size] = await _search_latency(search, index, StatementCount(db), kb.id, queries)
             print(f"  search p50 {statistics.median(results[size]['totals']):.1f} ms", flush=True)
+            if args.profile is not None:
+                await _profile(search, kb.id, queries, args.profile.with_suffix(f".{size}.prof"))
         async with FakeOpenAI() as fake:
             fake.first_token_delay = FAKE_TTFT
             model = OpenAIChatModel(ChatModelConfig(model="fake", base_url=fake.base_url, api_key="test-key"))
@@ -331,6 +345,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--profile", type=Path, help="also profile the search turns into PROFILE.<size>.prof")
     asyncio.run(_run(parse_arguments(parser)))
 
 
