@@ -42,9 +42,9 @@ class _ProgressBar:
 
 def note_outdated_index(services: Services, out: TextIO = sys.stderr) -> None:
     """One line to the person when the index predates this version and `ragbot reindex` would fix it."""
-    missing = services.store.missing_properties()
-    if missing:
-        out.write(f"ragbot: {messages.index_outdated(missing)}\n")
+    missing, stale = services.store.missing_properties(), services.store.stale_terms()
+    if missing or stale:
+        out.write(f"ragbot: {messages.index_outdated(missing, stale)}\n")
 
 
 async def run_reindex(services: Services, kb_name: str, out: TextIO = sys.stderr) -> int:
@@ -66,9 +66,11 @@ async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO) -> 
         # What they write would land in the old generation only, and be gone after the switch. Counted once the
         # lease is held: a job queued from here on waits for the lease before it starts (JobRunner before_start).
         raise UserFacingError(messages.reindex_busy(busy))
-    outdated = services.store.missing_properties()
-    if outdated:
-        out.write(messages.index_rebuild_all(outdated) + "\n")
+    missing, stale = services.store.missing_properties(), services.store.stale_terms()
+    if missing or stale:
+        out.write(messages.index_rebuild_all(missing, stale) + "\n")
+    for held in sorted(set(services.store.foreign_vectors().values())):
+        out.write(messages.reembedding_all(held, services.vector_model) + "\n")
     reindexer = Reindexer(
         services.store, IndexSourceRepo(services.db), services.faqs, services.embedder, services.lexical
     )

@@ -99,6 +99,7 @@ async def serve(settings: Settings) -> None:
 
     check_exposure(settings)
     async with build_services(settings, serving=True) as services:
+        services.ensure_vectors_match()
         chat_metrics = ChatMetrics()
         manager = ConversationManager(services, chat_policy(settings), metrics=chat_metrics)
         adapters = load_adapters(manager, settings)
@@ -166,11 +167,17 @@ async def run_stats(services: Services, days: int) -> int:
     return 0
 
 
+# The commands that embed or search: they stop while the index holds another embedding model's vectors.
+_EMBEDDING_COMMANDS = frozenset({"ask", "chat", "eval", "ingest", "faq"})
+
+
 async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
     """The knowledge-base, ingestion, FAQ, document and job commands, on running services."""
     from bot.services import build_services
 
     async with build_services(settings) as services:
+        if args.command in _EMBEDDING_COMMANDS:
+            services.ensure_vectors_match()
         if args.command == "ask":
             from bot import cli_answer
 

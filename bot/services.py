@@ -8,12 +8,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.answer import Answerer
-from bot.errors import StartupError
+from bot.errors import StartupError, UserFacingError
 from bot.index_lock import IndexLock
 from bot.ingestion import IngestionWork
 from bot.jobs import JobRunner, runner_id
 from bot.knowledge import KnowledgeBases
-from bot.messages import index_outdated
+from bot.messages import index_outdated, vectors_foreign
 from bot.metrics import StageMetrics
 from bot.preflight import check_settings
 from bot.settings import Settings
@@ -22,7 +22,8 @@ from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
 from rag.lexical import LexicalAnalyzer
 from rag.models.chat import OpenAIChatModel
-from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder
+from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder, find_onnx_model, resolve_model_dir
+from rag.models.identity import vector_model_id
 from rag.models.rerankers import ApiReranker, build_reranker
 from rag.ports import Reranker
 from rag.tokens import TokenCounter
@@ -68,6 +69,14 @@ class Services:
     bindings: BindingRepo
     slack_installs: SlackInstallRepo
     index_lock: IndexLock
+    # Whose vectors this process writes and searches with (recorded on the index, compared at start).
+    vector_model: str
+
+    def ensure_vectors_match(self) -> None:
+        """Stop a command that embeds or searches while the index holds another embedding model's vectors."""
+        for held in sorted(set(self.store.foreign_vectors().values())):
+            raise UserFacingError(vectors_foreign(held, self.vector_model))
+
     # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
     answerer: Answerer = field(init=False)
 
@@ -88,6 +97,15 @@ async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
         ) from exc
     stack.push_async_callback(db.close)
     return db
+
+
+def _vector_model(settings: Settings) -> str:
+    """The identity of the configured embedding model's vectors (its name, and for a local model its folder's)."""
+    config = settings.embedder()
+    if config.provider != "local":
+        return config.model
+    model_dir = resolve_model_dir(config)
+    return vector_model_id(config.model, model_dir, find_onnx_model(model_dir))
 
 
 async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> WeaviateStore:
@@ -149,6 +167,8 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         server: WeaviateServer | None = None
         if store is None:
             server, store = await _start_local_index(settings, stack)
+        vector_model = _vector_model(settings)
+        await store.claim_vectors(vector_model)
         if db is None:
             db = await _open_database(settings, stack)
         chat_model: OpenAIChatModel | None = None
@@ -205,9 +225,11 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             bindings=BindingRepo(db),
             slack_installs=SlackInstallRepo(db),
             index_lock=index_lock,
+            vector_model=vector_model,
         )
         services.answerer = Answerer.over(services)
-        if store.missing_properties():
-            # Serving goes on: searches fall back to SQL for what the old index lacks.
-            log.warning("index=outdated note=%r", index_outdated(store.missing_properties()))
+        if store.missing_properties() or store.stale_terms():
+            # Serving goes on: searches fall back to SQL for what the old index lacks, old BM25 terms still match
+            # the words an older analyzer cut alike.
+            log.warning("index=outdated note=%r", index_outdated(store.missing_properties(), store.stale_terms()))
         yield services

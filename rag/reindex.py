@@ -54,6 +54,14 @@ class RebuildableIndex(Protocol):
         """What an index made by an older version lacks."""
         ...
 
+    def stale_terms(self) -> dict[Collection, int]:
+        """The collections whose BM25 text an older analyzer cut."""
+        ...
+
+    def foreign_vectors(self) -> dict[Collection, str]:
+        """The collections holding another embedding model's vectors."""
+        ...
+
     async def begin_rebuild(self, collection: Collection) -> Rebuild:
         """A new, empty generation."""
         ...
@@ -110,10 +118,13 @@ class Reindexer:
         self, kb: KnowledgeBaseRecord, every_kb: Sequence[KnowledgeBaseRecord], progress: Progress = no_progress
     ) -> ReindexResult:
         """Rebuild `kb` from SQL, copying other knowledge bases' objects as they are; when the index predates this
-        version (it lacks properties), every one of `every_kb` is rebuilt from SQL instead, since copies would lack
-        them too. On any failure or interruption the new generation is dropped and the old one keeps answering.
+        version (it lacks properties, or an older analyzer cut its BM25 text) or holds another embedding model's
+        vectors, every one of `every_kb` is rebuilt from SQL instead, since copies would be outdated too. BM25 text
+        is always cut afresh by this analyzer. On any failure or interruption the new generation is dropped and the
+        old one keeps answering.
         """
-        outdated = bool(self._index.missing_properties())
+        index = self._index
+        outdated = bool(index.missing_properties() or index.stale_terms() or index.foreign_vectors())
         rebuilt = list({k.id: k for k in every_kb}.values()) if outdated else [kb]
         kb_ids = {k.id for k in rebuilt}
         faqs = {k.id: await self._faqs.in_kb(k.id) for k in rebuilt}

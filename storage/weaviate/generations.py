@@ -9,7 +9,7 @@ import weaviate
 from weaviate.classes.config import Configure
 from weaviate.exceptions import WeaviateBaseError
 
-from storage.weaviate.schema import CollectionSpec
+from storage.weaviate.schema import CollectionSpec, description
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +24,14 @@ def is_generation(spec: CollectionSpec, name: str) -> bool:
     return name.startswith(f"{spec.name}_G")
 
 
-async def create_physical(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, name: str) -> None:
-    """Create a collection named `name` with `spec`'s properties, self-provided vectors and BM25 settings."""
+async def create_physical(
+    client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, name: str, vector_model: str = ""
+) -> None:
+    """Create a collection named `name` with `spec`'s properties, self-provided vectors and BM25 settings, recording
+    the BM25 terms version and the embedding model (when known) in its description."""
     await client.collections.create(
         name,
+        description=description(vector_model),
         properties=list(spec.properties),
         vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
         inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
@@ -43,10 +47,10 @@ async def live_target(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec
     return spec.name if await client.collections.exists(spec.name) else None
 
 
-async def create_first(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec) -> None:
+async def create_first(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, vector_model: str = "") -> None:
     """A fresh index: the first generation and the alias to it (another process may win the race: then theirs)."""
     name = generation_name(spec)
-    await create_physical(client, spec, name)
+    await create_physical(client, spec, name, vector_model)
     try:
         await client.alias.create(alias_name=spec.name, target_collection=name)
     except WeaviateBaseError:

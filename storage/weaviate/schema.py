@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from weaviate.classes.config import DataType, Property, Tokenization
 
@@ -19,6 +21,14 @@ BM25_PROPERTY = "bm25_text"
 TITLE_PROPERTY = "title"
 # A chunk's metadata (page, slide, headers) as a JSON object in text: display only, never filtered on.
 META_PROPERTY = "meta"
+
+# What the BM25 text holds: the version of the caller's analyzer that cut it (rag.lexical.LexicalAnalyzer.VERSION;
+# storage cannot import rag, so a unit test keeps the two equal). Each collection records it in its description;
+# one without the record was made before version 2. Query terms cut by another version miss the indexed ones.
+BM25_TERMS_VERSION: Final = 2
+_TERMS_RECORD: Final = re.compile(r"bm25 terms version (\d+)")
+# Whose vectors a collection holds: vectors of two embedding models in one index cannot be compared.
+_VECTORS_RECORD: Final = re.compile(r";? ?vectors (\S+)")
 
 
 def _keyword(name: str) -> Property:
@@ -91,6 +101,30 @@ ALL = (CHUNKS, FAQ_QUESTIONS)
 def spec_of(collection: Collection) -> CollectionSpec:
     """The definition of one of the collections."""
     return next(spec for spec in ALL if spec.name is collection)
+
+
+def description(vector_model: str = "") -> str:
+    """A new collection's description: it records the BM25 terms version and, when known, whose vectors it holds."""
+    text = f"ragbot index; bm25 terms version {BM25_TERMS_VERSION}"
+    return with_vector_model(text, vector_model) if vector_model else text
+
+
+def vector_model(description: str | None) -> str | None:
+    """The embedding model whose vectors a collection's description says it holds (None when it says none)."""
+    found = _VECTORS_RECORD.search(description or "")
+    return found.group(1) if found else None
+
+
+def with_vector_model(description: str | None, model: str) -> str:
+    """`description` recording `model` as the one whose vectors the collection holds (its other records kept)."""
+    kept = _VECTORS_RECORD.sub("", description or "").rstrip("; ")
+    return f"{kept}; vectors {model}" if kept else f"vectors {model}"
+
+
+def terms_version(description: str | None) -> int:
+    """The BM25 terms version a collection's description records (1 when it records none: made before versions)."""
+    found = _TERMS_RECORD.search(description or "")
+    return int(found.group(1)) if found else 1
 
 
 def missing_properties(spec: CollectionSpec, present: set[str]) -> tuple[str, ...]:

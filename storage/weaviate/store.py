@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -95,6 +96,9 @@ class WeaviateStore:
         self._endpoint = endpoint
         self._watch: ExitWatch | None = None
         self._missing: dict[Collection, tuple[str, ...]] = {}
+        self._stale: dict[Collection, int] = {}
+        self._vector_model = ""
+        self._foreign: dict[Collection, str] = {}
 
     @classmethod
     async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
@@ -146,8 +150,9 @@ class WeaviateStore:
             raise IndexUnavailable(f"Weaviate query failed: {exc}") from exc
 
     async def ensure_schema(self) -> None:
-        """Create any missing collection; note the properties an existing (older) one lacks, changing nothing."""
-        self._missing = {}
+        """Create any missing collection; note the properties an existing (older) one lacks and the BM25 terms
+        version it records when not the current one, changing nothing."""
+        self._missing, self._stale = {}, {}
         for spec in schema.ALL:
             if await live_target(self._client, spec) is None:
                 await create_first(self._client, spec)
@@ -157,6 +162,15 @@ class WeaviateStore:
             if missing:
                 self._missing[spec.name] = missing
                 log.warning("weaviate=index_outdated collection=%s missing=%s", spec.name, ",".join(missing))
+            terms = schema.terms_version(config.description)
+            if terms != schema.BM25_TERMS_VERSION:
+                self._stale[spec.name] = terms
+                log.warning(
+                    "weaviate=index_outdated collection=%s bm25_terms=%d current=%d",
+                    spec.name,
+                    terms,
+                    schema.BM25_TERMS_VERSION,
+                )
 
     def missing_properties(self) -> dict[Collection, tuple[str, ...]]:
         """The properties each collection lacks because an older ragbot made it (empty when up to date).
@@ -164,6 +178,45 @@ class WeaviateStore:
         Searches still work meanwhile; `begin_rebuild` makes a generation that has them.
         """
         return dict(self._missing)
+
+    async def claim_vectors(self, model: str) -> dict[Collection, str]:
+        """Record `model` as the embedding model of the index's vectors; returns the collections that hold another
+        model's vectors (empty when none does), which stay as they are until a rebuild.
+
+        A collection that records no model (made before the record) or holds no object is claimed for `model`.
+        """
+        self._vector_model, self._foreign = model, {}
+        for spec in schema.ALL:
+            recorded = await self._call(functools.partial(self._claim, spec, model))
+            if recorded is not None:
+                self._foreign[spec.name] = recorded
+                log.warning("weaviate=foreign_vectors collection=%s holds=%s configured=%s", spec.name, recorded, model)
+        return dict(self._foreign)
+
+    async def _claim(self, spec: schema.CollectionSpec, model: str) -> str | None:
+        """Record `model` on the collection unless it holds another model's vectors; returns that other model."""
+        # Configuration is changed on the physical collection: Weaviate does not update one through its alias.
+        collection = self._client.collections.use(await live_target(self._client, spec) or spec.name)
+        config = await collection.config.get()
+        recorded = schema.vector_model(config.description)
+        if recorded == model:
+            return None
+        if recorded is not None and (await collection.aggregate.over_all()).total_count:
+            return recorded
+        await collection.config.update(description=schema.with_vector_model(config.description, model))
+        return None
+
+    def foreign_vectors(self) -> dict[Collection, str]:
+        """The collections holding another embedding model's vectors than the claimed one, with that model."""
+        return dict(self._foreign)
+
+    def stale_terms(self) -> dict[Collection, int]:
+        """The collections whose BM25 text an older analyzer cut, with the version each records (empty when current).
+
+        Searches still work meanwhile, but query terms miss the old ones where the analyzers differ;
+        `begin_rebuild` makes a generation cut by the current one.
+        """
+        return dict(self._stale)
 
     async def begin_rebuild(self, collection: Collection) -> CollectionRebuild:
         """A new, empty generation of `collection` to fill; the live one answers until its `switch()`.
@@ -174,12 +227,14 @@ class WeaviateStore:
         await self._call(lambda: drop_leftovers(self._client, spec))
         live = await self._call(lambda: live_target(self._client, spec))
         shadow = generation_name(spec)
-        await self._call(lambda: create_physical(self._client, spec, shadow))
+        await self._call(lambda: create_physical(self._client, spec, shadow, self._vector_model))
         return CollectionRebuild(self._client, spec, live, shadow, self._insert, self._rebuilt)
 
     def _rebuilt(self, spec: schema.CollectionSpec) -> None:
-        # The new generation has every property the schema defines.
+        # The new generation has every property the schema defines, and records the current terms version.
         self._missing.pop(spec.name, None)
+        self._stale.pop(spec.name, None)
+        self._foreign.pop(spec.name, None)
 
     async def upsert_chunks(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Vector]) -> None:
         """Insert or replace chunks by chunk_id; raises IndexWriteError listing every failed object."""

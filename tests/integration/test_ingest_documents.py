@@ -246,7 +246,6 @@ async def test_pending_deletes_left_by_a_crash_are_repaired(
     assert await store.count(Collection.CHUNKS, [kb.id]) == len(await documents.document_chunks(first.document_id))
 
 
-
 async def test_chunks_of_an_ingestion_killed_before_its_commit_are_removed_at_the_next_start(
     db: Database, store: WeaviateStore, weaviate_server: WeaviateServer, model_dir: Path
 ) -> None:
@@ -295,6 +294,7 @@ async def test_an_index_write_is_repaired_only_once_its_writer_is_gone_or_its_no
     await documents.end_index_write(elsewhere)
     await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, _source(GUIDE + "\nMore.\n", "more.md"))
     assert await documents.unfinished_index_writes() == []
+
 
 class _Crash(Exception):
     pass

@@ -1,22 +1,25 @@
-"""Reindex on a Weaviate of its own: rebuilt from SQL, switched at once, interrupted safely, upgrading an old index."""
+"""Reindex on a Weaviate of its own: rebuilt from SQL, switched at once, interrupted safely, upgrading an old index
+(one lacking properties, or one whose BM25 terms an older analyzer cut)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import jieba
 import pytest
 import pytest_asyncio
 import tiktoken
-from weaviate.classes.config import Property
+from weaviate.classes.config import Configure, Property
 
-from bot.messages import index_outdated
+from bot.messages import index_outdated, vectors_foreign
 from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import CachedEmbedder, OnnxEmbedder
+from rag.ports import EmbedKind
 from rag.reindex import Reindexer
 from rag.retrieval import Retriever
 from rag.types import Candidate, Vector
@@ -28,7 +31,7 @@ from storage.repos.faqs import FaqRepo
 from storage.repos.index_source import IndexSourceRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
-from storage.weaviate.generations import create_physical, live_target
+from storage.weaviate.generations import create_physical, generation_name, live_target
 from storage.weaviate.schema import ALL, META_PROPERTY, TITLE_PROPERTY, Collection, CollectionSpec
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
@@ -227,5 +230,139 @@ async def _connect_missing(server: WeaviateServer) -> dict[Collection, tuple[str
     store = await _connect(server)
     try:
         return store.missing_properties()
+    finally:
+        await store.close()
+
+
+class _FirstAnalyzer(LexicalAnalyzer):
+    """The analyzer of version 1: jieba terms lower-cased, English neither stemmed nor stripped of stop words."""
+
+    def tokens(self, text: str) -> list[str]:
+        return [token.lower() for token in jieba.cut_for_search(text) if any(char.isalnum() for char in token)]
+
+
+async def test_an_index_of_older_bm25_terms_says_to_reindex_and_reindex_cuts_every_kb_afresh(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    first = await _connect(own_server)
+    try:
+        # The collections as the ragbot before analyzer versions made them: every property, no terms record.
+        for spec in ALL:
+            name = generation_name(spec)
+            await first._client.collections.create(
+                name,
+                properties=list(spec.properties),
+                vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
+            )
+            previous = await live_target(first._client, spec)
+            await first._client.alias.update(alias_name=spec.name, new_target_collection=name)
+            assert previous is not None
+            await first._client.collections.delete(previous)
+    finally:
+        await first.close()
+    store = await _connect(own_server)
+    try:
+        assert store.stale_terms() == {Collection.CHUNKS: 1, Collection.FAQ_QUESTIONS: 1}
+        assert store.missing_properties() == {}
+        note = index_outdated(store.missing_properties(), store.stale_terms())
+        assert "older text analyzer" in note
+        assert "`ragbot reindex --kb NAME`" in note
+        old = _Setup(db, store, embedder, _FirstAnalyzer())
+        kb, other = await old.kb("shop"), await old.kb("other")
+        query = lexical.bm25_text("refund")
+        assert await store.search_bm25(Collection.CHUNKS, [kb.id, other.id], query, 3) == [], (
+            "the old terms keep 'refunds' whole: the stemmed query misses it"
+        )
+
+        result = await _Setup(db, store, embedder, lexical).reindexer().reindex(kb, await old.every_kb())
+
+        assert sorted(result.rebuilt) == ["other", "shop"], "copies of the other knowledge base would keep old terms"
+        assert store.stale_terms() == {}
+        assert (await _connect_stale(own_server)) == {}
+        hits = await store.search_bm25(Collection.CHUNKS, [kb.id, other.id], query, 3)
+        assert {hit.properties["kb_id"] for hit in hits} == {kb.id, other.id}
+        assert all(set(str(hit.properties["bm25_text"]).split()) >= {"refund", "paid"} for hit in hits)
+        faq_hits = await store.search_bm25(Collection.FAQ_QUESTIONS, [kb.id], lexical.bm25_text("refunded"), 3)
+        assert [hit.properties["kb_id"] for hit in faq_hits] == [kb.id]
+    finally:
+        await store.close()
+
+
+async def _connect_stale(server: WeaviateServer) -> dict[Collection, int]:
+    """Which collections a process starting now would find cut by an older analyzer."""
+    store = await _connect(server)
+    try:
+        return store.stale_terms()
+    finally:
+        await store.close()
+
+
+class _OtherModel:
+    """Our Embedder protocol over the real model, with its vectors permuted: the vector space of another model."""
+
+    def __init__(self, inner: CachedEmbedder) -> None:
+        self.inner = inner
+        self.provider = inner.provider
+
+    @property
+    def model_id(self) -> str:
+        return "other-model"
+
+    @property
+    def dimension(self) -> int | None:
+        return self.inner.dimension
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        return [list(reversed(vector)) for vector in await self.inner.embed(texts, kind=kind)]
+
+
+async def test_an_index_of_another_embedding_models_vectors_is_refused_until_reindex_reembeds_every_kb(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    first = await _connect(own_server)
+    try:
+        # A fresh index is claimed for the first model that starts on it, and stays claimed for it.
+        assert await first.claim_vectors("model-a") == {}
+        assert await first.claim_vectors("model-a") == {}
+        setup = _Setup(db, first, embedder, lexical)
+        kb, other = await setup.kb("shop"), await setup.kb("other")
+    finally:
+        await first.close()
+    store = await _connect(own_server)
+    try:
+        held = await store.claim_vectors("other-model")
+        assert held == {Collection.CHUNKS: "model-a", Collection.FAQ_QUESTIONS: "model-a"}
+        refusal = vectors_foreign("model-a", "other-model")
+        assert "`ragbot reindex --kb NAME`" in refusal
+        assert "model-a" in refusal
+
+        now = _Setup(db, store, embedder, lexical)
+        reembedder = _OtherModel(now.embedder)
+        result = await now.reindexer(reembedder).reindex(kb, await now.every_kb())
+
+        assert sorted(result.rebuilt) == ["other", "shop"], "copies of the other knowledge base hold old vectors"
+        assert store.foreign_vectors() == {}
+        query = (await reembedder.embed(["How long do refunds take?"], kind="query"))[0]
+        hits = await store.search_vector(Collection.CHUNKS, [kb.id, other.id], query, 3)
+        assert {hit.properties["kb_id"] for hit in hits} == {kb.id, other.id}
+    finally:
+        await store.close()
+    later = await _connect(own_server)
+    try:
+        assert await later.claim_vectors("other-model") == {}
+        assert await later.claim_vectors("model-a") == {
+            Collection.CHUNKS: "other-model",
+            Collection.FAQ_QUESTIONS: "other-model",
+        }
+    finally:
+        await later.close()
+
+
+async def test_an_empty_index_is_claimed_by_whichever_model_starts_on_it(own_server: WeaviateServer) -> None:
+    store = await _connect(own_server)
+    try:
+        assert await store.claim_vectors("model-a") == {}
+        assert await store.claim_vectors("model-b") == {}
+        assert store.foreign_vectors() == {}
     finally:
         await store.close()
