@@ -23,6 +23,7 @@ from bench.common import commit, local_stack, machine, parse_arguments
 from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import CachedEmbedder, OnnxEmbedder
+from rag.ports import EmbedKind
 from rag.tokens import TokenCounter
 from rag.types import Vector
 from storage.embedding_cache import SqlEmbeddingCache
@@ -49,9 +50,12 @@ class TimedEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return self.inner.prompt(kind)
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         start = time.perf_counter()
-        vectors = await self.inner.embed(texts)
+        vectors = await self.inner.embed(texts, kind=kind)
         self.seconds += time.perf_counter() - start
         self.texts += len(texts)
         return vectors

@@ -45,6 +45,7 @@ from rag.models.embedders import CachedEmbedder, OnnxEmbedder
 from rag.models.rerankers import LocalReranker
 from rag.named_pipelines import PipelineParts, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext
+from rag.ports import EmbedKind
 from rag.relevance import RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite_rules import RuleRewriter
@@ -79,7 +80,10 @@ class PoolEmbedder:
     def __init__(self, pool: np.ndarray) -> None:
         self._pool = pool
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         vectors = []
         for text in texts:
             seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
@@ -100,10 +104,13 @@ class QueryEmbedder:
         self._queries = queries
         self._cached = cached
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         # In production SEARCH's embedding of the query lands in the cache and RERANK finds it there.
         rest = [text for text in texts if text not in self._queries]
-        found = dict(zip(rest, await self._cached.embed(rest), strict=True)) if rest else {}
+        found = dict(zip(rest, await self._cached.embed(rest, kind=kind), strict=True)) if rest else {}
         return [self._queries[text] if text in self._queries else found[text] for text in texts]
 
 

@@ -14,6 +14,7 @@ from sqlalchemy.exc import ArgumentError
 
 from bot.ingestion import IngestionLimits
 from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
+from rag.extractive import ExtractiveConfig
 from rag.faq.search import FaqSearchConfig
 from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
@@ -21,12 +22,16 @@ from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
 from rag.models.rerankers import RerankerConfig
 from rag.relevance import RerankConfig
-from rag.retrieval import Language, RetrievalConfig
+from rag.retrieval import LANGUAGES, FusionWeights, Language, RetrievalConfig
 from rag.stages.search import SearchConfig
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
 _SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+# FUSION_WEIGHTS: {"chunks"|"faqs": {language: {"vector"|"bm25": weight}}}
+_WeightTable = dict[Literal["chunks", "faqs"], dict[Language, dict[Literal["vector", "bm25"], float]]]
 
 
 class Settings(BaseSettings):
@@ -60,6 +65,13 @@ class Settings(BaseSettings):
     EMBEDDING_BASE_URL: str | None = None
     EMBEDDING_API_KEY: SecretStr | None = None
     EMBEDDING_DIMENSION: int | None = Field(default=None, ge=1)
+    # The languages the embedding model serves ("en", "zh", "en,zh" or "*"): its vectors count there (fusion, the
+    # local reranker, FAQ confidence); elsewhere words alone carry retrieval. Unset: en for the default model,
+    # * for an OpenAI-compatible API (its embedding models are multilingual as a rule).
+    EMBEDDING_LANGUAGES: str | None = None
+    # RRF weights per language and leg, as bench/fusion_weights.py prints them for your own model; unset, the
+    # DEV sweep of the default English model serves every language in EMBEDDING_LANGUAGES.
+    FUSION_WEIGHTS: _WeightTable | None = None
 
     CHAT_MODEL: str | None = None
     CHAT_MODEL_BASE_URL: str | None = None
@@ -94,6 +106,7 @@ class Settings(BaseSettings):
     ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
     ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
     ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
+    EXTRACTIVE_ANSWER_CHARS: int = Field(default=400, ge=80, le=4000)
 
     DEFAULT_KNOWLEDGE_BASES: str = ""
     CHAT_ANSWER_MODE: Literal["mention", "all"] = "mention"
@@ -184,6 +197,24 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
+    @field_validator("EMBEDDING_LANGUAGES")
+    @classmethod
+    def _known_languages(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "*":
+            return value
+        unknown = {part.strip() for part in value.split(",")} - set(LANGUAGES)
+        if unknown:
+            raise ValueError(f"unknown language {', '.join(sorted(unknown))}: use {', '.join(LANGUAGES)} or *")
+        return value
+
+    @field_validator("FUSION_WEIGHTS")
+    @classmethod
+    def _weights_not_negative(cls, value: _WeightTable | None) -> _WeightTable | None:
+        weights = [w for by_lang in (value or {}).values() for legs in by_lang.values() for w in legs.values()]
+        if any(weight < 0 for weight in weights):
+            raise ValueError("fusion weights are RRF weights: 0 or more (0 turns a leg off)")
+        return value
+
     @field_validator("ANSWER_FALLBACK_TEXT")
     @classmethod
     def _fallback_text_is_not_blank(cls, value: str) -> str:
@@ -267,9 +298,31 @@ class Settings(BaseSettings):
             max_retries=self.CHAT_MODEL_MAX_RETRIES,
         )
 
+    def embedding_languages(self) -> frozenset[Language]:
+        """The languages whose vectors retrieval trusts (EMBEDDING_LANGUAGES, or the model's default)."""
+        value = self.EMBEDDING_LANGUAGES
+        if value is None:
+            value = "en" if self.EMBEDDING_PROVIDER == "local" else "*"
+        if value.strip() == "*":
+            return frozenset(LANGUAGES)
+        return frozenset(lang for lang in LANGUAGES if lang in {part.strip() for part in value.split(",")})
+
+    def fusion_weights(self) -> FusionWeights:
+        """FUSION_WEIGHTS where given, over the weights for the languages the embedding model serves."""
+        weights = FusionWeights.for_languages(self.embedding_languages())
+        if not self.FUSION_WEIGHTS:
+            return weights
+        given = {
+            part: {lang: {str(leg): weight for leg, weight in legs.items()} for lang, legs in by_lang.items()}
+            for part, by_lang in self.FUSION_WEIGHTS.items()
+        }
+        return FusionWeights(
+            chunks={**weights.chunks, **given.get("chunks", {})}, faqs={**weights.faqs, **given.get("faqs", {})}
+        )
+
     def retrieval(self) -> RetrievalConfig:
-        """How many passages an answer uses; the fusion weights are the ones chosen on the DEV sets."""
-        return RetrievalConfig(top_k=self.RETRIEVAL_TOP_K)
+        """How many passages an answer uses, and the fusion weights of each language and leg."""
+        return RetrievalConfig(top_k=self.RETRIEVAL_TOP_K, weights=self.fusion_weights())
 
     def search(self) -> SearchConfig:
         """The SEARCH stage: thin-result expansion and direct loading of small targeted documents."""
@@ -294,8 +347,7 @@ class Settings(BaseSettings):
         languages: frozenset[Language] | None = None
         if self.RERANK_PROVIDER == "local":
             # The local reranker leans on the embedder: only where retrieval trusts it (its vector leg counts).
-            chunk_weights = self.retrieval().weights.chunks
-            languages = frozenset(lang for lang, legs in chunk_weights.items() if legs.get("vector", 1.0) > 0)
+            languages = self.fusion_weights().vector_languages()
         return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K, languages=languages)
 
     def history(self) -> HistoryConfig:
@@ -311,6 +363,9 @@ class Settings(BaseSettings):
             answer_faq_directly=self.FAQ_ANSWER_DIRECTLY,
             fallback=self.ANSWER_FALLBACK,
             fallback_text=self.ANSWER_FALLBACK_TEXT,
+            extractive=ExtractiveConfig(
+                max_chars=self.EXTRACTIVE_ANSWER_CHARS, embed_languages=frozenset(self.embedding_languages())
+            ),
         )
 
     def default_knowledge_bases(self) -> tuple[str, ...]:

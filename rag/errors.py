@@ -11,6 +11,15 @@ class EmbedderUnavailable(RagError):
     """The embedding model cannot be loaded or reached."""
 
 
+class EmbedderConfigError(EmbedderUnavailable):
+    """A model folder's sentence-transformers config asks for what the ONNX embedder cannot do; names file and field."""
+
+    def __init__(self, path: str, field: str, message: str) -> None:
+        super().__init__(f"{path}: {field}: {message}")
+        self.path = path
+        self.field = field
+
+
 class ModelError(RagError):
     """The chat or embedding API failed."""
 

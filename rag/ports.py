@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from rag.types import ChatMessage, KnownVectors, Vector
 from storage.records import ChunkRecord, FaqQuestionRecord
 from storage.weaviate.schema import Collection
+
+EmbedKind = Literal["passage", "query"]
+"""What a text is to the model: a passage that is searched, or a query that searches; some models prompt each
+differently (e5's "query: " and "passage: ", bge's query instruction). Stored texts are passages."""
 
 
 class Embedder(Protocol):
@@ -28,8 +32,12 @@ class Embedder(Protocol):
         """Vector length, or None until the first call reveals it."""
         ...
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """One vector per text, in order."""
+    def prompt(self, kind: EmbedKind) -> str:
+        """The text the model puts before every text of `kind` ("" for none); caches key on prompt + text."""
+        ...
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        """One vector per text, in order, each embedded as a `kind` (that is, after that kind's prompt)."""
         ...
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 from rag.fusion import rrf
 from rag.lexical import LexicalAnalyzer
@@ -24,6 +24,7 @@ from storage.weaviate.objects import chunk_from_hit
 from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 Language = Literal["zh", "en"]
+LANGUAGES: tuple[Language, ...] = get_args(Language)
 Mode = Literal["bm25", "vector", "rrf", "weaviate"]
 
 
@@ -78,6 +79,21 @@ class FusionWeights:
     faqs: Mapping[Language, Mapping[str, float]] = field(
         default_factory=lambda: {"zh": _weights(vector=0.0, bm25=1.0), "en": _weights(vector=1.0, bm25=0.0)}
     )
+
+    @classmethod
+    def for_languages(cls, served: Container[Language]) -> FusionWeights:
+        """The weights for an embedder that serves the `served` languages: the English sweep's where its vectors
+        are trusted (until the user sweeps their own model), words alone where they are not."""
+        trusted = cls()
+        words = _weights(vector=0.0, bm25=1.0)
+        return cls(
+            chunks={lang: trusted.chunks["en"] if lang in served else words for lang in LANGUAGES},
+            faqs={lang: trusted.faqs["en"] if lang in served else words for lang in LANGUAGES},
+        )
+
+    def vector_languages(self) -> frozenset[Language]:
+        """The languages whose chunk search counts the vector leg: where the embedder is trusted."""
+        return frozenset(lang for lang, legs in self.chunks.items() if legs.get("vector", 1.0) > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +175,8 @@ class Retriever:
         )
 
     async def query_vector(self, query: str) -> Vector:
-        """The query's embedding."""
-        [vector] = await self._questions.embed([query])
+        """The query's embedding (with the model's query prompt, where it has one)."""
+        [vector] = await self._questions.embed([query], kind="query")
         return vector
 
     async def chunk_hits(

@@ -19,13 +19,25 @@ from tokenizers import Tokenizer
 
 from rag.config import EmbedderConfig
 from rag.errors import EmbedderUnavailable, ModelError, ModelTimeout
-from rag.ports import Embedder, EmbeddingCache
+from rag.models.model_folder import ModelSettings, read_model_settings
+from rag.ports import Embedder, EmbeddingCache, EmbedKind
 from rag.types import Vector
 
 log = logging.getLogger(__name__)
 
 _MODEL_FILES = ("model.onnx", "onnx/model.onnx")
-_DOWNLOAD_PATTERNS = ["onnx/model.onnx", "tokenizer.json", "config.json", "*.txt", "*_config.json", "*.md"]
+_DOWNLOAD_PATTERNS = [
+    "onnx/model.onnx",
+    "tokenizer.json",
+    "config.json",
+    "*.txt",
+    "*_config.json",
+    "*.md",
+    # sentence-transformers' own settings: pooling, normalisation, prompts (rag.models.model_folder reads them)
+    "modules.json",
+    "1_Pooling/config.json",
+    "config_sentence_transformers.json",
+]
 
 
 def find_onnx_model(model_dir: Path) -> Path:
@@ -66,13 +78,15 @@ def resolve_model_dir(config: EmbedderConfig) -> Path:
 
 
 class OnnxEmbedder:
-    """A sentence-transformers model exported to ONNX: mean pooling, L2 normalisation, truncation."""
+    """A sentence-transformers model exported to ONNX, pooled, normalised and prompted as its folder says."""
 
     provider = "local"
 
     def __init__(self, model_dir: Path, *, model_id: str, max_tokens: int = 256, batch_size: int = 64) -> None:
         self._model_id = model_id
         self._batch_size = batch_size
+        # Read first: a setting the embedder cannot honour stops startup before the model is loaded.
+        self._settings: ModelSettings = read_model_settings(model_dir)
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         # sentence-transformers truncates this model family at 256 word pieces
         # (sentence_bert_config.json); the tokenizer file alone would allow 512.
@@ -85,6 +99,14 @@ class OnnxEmbedder:
         )
         self._input_names = {item.name for item in self._session.get_inputs()}
         self._dimension = int(json.loads((model_dir / "config.json").read_text())["hidden_size"])
+        log.info(
+            "embedder=%s pooling=%s normalize=%s query_prompt=%r passage_prompt=%r",
+            model_id,
+            self._settings.pooling,
+            self._settings.normalize,
+            self._settings.prompts.query,
+            self._settings.prompts.passage,
+        )
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:
@@ -106,15 +128,21 @@ class OnnxEmbedder:
         """Vector length (384 for all-MiniLM-L6-v2)."""
         return self._dimension
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """One normalised vector per text; runs in a worker thread (onnxruntime releases the GIL)."""
+    def prompt(self, kind: EmbedKind) -> str:
+        """The prompt config_sentence_transformers.json gives `kind` ("" for none)."""
+        return self._settings.prompts.of(kind)
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        """One vector per text, after `kind`'s prompt; runs in a worker thread (onnxruntime releases the GIL)."""
         if not texts:
             return []
-        return await asyncio.to_thread(self.embed_sync, texts)
+        return await asyncio.to_thread(self.embed_sync, texts, kind=kind)
 
-    def embed_sync(self, texts: Sequence[str]) -> list[Vector]:
+    def embed_sync(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         """The blocking form of embed(), for benchmarks and worker threads."""
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # As sentence-transformers does: the prompt is plain text before the text, truncated with it.
+        prompt = self.prompt(kind)
+        encodings = self._tokenizer.encode_batch([prompt + text for text in texts])
         # Batching texts of similar length keeps padding, and so wasted compute, small.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         vectors: list[Vector] = [[] for _ in texts]
@@ -136,12 +164,21 @@ class OnnxEmbedder:
             mask[row, : len(tokens)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": token_types}
         outputs: list[Any] = self._session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})
-        hidden = np.asarray(outputs[0], dtype=np.float32)
-        weights = mask[:, :, None].astype(np.float32)
-        mean = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(mean, axis=1, keepdims=True)
-        normalised: npt.NDArray[np.float32] = (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
-        return normalised
+        return self._pool(np.asarray(outputs[0], dtype=np.float32), mask)
+
+    def _pool(self, hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """One vector per row of token embeddings (padded on the right), as sentence-transformers' Pooling."""
+        if self._settings.pooling == "cls":
+            pooled = hidden[:, 0]
+        elif self._settings.pooling == "lasttoken":
+            pooled = hidden[np.arange(len(hidden)), np.maximum(mask.sum(axis=1) - 1, 0)]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        if self._settings.normalize:
+            pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        result: npt.NDArray[np.float32] = pooled.astype(np.float32)
+        return result
 
 
 class OpenAIEmbedder:
@@ -170,8 +207,12 @@ class OpenAIEmbedder:
         """Vector length: configured, or learnt from the first answer."""
         return self._dimension
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """One vector per text, in order, batched by the configured size."""
+    def prompt(self, kind: EmbedKind) -> str:
+        """Always "": an embeddings API applies whatever its model needs itself."""
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        """One vector per text, in order, batched by the configured size (`kind` changes nothing)."""
         vectors: list[Vector] = []
         for start in range(0, len(texts), self._batch_size):
             vectors.extend(await self._embed_batch(list(texts[start : start + self._batch_size])))
@@ -214,7 +255,8 @@ class CachedEmbedder:
 
     `embed` stores what it computes (passages, FAQ questions); `transient` is the same embedder for questions,
     which are kept in memory for a while but never written to the cache table, which would otherwise grow with
-    every question anyone asks.
+    every question anyone asks. The hash is of the text the model reads, its kind's prompt included: a query and
+    a passage of the same words share a vector exactly when the model prompts them alike (or not at all).
     """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
@@ -240,16 +282,21 @@ class CachedEmbedder:
         """The wrapped embedder's vector length."""
         return self._inner.dimension
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        """The wrapped embedder's prompt for `kind`."""
+        return self._inner.prompt(kind)
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         """Vectors for `texts`: recent or cached ones reused, the rest embedded once each and stored."""
-        hashes = [content_hash(text) for text in texts]
+        prompt = self._inner.prompt(kind)
+        hashes = [content_hash(prompt + text) for text in texts]
         found = {h: self._recent[h] for h in hashes if h in self._recent}
         asked = [h for h in dict.fromkeys(hashes) if h not in found]
         if asked:
             found.update(await self._cache.get_many(self.provider, self.model_id, asked))
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
-            fresh = await self._inner.embed(list(missing.values()))
+            fresh = await self._inner.embed(list(missing.values()), kind=kind)
             computed = dict(zip(missing.keys(), fresh, strict=True))
             await self._cache.put_many(self.provider, self.model_id, computed)
             found.update(computed)
@@ -257,12 +304,13 @@ class CachedEmbedder:
         self.hits += len(texts) - len(missing)
         return [found[h] for h in hashes]
 
-    async def embed_transient(self, texts: Sequence[str]) -> list[Vector]:
+    async def embed_transient(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         """Vectors for `texts` kept in memory only: for questions, which are seldom asked twice word for word."""
-        hashes = [content_hash(text) for text in texts]
+        prompt = self._inner.prompt(kind)
+        hashes = [content_hash(prompt + text) for text in texts]
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in self._recent}
         if missing:
-            fresh = await self._inner.embed(list(missing.values()))
+            fresh = await self._inner.embed(list(missing.values()), kind=kind)
             for h, vector in zip(missing, fresh, strict=True):
                 self._recent[h] = vector
         vectors = []
@@ -295,9 +343,13 @@ class TransientEmbedder:
         """The wrapped embedder's vector length."""
         return self._cached.dimension
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        """The wrapped embedder's prompt for `kind`."""
+        return self._cached.prompt(kind)
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         """Vectors for `texts`, remembered in memory only."""
-        return await self._cached.embed_transient(texts)
+        return await self._cached.embed_transient(texts, kind=kind)
 
 
 def build_embedder(config: EmbedderConfig) -> OnnxEmbedder | OpenAIEmbedder:

@@ -19,7 +19,7 @@ import numpy as np
 
 from rag.errors import EmbedderUnavailable, ModelError, RerankerError
 from rag.lexical import LexicalAnalyzer
-from rag.ports import Embedder, Reranker
+from rag.ports import Embedder, EmbedKind, Reranker
 from rag.types import KnownVectors, Vector
 
 log = logging.getLogger(__name__)
@@ -315,18 +315,24 @@ class LocalReranker:
         given: list[Vector | None] = [known.query, *known.texts] if known is not None else []
         if len(given) != len(texts) + 1:
             given = [None] * (len(texts) + 1)
-        asked = [i for i, vector in enumerate(given) if vector is None]
+        # The query is embedded as a query (after the model's query prompt, if any), the texts as passages.
+        if given[0] is None:
+            [given[0]] = await self._embed([query], "query")
+        asked = [i for i in range(1, len(given)) if given[i] is None]
         if asked:
-            try:
-                found = await self._embedder.embed([[query, *texts][i] for i in asked])
-            except (ModelError, EmbedderUnavailable) as exc:
-                raise RerankerError(f"local reranker could not embed: {exc}") from exc
-            if len(found) != len(asked):
-                raise RerankerError(f"embedder returned {len(found)} vectors for {len(asked)} texts")
-            for i, vector in zip(asked, found, strict=True):
+            for i, vector in zip(asked, await self._embed([texts[i - 1] for i in asked], "passage"), strict=True):
                 given[i] = vector
         vectors = [vector for vector in given if vector is not None]
         return _cosines(vectors[0], vectors[1:])
+
+    async def _embed(self, texts: Sequence[str], kind: EmbedKind) -> list[Vector]:
+        try:
+            found = await self._embedder.embed(texts, kind=kind)
+        except (ModelError, EmbedderUnavailable) as exc:
+            raise RerankerError(f"local reranker could not embed: {exc}") from exc
+        if len(found) != len(texts):
+            raise RerankerError(f"embedder returned {len(found)} vectors for {len(texts)} texts")
+        return found
 
     def _tfidf_scores(self, query: str, texts: Sequence[str]) -> list[float]:
         idf = self._ensure_idf()

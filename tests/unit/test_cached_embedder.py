@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from rag.models.embedders import CachedEmbedder, content_hash
+from rag.ports import EmbedKind
 from rag.types import Vector
 
 
@@ -38,7 +39,10 @@ class CountingEmbedder:
         self.dimension = 2
         self.calls: list[list[str]] = []
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         self.calls.append(list(texts))
         return [_vector(text) for text in texts]
 

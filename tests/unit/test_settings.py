@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
+from bench.fusion_weights import GRID, settings_line
 from bot.settings import Settings, describe_validation_error
 
 EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
@@ -77,6 +78,8 @@ def test_env_example_leaves_every_secret_empty() -> None:
         ("ANSWER_FALLBACK_TEXT", "   ", "must not be empty"),
         ("QUERY_EXPANSION", "maybe", "valid boolean"),
         ("RERANK_BASE_URL", "api.jina.ai", "http:// or https://"),
+        ("EMBEDDING_LANGUAGES", "en,fr", "unknown language fr"),
+        ("FUSION_WEIGHTS", '{"chunks": {"zh": {"vector": -1, "bm25": 1}}}', "0 or more"),
     ],
 )
 def test_bad_value_is_reported_in_one_line_naming_the_variable(
@@ -206,3 +209,64 @@ def test_bad_slack_settings_name_the_variable(name: str, value: str, problem: st
 def test_slack_admins_are_member_ids() -> None:
     settings = Settings(_env_file=None, SLACK_ADMINS="U012ABC, W0456DEF")  # type: ignore[call-arg]
     assert settings.slack_admins() == frozenset({"U012ABC", "W0456DEF"})
+
+
+@pytest.mark.parametrize(
+    ("provider", "languages", "served"),
+    [
+        ("local", None, {"en"}),
+        ("openai", None, {"en", "zh"}),
+        ("local", "*", {"en", "zh"}),
+        ("local", "zh, en", {"en", "zh"}),
+        ("openai", "en", {"en"}),
+    ],
+)
+def test_the_embedding_models_languages_decide_where_vectors_count(
+    monkeypatch: pytest.MonkeyPatch, provider: str, languages: str | None, served: set[str]
+) -> None:
+    monkeypatch.setenv("EMBEDDING_PROVIDER", provider)
+    monkeypatch.setenv("EMBEDDING_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("RERANK_PROVIDER", "local")
+    if languages is not None:
+        monkeypatch.setenv("EMBEDDING_LANGUAGES", languages)
+    settings = Settings(_env_file=None)
+    weights = settings.retrieval().weights
+    assert weights.vector_languages() == served
+    # FAQ confidence trusts the cosine where the FAQ vector leg counts; the local reranker runs where vectors do.
+    assert {lang for lang, legs in settings.faq_search().weights.items() if legs["vector"] > 0} == served
+    assert settings.rerank().languages == served
+    for lang in {"en", "zh"} - served:
+        assert weights.chunks[lang] == {"vector": 0.0, "bm25": 1.0}
+
+
+def test_pasted_fusion_weights_override_the_languages_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBEDDING_LANGUAGES", "*")
+    monkeypatch.setenv("FUSION_WEIGHTS", '{"chunks": {"zh": {"vector": 0.5, "bm25": 1.0}}}')
+    weights = Settings(_env_file=None).retrieval().weights
+    assert weights.chunks["zh"] == {"vector": 0.5, "bm25": 1.0}
+    assert weights.chunks["en"] == {"vector": 1.0, "bm25": 1.0}
+    assert weights.faqs["zh"] == {"vector": 1.0, "bm25": 0.0}
+
+
+def test_fusion_weights_for_an_unknown_language_name_the_place_in_the_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSION_WEIGHTS", '{"chunks": {"de": {"vector": 1}}}')
+    with pytest.raises(ValidationError) as caught:
+        Settings(_env_file=None)
+    (line,) = describe_validation_error(caught.value)
+    assert line.startswith("FUSION_WEIGHTS.chunks.de")
+    assert "'zh' or 'en'" in line
+
+
+def test_the_line_the_fusion_sweep_prints_is_a_setting_that_gives_its_best_weights(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    zh_chunks = {point: 0.5 for point in GRID} | {(0.3, 1.0): 0.9}
+    en_faqs_a = {point: 0.5 for point in GRID} | {(1.0, 0.0): 0.8, (1.0, 0.1): 0.7}
+    en_faqs_b = {point: 0.5 for point in GRID} | {(1.0, 0.0): 0.6, (1.0, 0.1): 0.75}
+    line = settings_line({("chunks", "zh"): [zh_chunks], ("faqs", "en"): [en_faqs_a, en_faqs_b]})
+    name, _, value = line.partition("=")
+    monkeypatch.setenv(name, value)
+    weights = Settings(_env_file=None).retrieval().weights
+    assert weights.chunks["zh"] == {"vector": 0.3, "bm25": 1.0}
+    # Averaged over the two FAQ sets: 0.70 for (1.0, 0.0) against 0.725 for (1.0, 0.1).
+    assert weights.faqs["en"] == {"vector": 1.0, "bm25": 0.1}

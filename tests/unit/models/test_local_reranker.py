@@ -11,11 +11,12 @@ import pytest
 from rag.errors import ModelError, RerankerError
 from rag.lexical import LexicalAnalyzer
 from rag.models.rerankers import IdfTable, LocalReranker, load_idf, tfidf_cosine
+from rag.ports import EmbedKind
 from rag.types import KnownVectors, Vector
 
 
 class FixedEmbedder:
-    """Our Embedder protocol: a fixed vector per text ([0, 0] for unlisted), recording each call."""
+    """Our Embedder protocol: a fixed vector per text ([0, 0] for unlisted), recording each call and its kind."""
 
     provider = "fixed"
     model_id = "fixed-model"
@@ -25,9 +26,14 @@ class FixedEmbedder:
         self.vectors = vectors
         self.fail = fail
         self.calls: list[list[str]] = []
+        self.kinds: list[EmbedKind] = []
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         self.calls.append(list(texts))
+        self.kinds.append(kind)
         if self.fail is not None:
             raise self.fail
         return [self.vectors.get(text, [0.0, 0.0]) for text in texts]
@@ -94,7 +100,7 @@ async def test_chinese_text_is_matched_on_jieba_words_weighted_by_idf(
     assert scores[0] > scores[2] > 0.0
 
 
-@pytest.mark.parametrize(("weights", "calls"), [((1.0, 0.0), 0), ((0.0, 1.0), 1)], ids=["lexical-only", "vector-only"])
+@pytest.mark.parametrize(("weights", "calls"), [((1.0, 0.0), 0), ((0.0, 1.0), 2)], ids=["lexical-only", "vector-only"])
 async def test_a_zero_weight_side_is_not_computed(
     lexical: LexicalAnalyzer, weights: tuple[float, float], calls: int
 ) -> None:
@@ -105,10 +111,11 @@ async def test_a_zero_weight_side_is_not_computed(
     assert len(embedder.calls) == calls
 
 
-async def test_query_and_texts_are_embedded_in_one_call(lexical: LexicalAnalyzer) -> None:
+async def test_the_query_is_embedded_as_a_query_and_the_texts_as_passages(lexical: LexicalAnalyzer) -> None:
     embedder = FixedEmbedder({})
     await LocalReranker(embedder, lexical, idf=FLAT_IDF).rerank("q", ["a", "b"])
-    assert embedder.calls == [["q", "a", "b"]]
+    assert embedder.calls == [["q"], ["a", "b"]]
+    assert embedder.kinds == ["query", "passage"]
 
 
 async def test_no_texts_means_no_work(lexical: LexicalAnalyzer) -> None:
@@ -176,6 +183,7 @@ async def test_known_vectors_are_used_and_only_the_missing_ones_embedded(lexical
     scores = await reranker.rerank(query, texts, KnownVectors([1.0, 0.0], [[1.0, 0.0], None]))
 
     assert embedder.calls == [[texts[1]]]
+    assert embedder.kinds == ["passage"]
     assert scores == pytest.approx([1.0, 0.0])
 
 
@@ -185,5 +193,5 @@ async def test_known_vectors_of_the_wrong_length_are_ignored_and_everything_embe
 
     scores = await reranker.rerank("q", ["a"], KnownVectors(None, []))
 
-    assert embedder.calls == [["q", "a"]]
+    assert embedder.calls == [["q"], ["a"]]
     assert scores == pytest.approx([1.0])

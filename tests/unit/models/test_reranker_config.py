@@ -8,6 +8,7 @@ import pytest
 
 from rag.lexical import LexicalAnalyzer
 from rag.models.rerankers import ApiReranker, LocalReranker, RerankerConfig, build_reranker, rerank_url
+from rag.ports import EmbedKind
 from rag.types import Vector
 
 
@@ -18,7 +19,10 @@ class NoEmbedder:
     model_id = "none"
     dimension = None
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    def prompt(self, kind: EmbedKind) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
         raise AssertionError("building a reranker must not embed")
 
 
