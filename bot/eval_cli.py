@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.services import Services
+from rag.config import AnswerConfig
 from rag.eval import rewrite_eval
+from rag.eval.answer_eval import Compose, Selected, answer_table, evaluate_answers, gold_queries
 from rag.eval.retrieval_eval import (
     BeirSet,
     FaqScores,
@@ -27,15 +29,19 @@ from rag.eval.retrieval_eval import (
     load_beir,
     read_jsonl,
 )
-from rag.faq.candidate import faq_confidence
+from rag.fallback import extractive_answer, faq_answers
+from rag.faq.candidate import VERBATIM, faq_confidence
 from rag.faq.search import FaqSearch
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry, question_key
 from rag.models.rerankers import build_reranker
+from rag.pipeline import TurnContext
 from rag.ports import Reranker
 from rag.relevance import rerank_order
 from rag.retrieval import FusionWeights, Mode, Retriever
 from rag.rewrite_rules import RuleRewriter
+from rag.stages.generate import Generate
+from rag.types import Candidate, Vector
 from storage.records import KnowledgeBaseRecord
 
 _NO_ANSWER = "(no answer in the evaluation set)"
@@ -148,19 +154,63 @@ class PreparedFaq:
         """Dataset FAQ ids for a query by one search mode over the question variants."""
         return faq_ranker(retriever, mode, self.kb_id, self.faq_to_dataset)
 
-    def product_ranker(self, retriever: Retriever, faqs: FaqSearch) -> RankFaqs:
-        """Dataset FAQ ids as the answer pipeline's FAQ search offers them (vetoes and confidence bar applied)."""
+    def product_ranker(self, retriever: Retriever, faqs: FaqSearch, answer: AnswerConfig | None = None) -> RankFaqs:
+        """Dataset FAQ ids as the answer pipeline's FAQ search offers them (vetoes and confidence bar applied); with
+        `answer`, also which of them the answer stage would give verbatim were that FAQ first (its decision, run)."""
+        return self._product(retriever, faqs, answer, names_rule=True, searched={})
 
+    def product_rankers(self, retriever: Retriever, faqs: FaqSearch, answer: AnswerConfig) -> dict[str, RankFaqs]:
+        """Two `product_ranker` rows on the same search results: the product, and the product with every FAQ
+        counted as carrying the question's names and numbers (the verbatim decision as it was before that rule)."""
+        searched: dict[str, list[Candidate]] = {}
+        return {
+            "FAQ search (product)": self._product(retriever, faqs, answer, names_rule=True, searched=searched),
+            "FAQ search (product), names rule off": self._product(
+                retriever, faqs, answer, names_rule=False, searched=searched
+            ),
+        }
+
+    def _product(
+        self,
+        retriever: Retriever,
+        faqs: FaqSearch,
+        answer: AnswerConfig | None,
+        *,
+        names_rule: bool,
+        searched: dict[str, list[Candidate]],
+    ) -> RankFaqs:
         async def rank(query: str) -> RankedFaqs:
-            found = await faqs.search(query, await retriever.query_vector(query), [self.kb_id])
-            ids = [self.faq_to_dataset[c.id] for c in found if c.id in self.faq_to_dataset]
-            return RankedFaqs(ids, faq_confidence(found[0]) if found else None)
+            if query not in searched:
+                searched[query] = await faqs.search(query, await retriever.query_vector(query), [self.kb_id])
+            found = searched[query]
+            if not names_rule:
+                found = [replace(c, metadata={**c.metadata, VERBATIM: True}) for c in found]
+            known = [(self.faq_to_dataset[c.id], c) for c in found if c.id in self.faq_to_dataset]
+            ids, confidence = [faq_id for faq_id, _ in known], faq_confidence(found[0]) if found else None
+            if answer is None:
+                return RankedFaqs(ids, confidence)
+            decided = [(faq_id, await _verbatim_answer(query, c, answer)) for faq_id, c in known]
+            return RankedFaqs(
+                ids,
+                confidence,
+                quoted=frozenset(faq_id for faq_id, (quoted, _) in decided if quoted),
+                direct=frozenset(faq_id for faq_id, (_, direct) in decided if direct),
+            )
 
         return rank
 
     async def score(self, rankers: Mapping[str, RankFaqs], direct_threshold: float) -> list[FaqScores]:
         """Each ranker's hit and false-hit rates."""
         return await evaluate_faq(self.folder, rankers, direct_threshold=direct_threshold)
+
+
+async def _verbatim_answer(query: str, faq: Candidate, config: AnswerConfig) -> tuple[bool, bool]:
+    """With `faq` the best passage, whether the answer stage without a chat model replies with the FAQ's answer
+    verbatim, and whether it answers directly (which it does before, and whether or not, a model is asked)."""
+    turn = TurnContext(query=query, kb_ids=(faq.kb_id,), selected=[faq])
+    await Generate(None, config).run(turn)
+    reply = "".join([piece async for piece in turn.answer]) if turn.answer is not None else ""
+    return reply.strip() in faq_answers(faq)[:1], turn.outcome == "faq_direct"
 
 
 def _retrieval_table(name: str, scores: Sequence[RetrievalScores]) -> str:
@@ -189,6 +239,19 @@ def _faq_table(name: str, scores: Sequence[FaqScores]) -> str:
         f"| {s.unmatched} | {s.offered_rate:.1%} | {s.direct_rate:.1%} |"
         for s in scores
     ]
+    verbatim = [(s.mode, s.verbatim) for s in scores if s.verbatim is not None]
+    if verbatim:
+        lines += [
+            "",
+            "| ranker | quoted without a model | of which the gold FAQ | answered directly | of which the gold FAQ "
+            "| gold FAQ left out: quoted without a model | gold FAQ left out: answered directly |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {mode} | {v.quoted:.1%} | {v.quoted_gold:.1%} | {v.direct:.1%} | {v.direct_gold:.1%} "
+            f"| {v.gold_out_quoted:.1%} | {v.gold_out_direct:.1%} |"
+            for mode, v in verbatim
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -214,6 +277,48 @@ async def _evaluate_retrieval(services: Services, folder: Path, out: TextIO) -> 
                 retriever, reranker, _RERANK_POOL
             )
         out.write(_retrieval_table(folder.name, await prepared.score(rankers)) + "\n")
+        if queries := gold_queries(prepared.data.queries):
+            scores = await evaluate_answers(queries, _product_selection(services, prepared.kb_id), _composers(services))
+            out.write(answer_table(folder.name, scores) + "\n")
+
+
+def _product_selection(services: Services, kb_id: str) -> Selected:
+    """The passages the answer pipeline would answer from (its search pipeline, top k), and the query vector."""
+
+    async def select(question: str) -> tuple[list[Candidate], Vector | None]:
+        answerer = services.answerer
+        turn = await answerer.execute(answerer.prepare(question, [kb_id]), answerer.search)
+        return turn.selected, turn.query_vector
+
+    return select
+
+
+def _composers(services: Services) -> dict[str, Compose]:
+    """Today's whole-passage quote beside the sentence answer as the product gives it, and with embeddings."""
+    config = services.settings.answer()
+    every_language = replace(config, extractive=replace(config.extractive, embed_languages=None))
+    budget = config.extractive.max_chars
+
+    async def whole(question: str, passages: Sequence[Candidate], vector: Vector | None) -> str:
+        return extractive_answer(question, passages)
+
+    def stage(generate: Generate) -> Compose:
+        async def compose(question: str, passages: Sequence[Candidate], vector: Vector | None) -> str:
+            turn = TurnContext(question, (), selected=list(passages), query_vector=vector)
+            await generate.run(turn)
+            return "".join([piece async for piece in turn.answer]) if turn.answer else ""
+
+        return compose
+
+    tokens = services.lexical.tokens
+    return {
+        "whole passages (before, <= 1200 chars)": whole,
+        f"sentences, jieba terms (<= {budget} chars)": stage(Generate(None, config, terms=tokens)),
+        f"sentences, jieba terms + embeddings in every language (<= {budget})": stage(
+            Generate(None, every_language, terms=tokens, embedder=services.embedder.transient)
+        ),
+        f"sentences, dictionary-free terms (<= {budget})": stage(Generate(None, config)),
+    }
 
 
 async def _evaluate_faq(services: Services, folder: Path, out: TextIO) -> None:
@@ -225,9 +330,10 @@ async def _evaluate_faq(services: Services, folder: Path, out: TextIO) -> None:
             "rrf, equal weights": prepared.ranker(_equal_weights(retriever), "rrf"),
             "weaviate hybrid (ranked fusion)": prepared.ranker(retriever, "weaviate"),
             "hybrid (product weights)": prepared.ranker(retriever, "rrf"),
-            "FAQ search (product)": prepared.product_ranker(retriever, faq_search_for(services)),
         }
-        threshold = services.settings.answer().direct_answer_threshold
+        answer = services.settings.answer()
+        rankers.update(prepared.product_rankers(retriever, faq_search_for(services), answer))
+        threshold = answer.direct_answer_threshold
         out.write(_faq_table(folder.name, await prepared.score(rankers, threshold)) + "\n")
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rag.extractive import ExtractiveConfig
 from rag.prompt import DEFAULT, PromptTemplate
 
 
@@ -49,3 +50,5 @@ class AnswerConfig:
     fallback: Fallback = "extractive"
     fallback_text: str = "I could not find an answer to that in the knowledge base."
     template: PromptTemplate = field(default_factory=lambda: DEFAULT)
+    # Without a model: how long the quoted sentences may be and where sentence embeddings are trusted.
+    extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig)

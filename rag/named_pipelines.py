@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from rag.config import AnswerConfig
 from rag.faq.search import FaqSearch
@@ -69,7 +70,8 @@ def rag_stream(parts: PipelineParts) -> Pipeline:
         [
             *_retrieval_stages(parts),
             IntoChatMessage(parts.tokens, parts.answer),
-            Generate(parts.model, parts.answer),
+            # The extractive answer cuts sentences with the BM25 analyzer, without filling its remembered terms.
+            Generate(parts.model, parts.answer, terms=partial(parts.retriever.lexical.tokens, remember=False)),
             StreamAnswer(),
         ],
         parts.observe,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from rag.faq.candidate import faq_confidence
+from rag.faq.candidate import answers_directly
 from rag.stream_filter import NO_MATCH
 from rag.tokens import TokenCounter
 from rag.types import Candidate, ChatMessage
@@ -119,7 +119,8 @@ def _source(number: int, candidate: Candidate) -> str:
 
 
 def _is_direct(candidate: Candidate, threshold: float) -> bool:
-    return candidate.kind == "faq" and faq_confidence(candidate) >= threshold
+    """An FAQ the model is to answer with (its high-confidence section): the one a direct answer would give."""
+    return answers_directly(candidate, threshold)
 
 
 def order_passages(

@@ -86,17 +86,79 @@ class FaqScores:
     unmatched: int
     offered_rate: float
     direct_rate: float
+    verbatim: VerbatimScores | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerbatimScores:
+    """How often the product gives an FAQ verbatim to queries that have a gold FAQ: quoted as the answer without a
+    chat model, and answered directly (model or not); the share of those that are the gold FAQ; and the same two
+    rates once each query's gold FAQ is left out of the bank (every verbatim answer then a wrong one)."""
+
+    quoted: float
+    quoted_gold: float
+    direct: float
+    direct_gold: float
+    gold_out_quoted: float
+    gold_out_direct: float
 
 
 @dataclass(frozen=True, slots=True)
 class RankedFaqs:
-    """A ranker's answer for one query: dataset FAQ ids best first, and the top one's confidence if it has one."""
+    """A ranker's answer for one query: dataset FAQ ids best first, and the top one's confidence if it has one.
+
+    A ranker that makes the product's verbatim decision also says which of the ranked FAQs it would quote as the
+    answer without a chat model (`quoted`) and answer directly (`direct`) were that FAQ first: the decision is
+    the FAQ's own, so leaving the gold FAQ out of the list shows what the next one would have been answered with.
+    """
 
     ids: list[str]
     top_confidence: float | None = None
+    quoted: frozenset[str] | None = None
+    direct: frozenset[str] | None = None
 
 
 RankFaqs = Callable[[str], Awaitable[RankedFaqs]]
+
+
+def _first(ids: Sequence[str], left_out: str | None = None) -> str | None:
+    return next((faq_id for faq_id in ids if faq_id != left_out), None)
+
+
+def _directly(ranked: RankedFaqs, threshold: float) -> bool:
+    """The first FAQ is answered directly: by the ranker's own decision, else by its confidence."""
+    if ranked.direct is not None:
+        return bool(ranked.ids) and ranked.ids[0] in ranked.direct
+    return ranked.top_confidence is not None and ranked.top_confidence >= threshold
+
+
+def _share(count: int, total: int) -> float:
+    return count / total if total else 0.0
+
+
+def _verbatim(answers: Sequence[tuple[str, RankedFaqs]]) -> VerbatimScores | None:
+    """Verbatim rates over (gold FAQ id, ranking) pairs, for a ranker that decides them."""
+    if not answers or any(ranked.quoted is None or ranked.direct is None for _, ranked in answers):
+        return None
+    counts = dict.fromkeys(("quoted", "quoted_gold", "direct", "direct_gold", "out_quoted", "out_direct"), 0)
+    for gold, ranked in answers:
+        quoted, direct = ranked.quoted or frozenset(), ranked.direct or frozenset()
+        first, next_first = _first(ranked.ids), _first(ranked.ids, left_out=gold)
+        counts["quoted"] += first in quoted
+        counts["quoted_gold"] += first in quoted and first == gold
+        counts["direct"] += first in direct
+        counts["direct_gold"] += first in direct and first == gold
+        counts["out_quoted"] += next_first in quoted
+        counts["out_direct"] += next_first in direct
+    total = len(answers)
+    return VerbatimScores(
+        _share(counts["quoted"], total),
+        _share(counts["quoted_gold"], counts["quoted"]),
+        _share(counts["direct"], total),
+        _share(counts["direct_gold"], counts["direct"]),
+        _share(counts["out_quoted"], total),
+        _share(counts["out_direct"], total),
+    )
 
 
 async def evaluate_faq(
@@ -104,21 +166,24 @@ async def evaluate_faq(
 ) -> list[FaqScores]:
     """Per ranker: top-1/top-5 accuracy over queries with a faq_id; how often a labelled negative pair comes
     first; and, over queries that match no FAQ, how often any FAQ is offered and how often one clears the
-    direct-answer threshold (answered verbatim, a false answer)."""
+    direct-answer threshold (answered verbatim, a false answer). For a ranker that decides verbatim answers, also
+    the `VerbatimScores` of the queries with a faq_id."""
     queries = read_jsonl(folder / "queries.jsonl")
     results = []
     for label, rank in rankers.items():
         hits1 = hits5 = answerable = negatives = false_hits = unmatched = offered = direct = 0
+        golds: list[tuple[str, RankedFaqs]] = []
         for query in queries:
             ranked = await rank(str(query["text"]))
             if query.get("faq_id"):
                 answerable += 1
                 hits1 += ranked.ids[:1] == [query["faq_id"]]
                 hits5 += query["faq_id"] in ranked.ids[:5]
+                golds.append((str(query["faq_id"]), ranked))
             else:
                 unmatched += 1
                 offered += bool(ranked.ids)
-                direct += ranked.top_confidence is not None and ranked.top_confidence >= direct_threshold
+                direct += _directly(ranked, direct_threshold)
             if query.get("pair_label") == 0 and query.get("pair_faq_id"):
                 negatives += 1
                 false_hits += ranked.ids[:1] == [query["pair_faq_id"]]
@@ -133,6 +198,7 @@ async def evaluate_faq(
                 unmatched,
                 offered / unmatched if unmatched else 0.0,
                 direct / unmatched if unmatched else 0.0,
+                _verbatim(golds),
             )
         )
     return results

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag.faq.candidate import faq_candidate
+from rag.faq.distinctive import FaqWords, carried, distinctive_terms, faq_words, written_names
 from rag.fusion import RRF_K, rrf
 from rag.ingest.faq_sheet import question_key
 from rag.lexical import LexicalAnalyzer
@@ -17,6 +19,9 @@ from rag.types import Candidate, Vector
 from storage.records import FaqRecord
 from storage.repos.faqs import FaqRepo
 from storage.weaviate.schema import Collection
+
+# FAQs whose words are kept (a few KB each).
+_REMEMBERED_FAQS = 4096
 
 
 def _default_weights() -> Mapping[Language, Mapping[str, float]]:
@@ -67,6 +72,10 @@ def bigram_dice(a: str, b: str) -> float:
     return 2 * len(first & second) / (len(first) + len(second))
 
 
+def _texts(faq: FaqRecord) -> list[str]:
+    return [faq.question, *faq.similar_questions, *faq.answers]
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
@@ -94,6 +103,9 @@ class FaqSearch:
         self._lexical = lexical
         self._embedder = embedder
         self.config = config or FaqSearchConfig()
+        # An FAQ's words are read once per content (the record is the key): a bank's FAQs come back turn after
+        # turn, and cutting their answers is the slow part (~150 ms for 30 long StackFAQ entries, 0.2 ms after).
+        self._words: Callable[[FaqRecord], FaqWords] = functools.lru_cache(maxsize=_REMEMBERED_FAQS)(self._read)
 
     async def search(self, query: str, vector: Vector, kb_ids: Sequence[str]) -> list[Candidate]:
         """Enabled FAQs matching `query`, best first, with vetoed ones removed."""
@@ -103,14 +115,27 @@ class FaqSearch:
         records = {faq.id: faq for faq in await self._faqs.by_ids(list(evidence))}
         evidence = await self._complete(vector, evidence, records)
         language = query_language(query)
+        kept = {
+            faq_id: faq
+            for faq_id, found in evidence.items()
+            if (faq := records.get(faq_id)) is not None
+            and faq.enabled
+            and not self._vetoed(query, faq, found)
+            and self._relevant(found, language)
+        }
+        verbatim: set[str] = set()
+        if kept:
+            verbatim = await asyncio.to_thread(self._carrying, query, list(kept.values()), list(records.values()))
         offered = {}
-        for faq_id, found in evidence.items():
-            faq = records.get(faq_id)
-            if faq is None or not faq.enabled or self._vetoed(query, faq, found) or not self._relevant(found, language):
-                continue
+        for faq_id, faq in kept.items():
+            found = evidence[faq_id]
             legs = frozenset({"faq", "bm25"} if found.bm25_rank is not None else {"faq"})
             offered[faq_id] = faq_candidate(
-                faq, score=found.positive or 0.0, legs=legs, confidence=self._confidence(query, faq, found, language)
+                faq,
+                score=found.positive or 0.0,
+                legs=legs,
+                confidence=self._confidence(query, faq, found, language),
+                verbatim=faq_id in verbatim,
             )
         order = self._order(query, {faq_id: evidence[faq_id] for faq_id in offered})
         return [offered[faq_id] for faq_id in order]
@@ -149,6 +174,17 @@ class FaqSearch:
             return found.positive or 0.0
         return max(bigram_dice(query, question) for question in (faq.question, *faq.similar_questions))
 
+    def _carrying(self, query: str, faqs: Sequence[FaqRecord], seen: Sequence[FaqRecord]) -> set[str]:
+        """The FAQs that carry the query's names and numbers, in their questions or answers: only those may be
+        given verbatim. Which lower-case words are names comes from how the FAQs `seen` for this query write them.
+        """
+        names = written_names(query, map(self._words, seen))
+        wanted = distinctive_terms(query, self._lexical.tokens, names)
+        return {faq.id for faq in faqs if carried(wanted, self._words(faq))}
+
+    def _read(self, faq: FaqRecord) -> FaqWords:
+        return faq_words(_texts(faq), self._lexical.tokens)
+
     def _relevant(self, found: _Evidence, language: Language) -> bool:
         lexical = found.bm25_rank is not None and language == "zh"
         bar = self.config.min_score_with_lexical if lexical else self.config.min_score
@@ -172,7 +208,9 @@ class FaqSearch:
             for faq_id in missing
         }
         flat = [text for positives, negatives in texts.values() for text in (*positives, *negatives)]
-        vectors = iter(await self._embedder.embed(flat))
+        # One rule for FAQ question variants: they are passages, what a query is matched against, at import, at
+        # reindex and here (so these lookups hit the vectors stored at import); only the user's question is a query.
+        vectors = iter(await self._embedder.embed(flat, kind="passage"))
         completed = dict(evidence)
         for faq_id, (positives, negatives) in texts.items():
             positive = max(_cosine(vector, next(vectors)) for _ in positives)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from rag.config import AnswerConfig
 from rag.errors import ModelError
-from rag.fallback import extractive_answer, fixed_answer, no_answer_text
-from rag.faq.candidate import faq_confidence
+from rag.extractive import Terms, passage_units, plain_terms, score_units, select_answer
+from rag.fallback import extractive_answer, faq_answers, fixed_answer, no_answer_text
+from rag.faq.candidate import answers_directly
 from rag.pipeline import TurnContext, answer_once
-from rag.ports import ChatModel
+from rag.ports import ChatModel, Embedder
+from rag.retrieval import query_language
 from rag.stream_filter import StreamFilter
-from rag.types import ChatMessage
+from rag.types import ChatMessage, Vector
 
 log = logging.getLogger(__name__)
 
@@ -22,9 +25,20 @@ class Generate:
 
     name = "CHAT_COMPLETION_STREAM"
 
-    def __init__(self, model: ChatModel | None, config: AnswerConfig) -> None:
+    def __init__(
+        self,
+        model: ChatModel | None,
+        config: AnswerConfig,
+        *,
+        terms: Terms | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        """`terms` cuts text into lexical terms (the BM25 analyzer's `tokens`); `embedder`, when given, scores
+        the extractive answer's sentences by meaning too, for questions in a language it serves."""
         self._model = model
         self._config = config
+        self._terms = terms or plain_terms
+        self._embedder = embedder
 
     async def run(self, turn: TurnContext) -> str:
         direct = self._direct_faq(turn)
@@ -33,7 +47,7 @@ class Generate:
             turn.answer = answer_once(direct)
         elif self._model is None:
             turn.outcome = "extractive" if turn.selected else "no_match"
-            turn.answer = answer_once(self._fallback_text(turn))
+            turn.answer = answer_once(await self._fallback_text(turn))
         else:
             turn.outcome = "generated"
             turn.answer = self._stream(turn, self._model)
@@ -43,14 +57,30 @@ class Generate:
         if not self._config.answer_faq_directly or not turn.selected:
             return None
         best = turn.selected[0]
-        if best.kind == "faq" and faq_confidence(best) >= self._config.direct_answer_threshold:
+        if answers_directly(best, self._config.direct_answer_threshold):
             return extractive_answer(turn.query, [best])
         return None
 
-    def _fallback_text(self, turn: TurnContext) -> str:
+    async def _fallback_text(self, turn: TurnContext) -> str:
         if self._config.fallback == "fixed" or not turn.selected:
             return self._nothing_found(turn)
-        return extractive_answer(turn.query, turn.selected)
+        return await self._extractive(turn)
+
+    async def _extractive(self, turn: TurnContext) -> str:
+        """A top FAQ that clears the direct-answer bar verbatim; else the sentences that answer the question."""
+        best = turn.selected[0]
+        if faq_answers(best) and answers_directly(best, self._config.direct_answer_threshold):
+            return extractive_answer(turn.query, [best])
+        config = self._config.extractive
+        units = passage_units(turn.selected, config.max_chars)
+        vectors: Sequence[Vector | None] | None = None
+        served = config.embed_languages is None or query_language(turn.query) in config.embed_languages
+        if self._embedder is not None and turn.query_vector is not None and served and units:
+            vectors = await self._embedder.embed([unit.text for unit in units])  # one batch for all sentences
+        scores = await asyncio.to_thread(
+            score_units, turn.query, units, self._terms, config, query_vector=turn.query_vector, unit_vectors=vectors
+        )
+        return select_answer(units, scores, config) or no_answer_text(turn.query)
 
     def _nothing_found(self, turn: TurnContext) -> str:
         """The chat's own fallback text when it has one, else the configured fixed text or the apology."""
@@ -80,7 +110,7 @@ class Generate:
                 raise
             log.warning("generate=fallback reason=%s", exc)
             turn.outcome = "model_error"
-            yield self._fallback_text(turn)
+            yield await self._fallback_text(turn)
             return
         if visible.no_match or not emitted:
             turn.outcome = "no_match"
@@ -91,5 +121,5 @@ class Generate:
             reply = await model.complete([ChatMessage("user", turn.query)])
             return StreamFilter().feed(reply) or no_answer_text(turn.query)
         if self._config.fallback == "extractive" and turn.selected:
-            return extractive_answer(turn.query, turn.selected)
+            return await self._extractive(turn)
         return self._nothing_found(turn)

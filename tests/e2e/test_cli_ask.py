@@ -28,7 +28,8 @@ async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(
 
     code, out, err = await run_ragbot(env, tmp_path, "ask", "how much paid leave do I get?", "--kb", "hr")
     assert code == 0, err
-    assert out.startswith("25 days a year.")
+    # Ranked first but below the direct-answer bar: quoted as a source, not given as the answer itself.
+    assert out.startswith("> 25 days a year. [1]\n")
     assert "[1] How many days of paid leave do I get?" in out
 
     code, out, err = await run_ragbot(env, tmp_path, "ask", "when does the office open?", "--kb", "hr", "--show-stages")

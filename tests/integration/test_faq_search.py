@@ -1,15 +1,19 @@
-"""FAQ matching on real Weaviate: confidence, negative questions (exact and by meaning), disabled entries."""
+"""FAQ matching on real Weaviate: confidence, negative-question vetoes, disabled entries, verbatim answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.faq.candidate import faq_confidence
+from rag.config import AnswerConfig
+from rag.faq.candidate import answers_directly, faq_confidence
 from rag.faq.search import FaqSearch
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.faq_sheet import FaqEntry
 from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import OnnxEmbedder
+from rag.pipeline import TurnContext
+from rag.stages.generate import Generate
+from rag.types import Candidate
 from storage.db import Database
 from storage.records import KnowledgeBaseRecord
 from storage.repos.faqs import FaqRepo
@@ -104,3 +108,65 @@ async def test_chinese_confidence_comes_from_the_words_not_the_english_only_embe
     [vector] = await embedder.embed(["我想开通一下"])
     for candidate in await search.search("我想开通一下", vector, [kb.id]):
         assert faq_confidence(candidate) < 0.9  # never answered verbatim on a loose match
+
+
+NAMED = [
+    FaqEntry(
+        "How do I delete my Facebook account?",
+        ("Go to facebook.com/help/delete_account and click Submit. The account is gone after two weeks.",),
+    ),
+    FaqEntry("How many days of paid leave do I get in 2024?", ("25 days in 2024.",)),
+]
+
+
+async def _answer_without_a_model(
+    query: str, search: FaqSearch, embedder: OnnxEmbedder, kb_id: str
+) -> tuple[Candidate, str, str]:
+    """The best FAQ, and the reply and outcome of the answer stage with it first and no chat model."""
+    [vector] = await embedder.embed([query])
+    [best, *_] = await search.search(query, vector, [kb_id])
+    turn = TurnContext(query=query, kb_ids=(kb_id,), selected=[best])
+    await Generate(None, AnswerConfig()).run(turn)
+    assert turn.answer is not None
+    return best, "".join([piece async for piece in turn.answer]), turn.outcome
+
+
+@pytest.mark.parametrize(
+    ("query", "faq", "named"),
+    [
+        ("How do I delete my LinkedIn account?", 0, True),  # another product, the same wording
+        # A lower-case name nobody wrote before is no name to the rule; the confidence (0.63) keeps it from
+        # being the answer.
+        ("how do i delete my linkedin account", 0, False),
+        ("How many days of paid leave do I get in 2025?", 1, True),  # another year: 0.98 cosine
+    ],
+)
+async def test_a_question_about_something_else_is_not_answered_verbatim_by_a_close_faq(
+    db: Database,
+    store: WeaviateStore,
+    embedder: OnnxEmbedder,
+    lexical: LexicalAnalyzer,
+    query: str,
+    faq: int,
+    named: bool,
+) -> None:
+    kb = await KnowledgeBaseRepo(db).create("faq-named", chunking={})
+    await FaqImporter(FaqRepo(db), store, embedder, lexical).import_entries(kb, NAMED)
+    search = FaqSearch(store, FaqRepo(db), lexical, embedder)
+    best, reply, outcome = await _answer_without_a_model(query, search, embedder, kb.id)
+    assert best.metadata["question"] == NAMED[faq].question  # still offered, as a source
+    assert outcome != "faq_direct"
+    assert reply != NAMED[faq].answers[0]
+    assert answers_directly(best, threshold=0.0) is not named  # the name or number it lacks rules it out
+
+
+async def test_a_question_naming_what_the_faq_names_is_answered_verbatim(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    kb = await KnowledgeBaseRepo(db).create("faq-named", chunking={})
+    await FaqImporter(FaqRepo(db), store, embedder, lexical).import_entries(kb, NAMED)
+    search = FaqSearch(store, FaqRepo(db), lexical, embedder)
+    query = "How can I delete my Facebook account?"
+    best, reply, outcome = await _answer_without_a_model(query, search, embedder, kb.id)
+    assert (reply, outcome) == (NAMED[0].answers[0], "faq_direct")
+    assert answers_directly(best, 0.9)

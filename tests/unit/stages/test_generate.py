@@ -8,6 +8,7 @@ import pytest
 
 from rag.config import AnswerConfig
 from rag.errors import ModelError
+from rag.extractive import ExtractiveConfig
 from rag.pipeline import TurnContext
 from rag.stages.filter_top_k import FilterTopK
 from rag.stages.generate import Generate
@@ -72,10 +73,59 @@ async def test_a_weak_faq_goes_to_the_model_instead() -> None:
     assert turn.outcome == "generated"
 
 
-async def test_without_a_model_the_best_passages_are_quoted() -> None:
-    text, turn = await _answer(None, [_chunk()])
-    assert text.startswith("> The office is open from 9 to 17.")
+async def test_without_a_model_the_sentence_that_answers_is_quoted() -> None:
+    passage = _chunk("Parking is free for staff. The office is open from 9 to 17. Lunch is at noon.")
+    text, turn = await _answer(None, [passage])
+    assert text == "> The office is open from 9 to 17. [1]"
     assert turn.outcome == "extractive"
+
+
+async def test_the_extractive_answer_stays_within_its_configured_budget() -> None:
+    passage = _chunk("The office is open " + "and staffed " * 60 + "until late.")
+    text, _ = await _answer(None, [passage], extractive=ExtractiveConfig(max_chars=100))
+    assert len(text) <= 100
+    assert text.endswith("… [1]")
+
+
+async def test_a_confident_faq_is_verbatim_without_a_model_even_when_not_answered_directly() -> None:
+    text, turn = await _answer(None, [_faq(0.95), _chunk()], answer_faq_directly=False)
+    assert text == "25 days a year."
+    assert turn.outcome == "extractive"
+
+
+async def test_a_weak_top_faq_is_one_source_among_others_without_a_model() -> None:
+    text, _ = await _answer(None, [_faq(0.5), _chunk()])
+    assert text == "> The office is open from 9 to 17. [2]"
+
+
+class CountingEmbedder:
+    """Our Embedder protocol: a vector per text that says whether it mentions the office, calls recorded."""
+
+    provider = "fake"
+    model_id = "fake"
+    dimension = 2
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def prompt(self, kind: str) -> str:
+        return ""
+
+    async def embed(self, texts: Sequence[str], *, kind: str = "passage") -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [[1.0, 0.0] if "office" in text else [0.0, 1.0] for text in texts]
+
+
+@pytest.mark.parametrize(("query", "embedded"), [("When is the office open?", True), ("办公室几点开门？", False)])
+async def test_sentences_are_embedded_in_one_batch_only_for_a_served_language(query: str, embedded: bool) -> None:
+    embedder = CountingEmbedder()
+    passage = _chunk("Parking is free. The office is open from 9 to 17.")
+    turn = TurnContext(query=query, kb_ids=("kb",), selected=[passage], query_vector=[1.0, 0.0])
+    await Generate(None, AnswerConfig(), embedder=embedder).run(turn)  # type: ignore[arg-type]
+    assert turn.answer is not None
+    text = "".join([piece async for piece in turn.answer])
+    assert embedder.calls == ([["Parking is free.", "The office is open from 9 to 17."]] if embedded else [])
+    assert text.startswith("> ")
 
 
 async def test_think_blocks_are_removed_from_the_stream() -> None:
