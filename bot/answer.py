@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from bot import messages
 from bot.model_limit import LimitedChatModel
 from rag.faq.search import FaqSearch
 from rag.input_check import check_question
@@ -90,13 +91,18 @@ class Answerer:
         on_text: OnText | None = None,
         stop: asyncio.Event | None = None,
         fallback_text: str = "",
+        language: str | None = None,
     ) -> TurnContext:
         """A new turn for `question`; a question that fails the input check carries its refusal as answer.
 
         With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
-        `history`); store the question first, as it is not a round yet.
+        `history`); store the question first, as it is not a round yet. With `language` (a bot.i18n code), the
+        refusal and the "nothing found" apology are in that language; without, rag picks it from the question.
         """
         check = check_question(question)
+        if language is not None and not fallback_text and self.parts.answer.fallback != "fixed":
+            # rag says "nothing found" in the question's language; the chat may have chosen another (/lang).
+            fallback_text = messages.no_answer(language)
         turn = TurnContext(
             query=check.text,
             kb_ids=tuple(kb_ids),
@@ -110,7 +116,8 @@ class Answerer:
         )
         if not check.ok:
             turn.outcome = "refused"
-            turn.answer = answer_once(check.refusal or "")
+            refusal = check.refusal or ""
+            turn.answer = answer_once(messages.translated(refusal, language) if language else refusal)
         return turn
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:

@@ -68,13 +68,17 @@ class CommandSpec:
 
 @dataclass(frozen=True, slots=True)
 class CommandContext:
-    """What a command handler works with: the message, its parsed command, where to reply, the manager."""
+    """What a command handler works with: the message, its parsed command, where to reply, the manager.
+
+    `lang` is the language code (bot.i18n) its replies are written in.
+    """
 
     message: IncomingMessage
     command: Command
     target: ReplyTarget
     manager: ConversationManager
     is_admin: bool
+    lang: str
 
     async def reply(self, text: str) -> None:
         """Send `text` (Markdown) as a reply in the chat."""
@@ -106,32 +110,35 @@ class CommandRegistry:
         """The commands a person may run, in registration order (what /help and platform menus list)."""
         return [spec for spec in self._specs.values() if is_admin or not spec.admin]
 
-    async def dispatch(self, manager: ConversationManager, message: IncomingMessage, target: ReplyTarget) -> None:
-        """Run the message's command; unknown commands and missing rights get a clear reply, never silence."""
+    async def dispatch(
+        self, manager: ConversationManager, message: IncomingMessage, target: ReplyTarget, lang: str
+    ) -> None:
+        """Run the message's command, replying in `lang`; unknown commands and missing rights get a clear reply."""
         from bot.conversation import deliver_text
 
         assert message.command is not None
         spec = self.match(message)
         if spec is None:
-            await deliver_text(target, messages.unknown_command(message.command.name))
+            await deliver_text(target, messages.unknown_command(message.command.name, lang))
             return
         is_admin = manager.policy.is_admin(message.key.platform, message.user)
         if spec.admin and not is_admin:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
-            await deliver_text(target, messages.admins_only(spec.name))
+            await deliver_text(target, messages.admins_only(spec.name, lang))
             return
         if message.command.error:
-            await deliver_text(target, f"{message.command.error} {messages.usage(spec.usage)}")
+            how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)
+            await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
             return
-        context = CommandContext(message, message.command, target, manager, is_admin)
+        context = CommandContext(message, message.command, target, manager, is_admin, lang)
         try:
             await spec.handler(context)
         except UserFacingError as exc:
-            await deliver_text(target, exc.user_message)
+            await deliver_text(target, messages.translated(exc.user_message, lang))
         except Exception:
             # The command boundary is a turn boundary too: log it, apologise, keep serving.
             log.exception("command=failed name=%s", spec.name)
-            await deliver_text(target, messages.TURN_FAILED)
+            await deliver_text(target, messages.turn_failed(lang))
 
 
 def default_registry() -> CommandRegistry:

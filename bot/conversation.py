@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot import messages
+from bot import i18n, messages
 from bot.chat_metrics import ChatMetrics
 from bot.errors import PlatformError
 from bot.limits import RateLimit, RateLimiter, TurnGate
@@ -129,7 +129,7 @@ class ConversationManager:
             except Exception:
                 # The store failed before a turn existed (resolving, storing the question): still apologise.
                 log.exception("turn=failed_before_answer platform=%s", message.key.platform)
-                await self._say_safely(target, messages.TURN_FAILED)
+                await self._say_safely(target, messages.turn_failed(i18n.detect(message.text)))
                 return None
 
     async def _handle(
@@ -139,16 +139,20 @@ class ConversationManager:
         kb_ids: Sequence[str] | None,
         document_ids: Sequence[str],
     ) -> TurnResult | None:
-        if message.command is not None:
-            await self.commands.dispatch(self, message, target)
-            return None
         chat = message.key.chat_key
         setting = await self.services.bindings.setting(chat.platform, chat.workspace, chat.chat)
+        # Decided once per message, here: every fixed text of this turn or command is in this language.
+        lang = i18n.turn_language(
+            message.command.raw if message.command is not None else message.text, setting.language
+        )
+        if message.command is not None:
+            await self.commands.dispatch(self, message, target, lang)
+            return None
         if not self._answers_here(message, setting):
             log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
             return None
         if not self._rate.allow(self._user_key(message)):
-            await self._say(target, messages.rate_limited(self._rate.retry_after(self._user_key(message))))
+            await self._say(target, messages.rate_limited(self._rate.retry_after(self._user_key(message)), lang))
             return None
         conversation = await self.services.conversations.resolve(*_key_fields(message.key))
         try:
@@ -161,10 +165,10 @@ class ConversationManager:
         readable = list(kb_ids) if kb_ids is not None else await self.readable_kb_ids(message.key)
 
         async def tell_place(place: int) -> None:
-            await self._say(target, messages.queued(place))
+            await self._say(target, messages.queued(place, lang))
 
         async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
-            return await self._turn(message, target, conversation, opened, readable, document_ids, setting)
+            return await self._turn(message, target, conversation, opened, readable, document_ids, setting, lang)
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
@@ -183,6 +187,7 @@ class ConversationManager:
         kb_ids: list[str],
         document_ids: Sequence[str],
         setting: ChatSettingRecord,
+        lang: str,
     ) -> TurnResult:
         started = time.perf_counter()
         opened = await self._recorder.streaming(opened)
@@ -198,7 +203,7 @@ class ConversationManager:
             await stream.push(piece)
 
         try:
-            await stream.status(messages.SEARCHING)
+            await stream.status(messages.searching(lang))
             turn = answerer.prepare(
                 message.text,
                 kb_ids,
@@ -207,10 +212,11 @@ class ConversationManager:
                 on_text=show,
                 stop=stop,
                 fallback_text=setting.fallback_text,
+                language=lang,
             )
             pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
             await answerer.execute(turn, pipeline)
-            answer = await self._answer(turn, opened)
+            answer = await self._answer(turn, opened, lang)
             ref = await stream.finish(answer)
             await self._recorder.finish(
                 opened,
@@ -223,8 +229,8 @@ class ConversationManager:
             _log_failure(exc, conversation.id, opened.request_id)
             text = turn.text if turn is not None else ""
             await self._record_failure(opened, exc, turn, text)
-            ref = await stream.fail(apology(exc))
-            answer = Answer(text=text, outcome="failed", message_id=opened.answer_id)
+            ref = await stream.fail(messages.translated(apology(exc), lang))
+            answer = Answer(text=text, outcome="failed", message_id=opened.answer_id, language=lang)
         finally:
             if self._stops.get(conversation.id) is stop:
                 del self._stops[conversation.id]
@@ -238,18 +244,19 @@ class ConversationManager:
             # The store itself is down: the apology must still reach the person.
             log.exception("turn=unrecorded request=%s", opened.request_id)
 
-    async def _answer(self, turn: TurnContext, opened: OpenTurn) -> Answer:
+    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str) -> Answer:
         notices = []
         if turn.truncated:
-            notices.append(messages.QUESTION_CUT)
+            notices.append(messages.question_cut(lang))
         if turn.outcome == "stopped":
-            notices.append(messages.STOPPED_NOTE)
+            notices.append(messages.stopped_note(lang))
         return Answer(
             text=turn.text,
             sources=tuple(await self.source_links(shown_sources(turn))),
             outcome=turn.outcome,
             message_id=opened.answer_id,
             notice=" ".join(notices),
+            language=lang,
         )
 
     async def source_links(self, candidates: Sequence[Candidate]) -> list[SourceLink]:

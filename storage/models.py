@@ -222,7 +222,7 @@ class ChannelBinding(SQLModel, table=True):
 
 
 class ChatSetting(SQLModel, table=True):
-    """How the bot behaves in one chat: when it answers, and what it says when nothing fits."""
+    """How the bot behaves in one chat: when it answers, what it says when nothing fits, and in which language."""
 
     __tablename__ = "chat_setting"
     __table_args__ = (UniqueConstraint("platform", "workspace", "chat"),)
@@ -233,6 +233,8 @@ class ChatSetting(SQLModel, table=True):
     chat: str = Field(max_length=128)
     answer_mode: str = Field(default="", max_length=16)
     fallback_text: str = Field(default="", max_length=2000)
+    # A language code ("en", "zh") the bot replies in here; "" replies in the language of each message.
+    language: str = Field(default="", max_length=16)
     updated_at: datetime = Field(default_factory=utcnow)
 
 

@@ -239,6 +239,8 @@ class ChatSettingRecord:
     chat: str
     answer_mode: AnswerMode | None = None
     fallback_text: str = ""
+    # The language the bot replies in here; "" for the language of each message.
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

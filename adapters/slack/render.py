@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bot.messages import SOURCES_HEADING
+from bot.messages import sources_heading
 from bot.types import Answer, SourceLink, web_url
 
 FEEDBACK_ACTION: Final = "ragbot_feedback"
@@ -38,15 +38,15 @@ def _source(source: SourceLink) -> str:
     return f"[{source.number}] <{url}|{title}>" if url and "|" not in url else f"[{source.number}] {title}"
 
 
-def sources_block(sources: Sequence[SourceLink]) -> Block | None:
-    """The sources as one context block (small grey text under the answer); None without sources."""
+def sources_block(sources: Sequence[SourceLink], lang: str = "en") -> Block | None:
+    """The sources as one context block (small grey text under the answer), headed in `lang`; None without any."""
     if not sources:
         return None
     lines = [_source(source) for source in sources]
     room = _CONTEXT_ELEMENTS - 1
     if len(lines) > room:
         lines = [*lines[: room - 1], "  ".join(lines[room - 1 :])]
-    elements = [{"type": "mrkdwn", "text": f"*{SOURCES_HEADING}:*"}]
+    elements = [{"type": "mrkdwn", "text": f"*{sources_heading(lang)}:*"}]
     elements += [{"type": "mrkdwn", "text": line} for line in lines]
     return {"type": "context", "elements": elements}
 
@@ -68,7 +68,7 @@ def feedback_block(message_id: str) -> Block:
 
 def trailing_blocks(answer: Answer) -> list[Block]:
     """What goes under an answer's text: its sources, then feedback buttons when it was stored."""
-    blocks = [block] if (block := sources_block(answer.sources)) is not None else []
+    blocks = [block] if (block := sources_block(answer.sources, answer.language)) is not None else []
     if answer.message_id:
         blocks.append(feedback_block(answer.message_id))
     return blocks

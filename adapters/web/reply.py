@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.chat_metrics import PlatformObserver
+from bot.messages import sources_heading
 from bot.ports import ReplyLimits, ReplyStream
 from bot.types import Answer, MessageRef
 
@@ -107,6 +108,7 @@ class WebReplyStream:
                 "outcome": outcome,
                 "message_id": answer.message_id if answer else "",
                 "notice": answer.notice if answer else "",
+                "sources_heading": sources_heading(answer.language if answer else "en"),
             },
         )
         self._observer.edit_sent()

@@ -16,7 +16,7 @@ from storage.records import AnswerMode, ChatSettingRecord
 
 def _setting(row: ChatSetting) -> ChatSettingRecord:
     mode: AnswerMode | None = row.answer_mode if row.answer_mode in ("mention", "all") else None  # type: ignore[assignment]
-    return ChatSettingRecord(row.platform, row.workspace, row.chat, mode, row.fallback_text)
+    return ChatSettingRecord(row.platform, row.workspace, row.chat, mode, row.fallback_text, row.language)
 
 
 class BindingRepo:
@@ -65,6 +65,7 @@ class BindingRepo:
         *,
         answer_mode: AnswerMode | None = None,
         fallback_text: str | None = None,
+        language: str | None = None,
     ) -> ChatSettingRecord:
         """Change what is given (None leaves a value as it is); safe when two admins race to create the row."""
         for _attempt in range(2):
@@ -77,6 +78,8 @@ class BindingRepo:
                         row.answer_mode = answer_mode
                     if fallback_text is not None:
                         row.fallback_text = fallback_text
+                    if language is not None:
+                        row.language = language
                     row.updated_at = utcnow()
                     session.add(row)
                 return _setting(row)

@@ -258,7 +258,7 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
     await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
-    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest")]
+    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest", "en")]
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
@@ -327,7 +327,7 @@ async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
         ("", BOB, lambda reply: "/help" in reply and "/ingest" not in reply),
         ("help", ADMIN, lambda reply: "/ingest" in reply),
         ("list", BOB, lambda reply: "handbook" in reply),
-        ("ingest https://example.com/page", BOB, lambda reply: reply == messages.admins_only("ingest")),
+        ("ingest https://example.com/page", BOB, lambda reply: reply == messages.admins_only("ingest", "en")),
     ],
 )
 async def test_the_slash_command_runs_commands_for_the_person_alone(

@@ -111,8 +111,8 @@ async def test_a_second_workspace_installs_and_answers_from_its_own_bindings(sla
     assert (installed.bot_token, installed.installer_user_id) == (BETA_TOKEN, BETA_ADMIN)
     # The installer is an admin in the new workspace without being listed in SLACK_ADMINS; others are not.
     refused = await _command(slack, BETA, "U0BETAUSER", "C0BETA", "use garden")
-    assert refused == messages.admins_only("kb use")
-    assert await _command(slack, BETA, BETA_ADMIN, "C0BETA", "use garden") == messages.kb_now_using("garden")
+    assert refused == messages.admins_only("kb use", "en")
+    assert await _command(slack, BETA, BETA_ADMIN, "C0BETA", "use garden") == messages.kb_now_using("garden", "en")
     assert await slack.services.bindings.kb_ids("slack", BETA, "C0BETA") == [
         (await slack.services.knowledge.named("garden")).id  # type: ignore[union-attr]
     ]

@@ -163,7 +163,7 @@ async def test_an_admins_document_is_ingested_with_progress_then_answerable(tele
     fake.queue_update(fake.document_message(file_id, user=ADMIN))
     await fake.wait_for(lambda: any("Done:" in t for t in fake.visible(ADMIN["id"])), timeout=60)
     (status,) = fake.bot_messages(ADMIN["id"])
-    assert status.history[0] == _plain(messages.ingest_queued(1, "handbook"))
+    assert status.history[0] == _plain(messages.ingest_queued(1, "handbook", "en"))
     assert "parking.md" in status.text
     fake.queue_update(fake.private_message("Where do visitors park?", user=ADMIN))
     await fake.wait_for(lambda: any(m.reply_markup for m in fake.bot_messages(ADMIN["id"])), timeout=60)
@@ -175,7 +175,7 @@ async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(
     small = fake.add_file(b"# Secret\n\nnothing", "secret.md", "text/markdown")
     fake.queue_update(fake.document_message(small, caption="/ingest", user=BOB))
     await fake.wait_for(lambda: len(fake.visible(BOB["id"])) == 1, timeout=30)
-    assert fake.visible(BOB["id"]) == [_plain(messages.admins_only("ingest"))]
+    assert fake.visible(BOB["id"]) == [_plain(messages.admins_only("ingest", "en"))]
     huge = fake.add_file(b"x", "huge.pdf", "application/pdf", size=5_000_000)
     fake.queue_update(fake.document_message(huge, user=ADMIN))
     await fake.wait_for(lambda: any("huge.pdf" in t for t in fake.visible(ADMIN["id"])), timeout=30)

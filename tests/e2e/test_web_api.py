@@ -177,9 +177,9 @@ async def test_empty_long_and_command_messages_get_answers_not_errors(browser: a
     empty = await _say(browser, "   ")
     assert empty[-2][1]["outcome"] == "refused"
     long = await _say(browser, "When is lunch? " * 700)
-    assert messages.QUESTION_CUT in long[-2][1]["notice"]
+    assert messages.question_cut("en") in long[-2][1]["notice"]
     unknown = await _say(browser, "/frobnicate")
-    assert unknown[-2][1]["text"] == messages.unknown_command("frobnicate")
+    assert unknown[-2][1]["text"] == messages.unknown_command("frobnicate", "en")
     listed = await _say(browser, "/kb list")
     assert "**docs** (in use here)" in listed[-2][1]["text"]
 
@@ -212,7 +212,7 @@ async def test_an_admin_upload_streams_its_progress_then_is_answerable(
     async with browser.post("/api/upload", data=form) as response:
         events = await _events(response)
     shown = [data["text"] for name, data in events if name in ("message", "edit")]
-    assert shown[0] == messages.ingest_queued(1, "docs")
+    assert shown[0] == messages.ingest_queued(1, "docs", "en")
     assert shown[-1].startswith("Done: everything was ingested.")
     assert "gym.md" in shown[-1]
     served.model.reply = "At six [1]."

@@ -353,7 +353,7 @@ async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> Non
     await chat.page.get_by_test_id("stop").click()
 
     answer = chat.page.locator(ANSWERS).last
-    await expect(answer.get_by_test_id("message-notice")).to_have_text(messages.STOPPED_NOTE, timeout=ANSWER_MS)
+    await expect(answer.get_by_test_id("message-notice")).to_have_text(messages.stopped_note("en"), timeout=ANSWER_MS)
     await expect(chat.page.get_by_test_id("stop")).to_be_hidden()
     await expect(chat.page.get_by_test_id("send")).to_be_enabled()
     assert "Step 8" not in (await answer.get_by_test_id("message-text").text_content() or "")
@@ -371,7 +371,7 @@ async def test_new_conversation_by_button_or_command_clears_the_screen_and_the_h
     await chat.ask("How do I install a printer?")
     await chat.command("/new")
     await expect(chat.messages).to_have_count(1)  # only the command's own reply is left
-    await expect(chat.messages).to_have_text([messages.NEW_CONVERSATION])
+    await expect(chat.messages).to_have_text([messages.new_conversation("en")])
 
     await chat.page.reload()
     await expect(chat.page.locator("body[data-ready=true]")).to_have_count(1)

@@ -114,7 +114,7 @@ async def test_an_admin_upload_is_ingested_with_one_status_message_then_answerab
         command=Command("ingest"),
     )
     await chats.manager.handle(upload, target)
-    assert target.sent == [messages.ingest_queued(1, "alpha")]  # one message, then edits of it
+    assert target.sent == [messages.ingest_queued(1, "alpha", "en")]  # one message, then edits of it
     final = target.edits[-1][1]
     assert final.startswith("Done: everything was ingested.")
     assert "parking.md" in final
@@ -136,5 +136,5 @@ async def test_a_non_admin_upload_is_refused_and_nothing_is_queued(chats: Chats)
         CHAT_A, "", PERSON, "/ingest", attachments=(Attachment("x.md", 10, "", read),), command=Command("ingest")
     )
     await chats.manager.handle(upload, target)
-    assert target.replies() == [messages.admins_only("ingest")]
+    assert target.replies() == [messages.admins_only("ingest", "en")]
     assert await chats.services.job_repo.recent(kb_id=chats.kb_a) == []

@@ -106,7 +106,7 @@ async def test_an_answer_is_streamed_finished_with_sources_and_stored_with_its_a
     assert result is not None
     (stream,) = target.streams
     assert stream.pushed == ["The VPN ", "client."]
-    assert stream.statuses == [messages.SEARCHING]
+    assert stream.statuses == [messages.searching("en")]
     assert stream.finished is not None
     assert (stream.finished.text, stream.finished.outcome) == ("The VPN client.", "generated")
     assert [source.title for source in stream.finished.sources] == ["vpn.md"]
@@ -168,7 +168,7 @@ async def test_questions_of_one_conversation_run_in_order_and_the_waiting_one_is
     second = asyncio.create_task(manager.handle(_message("two?"), second_target))
     await wait_until(lambda: bool(second_target.streams), second_target.changed)
     assert [q for q, _ in world.answerer.asked] == ["one?"]  # the second waits for the first
-    assert second_target.replies() == [messages.queued(1)]
+    assert second_target.replies() == [messages.queued(1, "en")]
     world.answerer.release.set()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
     assert [q for q, _ in world.answerer.asked] == ["one?", "two?"]
@@ -197,19 +197,19 @@ async def test_stop_ends_the_answer_being_written_and_keeps_what_was_written(wor
     await asyncio.wait_for(world.answerer.holding.wait(), 10)
     stopper = RecordingTarget()
     await manager.handle(_message("/stop"), stopper)
-    assert stopper.replies() == [messages.STOPPING]
+    assert stopper.replies() == [messages.stopping("en")]
     world.answerer.release.set()
     result = await asyncio.wait_for(turn, 10)
     assert result is not None
     (stream,) = answering.streams
     assert stream.finished is not None
     assert (stream.finished.text, stream.finished.outcome) == ("Partial ", "stopped")
-    assert messages.STOPPED_NOTE in stream.finished.notice
+    assert messages.stopped_note("en") in stream.finished.notice
     _, answer = await _stored(world, DM)
     assert (answer.text, answer.meta["outcome"]) == ("Partial ", "stopped")
     nothing = RecordingTarget()
     await manager.handle(_message("/stop"), nothing)
-    assert nothing.replies() == [messages.NOTHING_TO_STOP]
+    assert nothing.replies() == [messages.nothing_to_stop("en")]
 
 
 async def test_a_person_over_the_rate_limit_is_answered_politely_and_others_are_not_affected(
@@ -225,7 +225,7 @@ async def test_a_person_over_the_rate_limit_is_answered_politely_and_others_are_
     for question in ("a?", "b?", "c?"):
         await manager.handle(_message(question), target)
     assert [q for q, _ in world.answerer.asked] == ["a?", "b?"]
-    assert target.replies()[-1] == messages.rate_limited(60.0)
+    assert target.replies()[-1] == messages.rate_limited(60.0, "en")
     await manager.handle(_message("d?", user=UserRef("u-bob"), key=ConversationKey("test", "team", "dm-bob")), target)
     now[0] = 61.0
     await manager.handle(_message("e?"), target)
@@ -237,23 +237,23 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
     assert await manager.handle(_message("chatter", key=GROUP, private=False, addressed=False), target) is None
     assert await manager.handle(_message("@bot which VPN?", key=GROUP, private=False), target) is not None
     await manager.handle(_message("/mode all", key=GROUP, private=False), target)
-    assert target.replies()[-1] == messages.admins_only("mode")
+    assert target.replies()[-1] == messages.admins_only("mode", "en")
     await manager.handle(_message("/mode all", key=GROUP, private=False, user=ADMIN), target)
-    assert target.replies()[-1] == messages.mode_set("all")
+    assert target.replies()[-1] == messages.mode_set("all", "en")
     assert await manager.handle(_message("which VPN?", key=GROUP, private=False, addressed=False), target)
 
 
 @pytest.mark.parametrize(
     ("text", "reply"),
     [
-        ("/nonsense", messages.unknown_command("nonsense")),
-        ("/ingest https://example.org/", messages.admins_only("ingest")),
-        ("/faq list", messages.admins_only("faq")),
-        ("/jobs", messages.admins_only("jobs")),
-        ("/kb use other", messages.admins_only("kb use")),
-        ("/kb", messages.usage("/kb list | /kb use NAME | /kb info [NAME]")),
-        ("/kb list extra", messages.usage("/kb list | /kb use NAME | /kb info [NAME]")),
-        ("/sources", messages.NO_SOURCES),
+        ("/nonsense", messages.unknown_command("nonsense", "en")),
+        ("/ingest https://example.org/", messages.admins_only("ingest", "en")),
+        ("/faq list", messages.admins_only("faq", "en")),
+        ("/jobs", messages.admins_only("jobs", "en")),
+        ("/kb use other", messages.admins_only("kb use", "en")),
+        ("/kb", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
+        ("/kb list extra", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
+        ("/sources", messages.no_sources("en")),
     ],
 )
 async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: ChatWorld, text: str, reply: str) -> None:
@@ -266,13 +266,13 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
 @pytest.mark.parametrize(
     ("text", "reply"),
     [
-        ('/faq add "Only a question"', messages.usage(FAQ_SHORT_USAGE)),
-        ('/faq add "unclosed', f"{messages.UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE)}"),
-        ("/ingest", messages.NOTHING_TO_INGEST),
-        ("/ingest notaurl", messages.not_urls(["notaurl"])),
-        ("/faq import", messages.NO_FAQ_SHEET),
-        ("/kb use missing", messages.kb_missing("missing")),
-        ("/faq delete 123", messages.faq_missing("123")),
+        ('/faq add "Only a question"', messages.usage(FAQ_SHORT_USAGE, "en")),
+        ('/faq add "unclosed', f"{messages.UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE, 'en')}"),
+        ("/ingest", messages.nothing_to_ingest("en")),
+        ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
+        ("/faq import", messages.no_faq_sheet("en")),
+        ("/kb use missing", messages.kb_missing("missing", "en")),
+        ("/faq delete 123", messages.faq_missing("123", "en")),
     ],
 )
 async def test_admin_commands_with_bad_arguments_say_what_is_wrong(world: ChatWorld, text: str, reply: str) -> None:
@@ -311,13 +311,13 @@ async def test_kb_use_binds_the_chat_for_admins_and_for_people_choosing_among_th
     manager = _manager(world, default_kbs=("a",), allowed_kbs={"web": ("a", "b")})
     target = RecordingTarget()
     await manager.handle(_message("/kb use b", user=ADMIN), target)
-    assert target.replies()[-1] == messages.kb_now_using("b")
+    assert target.replies()[-1] == messages.kb_now_using("b", "en")
     assert await manager.readable_kb_ids(DM) == [b.id]
     web = ConversationKey("web", "", "s1")
     await manager.handle(_message("/kb use b", key=web), target)
-    assert target.replies()[-1] == messages.kb_now_using("b")
+    assert target.replies()[-1] == messages.kb_now_using("b", "en")
     await manager.handle(_message("/kb use c", key=web), target)
-    assert target.replies()[-1] == messages.kb_not_allowed("c")
+    assert target.replies()[-1] == messages.kb_not_allowed("c", "en")
     await manager.handle(_message("/kb list", key=web), target)
     assert "**b** (in use here)" in target.replies()[-1]
     assert a.id != b.id
@@ -328,7 +328,7 @@ async def test_new_starts_the_conversation_over(world: ChatWorld) -> None:
     await manager.handle(_message("Which VPN client?"), target)
     assert len(await _stored(world, DM)) == 2
     await manager.handle(_message("/new"), target)
-    assert target.replies()[-1] == messages.NEW_CONVERSATION
+    assert target.replies()[-1] == messages.new_conversation("en")
     assert await _stored(world, DM) == []
 
 
@@ -383,7 +383,49 @@ async def test_every_log_line_of_a_turn_carries_its_turn_id(world: ChatWorld, ca
 async def test_an_admin_sets_what_the_bot_says_in_a_chat_when_nothing_fits(world: ChatWorld) -> None:
     manager, target = _manager(world), RecordingTarget()
     await manager.handle(_message("/fallback Ask the front desk, ext. 100.", user=ADMIN), target)
-    assert target.replies()[-1] == messages.fallback_set("Ask the front desk, ext. 100.")
+    assert target.replies()[-1] == messages.fallback_set("Ask the front desk, ext. 100.", "en")
     await manager.handle(_message("Who won the match?"), target)
     await manager.handle(_message("Who won?", key=ConversationKey("test", "team", "elsewhere")), target)
     assert world.answerer.fallback_texts == ["Ask the front desk, ext. 100.", ""]
+
+
+async def test_a_question_in_chinese_hears_the_fixed_texts_in_chinese(world: ChatWorld) -> None:
+    manager, target = _manager(world), RecordingTarget()
+    await manager.handle(_message("怎么连接 VPN？"), target)
+    (stream,) = target.streams
+    assert stream.statuses == [messages.searching("zh")]
+    assert stream.finished is not None
+    assert stream.finished.language == "zh"
+    assert world.answerer.languages == ["zh"]
+    await manager.handle(_message("/stop"), target)  # a bare command has no language of its own: English
+    assert target.replies()[-1] == messages.nothing_to_stop("en")
+    await manager.handle(_message("/kb use 员工手册"), target)
+    assert target.replies()[-1] == messages.admins_only("kb use", "zh")
+
+
+async def test_a_chats_language_is_stored_with_its_settings_and_wins_over_the_message(world: ChatWorld) -> None:
+    manager, target = _manager(world), RecordingTarget()
+    await manager.handle(_message("/lang zh"), target)  # a private chat: the person chooses
+    assert target.replies()[-1] == messages.language_set("zh")
+    assert (await world.bindings.setting(DM.platform, DM.workspace, DM.chat)).language == "zh"
+    await manager.handle(_message("/stop"), target)
+    assert target.replies()[-1] == messages.nothing_to_stop("zh")
+    await manager.handle(_message("Which VPN client?"), target)
+    assert target.streams[-1].statuses == [messages.searching("zh")]
+    await manager.handle(_message("/lang auto"), target)
+    assert target.replies()[-1] == messages.language_set("")
+    await manager.handle(_message("Which VPN client?"), target)
+    assert world.answerer.languages == ["zh", "en"]
+    assert (await world.bindings.setting(DM.platform, DM.workspace, DM.chat)).language == ""
+
+
+async def test_in_a_group_only_an_admin_chooses_the_language_and_only_one_with_a_catalogue(world: ChatWorld) -> None:
+    manager, target = _manager(world), RecordingTarget()
+    await manager.handle(_message("/lang zh", key=GROUP, private=False), target)
+    assert target.replies()[-1] == messages.admins_only("lang", "en")
+    await manager.handle(_message("/lang fr", key=GROUP, private=False, user=ADMIN), target)
+    assert target.replies()[-1] == messages.usage("/lang auto | /lang en | /lang zh", "en")
+    await manager.handle(_message("/lang zh", key=GROUP, private=False, user=ADMIN), target)
+    await manager.handle(_message("/help", key=GROUP, private=False), target)
+    assert target.replies()[-1].startswith(messages.help_text([], "zh"))
+    assert "- `/new`：开始新对话" in target.replies()[-1]

@@ -130,6 +130,7 @@ class ScriptedAnswerer:
         self.fail_in_pipeline = fail_in_pipeline
         self.asked: list[tuple[str, tuple[str, ...]]] = []
         self.fallback_texts: list[str] = []
+        self.languages: list[str | None] = []
         self.release = asyncio.Event()
         self.holding = asyncio.Event()
         self.rag_stream = Pipeline("rag_stream", [_Scripted(self), StreamAnswer()])
@@ -146,9 +147,11 @@ class ScriptedAnswerer:
         on_text: Callable[[str], Awaitable[None]] | None = None,
         stop: asyncio.Event | None = None,
         fallback_text: str = "",
+        language: str | None = None,
     ) -> TurnContext:
         self.asked.append((question, tuple(kb_ids)))
         self.fallback_texts.append(fallback_text)
+        self.languages.append(language)
         return TurnContext(
             query=question, kb_ids=tuple(kb_ids), conversation_id=conversation_id, on_text=on_text, stop=stop
         )

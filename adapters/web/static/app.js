@@ -177,7 +177,7 @@
     bubble.el.appendChild(p);
   }
 
-  function setSources(bubble, sources) {
+  function setSources(bubble, sources, title) {
     var old = bubble.el.querySelector(".sources");
     if (old) {
       old.remove();
@@ -188,10 +188,12 @@
     var section = document.createElement("section");
     section.className = "sources";
     section.setAttribute("data-testid", "sources");
-    section.setAttribute("aria-label", "Sources");
+    // The server names the heading in the language of the answer; stored history has no language: English.
+    title = title ? String(title) : "Sources";
+    section.setAttribute("aria-label", title);
     var heading = document.createElement("p");
     heading.className = "sources__title";
-    heading.textContent = "Sources";
+    heading.textContent = title;
     section.appendChild(heading);
     var list = document.createElement("ol");
     sources.forEach(function (source) {
@@ -407,7 +409,7 @@
           bubble.el.setAttribute("data-message-id", String(data.message_id));
         }
         setNotice(bubble, data.notice ? String(data.notice) : "");
-        setSources(bubble, data.sources);
+        setSources(bubble, data.sources, data.sources_heading);
         setFeedback(bubble, data.message_id ? String(data.message_id) : "", null);
         break;
       case "error":
