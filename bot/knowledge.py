@@ -17,7 +17,7 @@ from storage.process import may_be_running
 from storage.records import DocumentRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 

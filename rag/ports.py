@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 
 from rag.types import ChatMessage, KnownVectors, Vector
 from storage.records import ChunkRecord, FaqQuestionRecord
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 EmbedKind = Literal["passage", "query"]
 """What a text is to the model: a passage that is searched, or a query that searches; some models prompt each

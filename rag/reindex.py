@@ -13,7 +13,7 @@ from rag.ingest.faq_index import stored_variants
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, no_progress
 from storage.records import ChunkRecord, FaqQuestionRecord, FaqRecord, KnowledgeBaseRecord
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from storage.errors import NotFound
 from storage.records import ChunkRecord, SearchHit
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
+from storage.weaviate.collections import BM25_PROPERTY, Collection
 from storage.weaviate.objects import chunk_from_hit
-from storage.weaviate.schema import BM25_PROPERTY, Collection
 
 Language = Literal["zh", "en"]
 LANGUAGES: tuple[Language, ...] = get_args(Language)

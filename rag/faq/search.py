@@ -18,7 +18,7 @@ from rag.retrieval import FusionWeights, Language, SearchIndex, query_language
 from rag.types import Candidate, Vector
 from storage.records import FaqRecord
 from storage.repos.faqs import FaqRepo
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 # FAQs whose words are kept (a few KB each).
 _REMEMBERED_FAQS = 4096

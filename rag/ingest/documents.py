@@ -22,7 +22,7 @@ from storage.errors import DocumentNotStored, IndexWriteError, StorageError
 from storage.process import this_process
 from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
 from storage.repos.documents import DocumentRepo
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
 from storage.records import FaqQuestionRecord, FaqRecord, KnowledgeBaseRecord
 from storage.repos.faqs import FaqDraft, FaqRepo
-from storage.weaviate.schema import Collection
+from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 

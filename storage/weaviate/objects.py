@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Container, Mapping, Sequence
-from typing import Any
-
-from weaviate.collections.classes.data import DataObject
-from weaviate.collections.classes.internal import Object
+from typing import TYPE_CHECKING, Any
 
 from storage.records import ChunkRecord, FaqQuestionRecord, SearchHit
-from storage.weaviate.schema import BM25_PROPERTY, META_PROPERTY, TITLE_PROPERTY
+from storage.weaviate.collections import BM25_PROPERTY, META_PROPERTY, TITLE_PROPERTY
+
+if TYPE_CHECKING:
+    from weaviate.collections.classes.data import DataObject
+    from weaviate.collections.classes.internal import Object
 
 # The name Weaviate gives a self-provided vector when the collection names none.
 _DEFAULT_VECTOR = "default"
@@ -23,6 +24,9 @@ def chunk_object(chunk: ChunkRecord, vector: Sequence[float], leave_out: Contain
     to it and the index would no longer say that it needs a rebuild.
     """
     properties = _chunk_properties(chunk)
+    # Imported where objects are written: reading hits back (rag's retrieval) needs no Weaviate client classes.
+    from weaviate.collections.classes.data import DataObject
+
     return DataObject(
         uuid=chunk.chunk_id,
         vector=list(vector),
@@ -49,6 +53,9 @@ def _chunk_properties(chunk: ChunkRecord) -> dict[str, Any]:
 
 def faq_question_object(question: FaqQuestionRecord, vector: Sequence[float]) -> DataObject[Any, Any]:
     """One FAQ question variant."""
+    # Imported where objects are written: reading hits back (rag's retrieval) needs no Weaviate client classes.
+    from weaviate.collections.classes.data import DataObject
+
     return DataObject(
         uuid=question.variant_id,
         vector=list(vector),

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
 from weaviate.classes.config import DataType, Property, Tokenization
 
-
-class Collection(StrEnum):
-    """The two collections ragbot keeps in Weaviate."""
-
-    CHUNKS = "RagbotChunk"
-    FAQ_QUESTIONS = "RagbotFaqQuestion"
-
-
-BM25_PROPERTY = "bm25_text"
-TITLE_PROPERTY = "title"
-# A chunk's metadata (page, slide, headers) as a JSON object in text: display only, never filtered on.
-META_PROPERTY = "meta"
+from storage.weaviate.collections import BM25_PROPERTY as BM25_PROPERTY
+from storage.weaviate.collections import META_PROPERTY as META_PROPERTY
+from storage.weaviate.collections import TITLE_PROPERTY as TITLE_PROPERTY
+from storage.weaviate.collections import Collection as Collection
 
 # What the BM25 text holds: the version of the caller's analyzer that cut it (rag.lexical.LexicalAnalyzer.VERSION;
 # storage cannot import rag, so a unit test keeps the two equal). Each collection records it in its description;
