@@ -184,7 +184,11 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 f"cannot load {settings.TOKEN_ENCODING}: {exc}",
                 "point it at tiktoken's encoding files",
             ) from exc
-        cached = CachedEmbedder(embedder, SqlEmbeddingCache(db))
+        cache = SqlEmbeddingCache(db)
+        if store.claimed_unrecorded:
+            # The cache filed an older ragbot's vectors under the model's name; they are the index's, so this model's.
+            await cache.adopt(embedder.provider, embedder.model_id, vector_model)
+        cached = CachedEmbedder(embedder, cache, cache_model=vector_model)
         lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
         reranker = build_reranker(settings.reranker(), cached, lexical)
         if isinstance(reranker, ApiReranker):

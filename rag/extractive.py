@@ -31,7 +31,8 @@ _ABBREVIATIONS: Final = frozenset(
     {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "no", "fig", "cf", "approx"}
 )
 _LIST_ITEM: Final = re.compile(r"^\s*(?:(?:[-*+•·]|\d{1,3}[.)]|[a-zA-Z][.)])\s+|\d{1,3}、)")
-_OWN_LINE: Final = re.compile(r"^\s*(?:#{1,6}\s|\||>)")  # headings, table rows, quotes: a unit per line
+_OWN_LINE: Final = re.compile(r"^\s*(?:#{1,6}\s|\||>)")
+_HEADING: Final = re.compile(r"^\s*#{1,6}\s")
 _FENCE: Final = re.compile(r"^\s*(```|~~~)")
 _HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 # Openings that lean on the sentence before ("This means…", "它的…"): that sentence is quoted with them.
@@ -43,6 +44,16 @@ _LEANING_ZH: Final = ("它", "他", "她", "其", "该", "此", "这", "那", "�
 _GAP: Final = "…"
 _WORD_RUN: Final = re.compile(
     r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
+
+
+# The words that make a question a question, not what it is about: a sentence holding only these ("| command |
+# what it does |") answers nothing. Cut by the same `terms` as the question, so stemming applies alike.
+QUESTION_WORDS: Final = (
+    *("how", "what", "which", "who", "whom", "whose", "when", "where", "why", "do", "does", "did", "can", "could"),
+    *("should", "would", "i", "me", "my", "you", "your", "we", "our"),
+    *("如何", "怎么", "怎样", "怎么样", "什么", "哪", "哪些", "哪个", "哪里", "为什么", "为何", "吗", "呢", "是否"),
+    *("能否", "可以", "我", "我们", "你", "你们"),
 )
 
 
@@ -177,7 +188,8 @@ def score_units(
 ) -> list[float]:
     """Each unit's score: the share of the question's terms it holds, each weighted by its rarity among the
     units (idf), plus the passage's rank prior and, given vectors, the cosine similarity to the question."""
-    wanted = set(terms(query))
+    asking = {term for word in QUESTION_WORDS for term in terms(word)}
+    wanted = set(terms(query)) - asking
     held = [set(terms(unit.text)) & wanted for unit in units]
     frequency = Counter(term for found in held for term in found)
     weight = {term: math.log(1 + len(units) / count) for term, count in frequency.items()}
@@ -189,7 +201,9 @@ def score_units(
         vector = unit_vectors[n] if unit_vectors is not None else None
         if query_vector is not None and vector is not None:
             score += config.vector_weight * max(0.0, _cosine(query_vector, vector))
-        scores.append(score if held[n] or vector is not None else 0.0)
+        # A heading names what follows; alone it answers nothing ("## How a question is answered").
+        quotable = not _HEADING.match(unit.text)
+        scores.append(score if quotable and (held[n] or vector is not None) else 0.0)
     return scores
 
 

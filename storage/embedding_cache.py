@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col, select
 
@@ -61,3 +62,22 @@ class SqlEmbeddingCache:
                 await session.exec(
                     statement.on_conflict_do_nothing(index_elements=["provider", "model", "content_hash"])
                 )
+
+    async def adopt(self, provider: str, model: str, as_model: str) -> int:
+        """File `model`'s vectors under `as_model` (the same model under the name that now identifies it); a vector
+        already filed there stays. Returns how many moved."""
+        taken = select(EmbeddingCacheEntry.content_hash).where(
+            EmbeddingCacheEntry.provider == provider, EmbeddingCacheEntry.model == as_model
+        )
+        statement = (
+            update(EmbeddingCacheEntry)
+            .where(
+                col(EmbeddingCacheEntry.provider) == provider,
+                col(EmbeddingCacheEntry.model) == model,
+                col(EmbeddingCacheEntry.content_hash).not_in(taken),
+            )
+            .values(model=as_model)
+            .execution_options(synchronize_session=False)
+        )
+        async with self._db.session() as session:
+            return int((await session.exec(statement)).rowcount)

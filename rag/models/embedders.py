@@ -259,9 +259,12 @@ class CachedEmbedder:
     a passage of the same words share a vector exactly when the model prompts them alike (or not at all).
     """
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, *, cache_model: str | None = None) -> None:
+        """`cache_model` files the vectors under a name that identifies the model exactly (a local folder's
+        fingerprint, rag.models.identity); unset, the model's name."""
         self._inner = inner
         self._cache = cache
+        self._cache_model = cache_model or inner.model_id
         self._recent: OrderedDict[str, Vector] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -293,12 +296,12 @@ class CachedEmbedder:
         found = {h: self._recent[h] for h in hashes if h in self._recent}
         asked = [h for h in dict.fromkeys(hashes) if h not in found]
         if asked:
-            found.update(await self._cache.get_many(self.provider, self.model_id, asked))
+            found.update(await self._cache.get_many(self.provider, self._cache_model, asked))
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
             fresh = await self._inner.embed(list(missing.values()), kind=kind)
             computed = dict(zip(missing.keys(), fresh, strict=True))
-            await self._cache.put_many(self.provider, self.model_id, computed)
+            await self._cache.put_many(self.provider, self._cache_model, computed)
             found.update(computed)
         self.misses += len(missing)
         self.hits += len(texts) - len(missing)

@@ -80,6 +80,12 @@ class Generate:
         scores = await asyncio.to_thread(
             score_units, turn.query, units, self._terms, config, query_vector=turn.query_vector, unit_vectors=vectors
         )
+        if not served and not any(scores):
+            # No sentence shares a word with the question and vectors are not trusted in its language: what the
+            # search found is not about it (a Chinese question over English documents, say).
+            if turn.outcome == "extractive":
+                turn.outcome = "no_match"
+            return self._nothing_found(turn)
         return select_answer(units, scores, config) or no_answer_text(turn.query)
 
     def _nothing_found(self, turn: TurnContext) -> str:

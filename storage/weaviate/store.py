@@ -99,6 +99,8 @@ class WeaviateStore:
         self._stale: dict[Collection, int] = {}
         self._vector_model = ""
         self._foreign: dict[Collection, str] = {}
+        # Whether claim_vectors found vectors written before the index recorded its model (an older ragbot's).
+        self.claimed_unrecorded = False
 
     @classmethod
     async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
@@ -185,7 +187,7 @@ class WeaviateStore:
 
         A collection that records no model (made before the record) or holds no object is claimed for `model`.
         """
-        self._vector_model, self._foreign = model, {}
+        self._vector_model, self._foreign, self.claimed_unrecorded = model, {}, False
         for spec in schema.ALL:
             recorded = await self._call(functools.partial(self._claim, spec, model))
             if recorded is not None:
@@ -201,8 +203,11 @@ class WeaviateStore:
         recorded = schema.vector_model(config.description)
         if recorded == model:
             return None
-        if recorded is not None and (await collection.aggregate.over_all()).total_count:
+        held = (await collection.aggregate.over_all()).total_count
+        if recorded is not None and held:
             return recorded
+        # Vectors written before the record are taken to be this model's, as the index is (an upgrade).
+        self.claimed_unrecorded = self.claimed_unrecorded or bool(held)
         await collection.config.update(description=schema.with_vector_model(config.description, model))
         return None
 

@@ -110,3 +110,16 @@ async def test_embedding_cache_handles_lookups_past_the_parameter_limit(db: Data
     await cache.put_many("local", "m", vectors)
     found = await cache.get_many("local", "m", list(vectors))
     assert found == vectors
+
+
+async def test_an_older_ragbots_cached_vectors_are_adopted_under_the_models_exact_name(db: Database) -> None:
+    cache = SqlEmbeddingCache(db)
+    await cache.put_many("local", "minilm", {"h1": [1.0, 0.0], "h2": [0.0, 1.0]})
+    await cache.put_many("local", "minilm@abcd1234", {"h2": [0.5, 0.5]})
+    await cache.put_many("openai", "minilm", {"h1": [9.0, 9.0]})
+    assert await cache.adopt("local", "minilm", "minilm@abcd1234") == 1
+    adopted = await cache.get_many("local", "minilm@abcd1234", ["h1", "h2"])
+    # What was already filed under the exact name stays; another provider's vectors are not touched.
+    assert adopted == {"h1": [1.0, 0.0], "h2": [0.5, 0.5]}
+    assert await cache.get_many("local", "minilm", ["h1"]) == {}
+    assert await cache.get_many("openai", "minilm", ["h1"]) == {"h1": [9.0, 9.0]}

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 from rag.models.embedders import CachedEmbedder, content_hash
 from rag.ports import EmbedKind
 from rag.types import Vector
+from tests.support.memory_cache import MemoryCache
 
 
 def _vector(text: str) -> Vector:
     """A vector that identifies its text, so a misplaced result is visible."""
     return [float(len(text)), float(sum(map(ord, text)))]
-
-
-class MemoryCache:
-    """EmbeddingCache kept in a dict keyed by (provider, model, hash)."""
-
-    def __init__(self) -> None:
-        self.vectors: dict[tuple[str, str, str], list[float]] = {}
-
-    async def get_many(self, provider: str, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
-        return {h: self.vectors[(provider, model, h)] for h in hashes if (provider, model, h) in self.vectors}
-
-    async def put_many(self, provider: str, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        for digest, vector in vectors.items():
-            self.vectors[(provider, model, digest)] = list(vector)
 
 
 class CountingEmbedder:
@@ -85,6 +72,14 @@ async def test_vectors_are_stored_under_provider_model_and_content_hash(
 ) -> None:
     await cached.embed(["alpha"])
     assert cache.vectors == {("local", "mini", content_hash("alpha")): _vector("alpha")}
+
+
+async def test_vectors_are_filed_under_the_models_exact_name_when_given(inner: CountingEmbedder) -> None:
+    cache = MemoryCache()
+    cached = CachedEmbedder(inner, cache, cache_model="local-model@abcd1234")
+    await cached.embed(["alpha"])
+    assert [model for _, model, _ in cache.vectors] == ["local-model@abcd1234"]
+    assert cached.model_id == inner.model_id
 
 
 async def test_duplicate_texts_in_one_call_are_embedded_once(cached: CachedEmbedder, inner: CountingEmbedder) -> None:

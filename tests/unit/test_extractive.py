@@ -112,6 +112,17 @@ def test_the_answer_is_the_sentence_that_answers_not_the_whole_passage() -> None
     )
 
 
+def test_a_heading_is_never_the_answer_even_when_it_shares_the_questions_words() -> None:
+    text = (
+        "## How a question is answered\n\n"
+        "Folders are ingested recursively, hidden files skipped.\n\n"
+        "## How files are read\n\nEach format has its reader."
+    )
+    assert answer("How do I ingest a folder?", text) == (
+        "> Folders are ingested recursively, hidden files skipped. [1]"
+    )
+
+
 def test_a_sentence_that_leans_on_the_one_before_brings_it_along() -> None:
     text = "Weekly reports are due on Friday. Backups run nightly at two. This keeps thirty days of copies."
     assert answer("How many days of copies are kept?", text) == (

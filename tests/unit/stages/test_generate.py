@@ -80,6 +80,23 @@ async def test_without_a_model_the_sentence_that_answers_is_quoted() -> None:
     assert turn.outcome == "extractive"
 
 
+async def test_a_question_sharing_no_word_with_what_was_found_where_vectors_are_not_trusted_finds_nothing() -> None:
+    turn = TurnContext(query="如何导入一个文件夹？", kb_ids=("kb",), selected=[_chunk()])
+    await Generate(None, AnswerConfig()).run(turn)
+    assert turn.answer is not None
+    text = "".join([piece async for piece in turn.answer])
+    assert text == AnswerConfig().fallback_text or "没有找到" in text
+    assert turn.outcome == "no_match"
+
+
+async def test_an_english_question_matched_by_meaning_alone_quotes_the_top_passage() -> None:
+    turn = TurnContext(query="When can I come in?", kb_ids=("kb",), selected=[_chunk()])
+    await Generate(None, AnswerConfig()).run(turn)
+    assert turn.answer is not None
+    assert "".join([piece async for piece in turn.answer]) == "> The office is open from 9 to 17. [1]"
+    assert turn.outcome == "extractive"
+
+
 async def test_the_extractive_answer_stays_within_its_configured_budget() -> None:
     passage = _chunk("The office is open " + "and staffed " * 60 + "until late.")
     text, _ = await _answer(None, [passage], extractive=ExtractiveConfig(max_chars=100))
@@ -125,7 +142,8 @@ async def test_sentences_are_embedded_in_one_batch_only_for_a_served_language(qu
     assert turn.answer is not None
     text = "".join([piece async for piece in turn.answer])
     assert embedder.calls == ([["Parking is free.", "The office is open from 9 to 17."]] if embedded else [])
-    assert text.startswith("> ")
+    # Unembedded, the Chinese question shares no word with the English passage: nothing was found about it.
+    assert text.startswith("> ") if embedded else turn.outcome == "no_match"
 
 
 async def test_think_blocks_are_removed_from_the_stream() -> None:
