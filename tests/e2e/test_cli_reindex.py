@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.e2e.cli import run_ragbot
@@ -40,3 +41,41 @@ async def test_reindex_rebuilds_a_knowledge_base_and_it_answers_as_before(
     code, _, err = await run_ragbot(user_env, tmp_path, "reindex", "--kb", "nope")
     assert code == 1
     assert err.strip() == "ragbot: No knowledge base named 'nope' (existing: hr)."
+
+
+async def test_another_embedding_model_is_refused_until_reindex_reembeds_with_it(
+    user_env: dict[str, str], model_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "handbook.md").write_text("# Hours\n\nThe office is open from 9 to 17 on weekdays.\n")
+    for args in (("kb", "create", "hr"), ("ingest", "handbook.md", "--kb", "hr")):
+        code, _, err = await run_ragbot(user_env, tmp_path, *args)
+        assert code == 0, err
+    # The same model with e5-style prompts is another model: its vectors differ from those in the index.
+    other = tmp_path / "prompted-model"
+    other.mkdir()
+    for item in model_dir.iterdir():
+        (other / item.name).symlink_to(item)
+    (other / "config_sentence_transformers.json").unlink()
+    (other / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": None})
+    )
+    switched = {**user_env, "EMBEDDING_MODEL_DIR": str(other)}
+    question = ("ask", "when does the office open?", "--kb", "hr")
+
+    code, out, err = await run_ragbot(switched, tmp_path, *question)
+
+    assert code == 1
+    assert out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("ragbot: the search index holds vectors of sentence-transformers/all-MiniLM-L6-v2@")
+    assert "`ragbot reindex --kb NAME`" in line
+    code, _, err = await run_ragbot(switched, tmp_path, "reindex", "--kb", "hr")
+    assert code == 0, err
+    assert "re-embedding every knowledge base" in err
+    code, out, err = await run_ragbot(switched, tmp_path, *question)
+    assert code == 0, err
+    assert "The office is open from 9 to 17 on weekdays." in out
+    # The first model is now the other one.
+    code, _, err = await run_ragbot(user_env, tmp_path, *question)
+    assert code == 1
+    assert "the search index holds vectors of" in err
