@@ -151,6 +151,23 @@ def run_span(run: Sequence[Candidate]) -> TextSpan:
     return TextSpan(str(run[0].document_id), min(chunk.start for chunk in run), max(chunk.end for chunk in run))
 
 
+def run_text(run: Sequence[Candidate]) -> str | None:
+    """A run's text from its members' own texts, when they cover its span with no gap (a chunk's text is its
+    document's text over its range, so overlaps are cut where the previous chunk ends); None when a gap leaves
+    part of the span unread, or a member's text is not its range's."""
+    ordered = sorted(run, key=lambda chunk: (chunk.start, chunk.end))
+    if any(len(chunk.text) != chunk.end - chunk.start for chunk in ordered):
+        return None
+    pieces, end = [ordered[0].text], ordered[0].end
+    for chunk in ordered[1:]:
+        if chunk.start > end:
+            return None
+        if chunk.end > end:
+            pieces.append(chunk.text[end - chunk.start :])
+            end = chunk.end
+    return "".join(pieces)
+
+
 def join_run(run: Sequence[Candidate], text: str) -> Candidate:
     """A run as one candidate with `text`, the document's text over the run's span (so overlaps are not repeated).
 

@@ -15,6 +15,7 @@ from rag.merge import (
     group_by_parent,
     join_run,
     run_span,
+    run_text,
     widen_short,
 )
 from rag.pipeline import TurnContext
@@ -63,12 +64,13 @@ class Merge:
         if length < self._config.short_chars:
             start, end = (run[0].start, run[0].end) if len(run) == 1 else (run_span(run).start, run_span(run).end)
             return self._window(str(run[0].document_id), start, end, length)
-        return run_span(run) if len(run) > 1 else None
+        # A run whose chunks leave no gap is joined from their own texts: nothing to read.
+        return run_span(run) if len(run) > 1 and run_text(run) is None else None
 
     def _joined(self, runs: Sequence[Sequence[Candidate]], texts: Mapping[TextSpan, str]) -> list[Candidate]:
         joined: list[Candidate] = []
         for run in runs:
-            text = covering_text(run_span(run), texts) if len(run) > 1 else run[0].text
+            text = run[0].text if len(run) == 1 else run_text(run) or covering_text(run_span(run), texts)
             if text is None:
                 # The document went away since the search: its chunks still stand on their own.
                 joined.extend(join_run([chunk], chunk.text) for chunk in run)

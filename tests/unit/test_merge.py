@@ -17,6 +17,7 @@ from rag.merge import (
     group_by_parent,
     join_run,
     run_span,
+    run_text,
     widen_short,
 )
 from rag.types import Candidate
@@ -243,3 +244,13 @@ def test_widening_leaves_alone_what_it_cannot_or_need_not_widen(make: Callable[[
     source = widening_source([150, 150, 400, 150, 150])
     candidate = make(source)
     assert widen_short(candidate, source.chunks, window_of(source)) == candidate
+
+
+def test_a_runs_text_is_read_from_its_chunks_only_when_they_leave_no_gap() -> None:
+    text = "".join(piece(i, 40) for i in range(10))
+    source = FakeSource()
+    source.add("d", text, [(0, 120), (100, 220), (220, 300), (320, 400)])
+    c0, c1, c2, c3 = (source.hit(f"d-c{i}", 0.5) for i in range(4))
+    assert run_text([c2, c0, c1]) == text[0:300]
+    assert run_text([c0, c1, c2, c3]) is None, "20 characters between chunk 2 and 3 are in no chunk"
+    assert run_text([replace(c0, text=c0.text + " ")]) is None, "a text that is not its range's is not trusted"

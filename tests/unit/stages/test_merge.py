@@ -77,6 +77,20 @@ async def test_overlapping_chunks_are_joined_from_the_document_text_without_repe
     assert joined.metadata["chunk_ids"] == ["d-c0", "d-c1", "d-c2", "d-c3"]
 
 
+async def test_a_run_with_no_gap_is_joined_from_its_chunks_own_texts_without_reading_storage() -> None:
+    source = FakeSource()
+    text = "".join(piece(i, 40) for i in range(10))
+    source.add("d", text, [(0, 120), (100, 220), (200, 400)])
+    turn = turn_with([source.hit("d-c1", 0.9), source.hit("d-c0", 0.4), source.hit("d-c2", 0.6)])
+
+    await Merge(source).run(turn)
+
+    [joined] = turn.merged
+    assert joined.text == text[0:400]
+    assert joined.metadata["chunk_ids"] == ["d-c0", "d-c1", "d-c2"]
+    assert source.calls == []
+
+
 async def test_chunks_that_are_not_adjacent_stay_apart_with_their_own_text() -> None:
     source = FakeSource()
     text, ranges = laid_out([400, 400, 400, 400])
