@@ -7,6 +7,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -100,22 +101,28 @@ class LexicalAnalyzer:
                 self._tokenizer.load_userdict(str(self._user_dict))
             self._ready = True
 
-    def tokens(self, text: str, *, remember: bool = True) -> list[str]:
+    def tokens(self, text: str, *, remember: bool = True, stem: bool = True) -> list[str]:
         """Search-mode terms (whole words plus their dictionary sub-words), lower-cased, no punctuation; English
         words stemmed ("vaccines" and "vaccination" are both "vaccin") and English stop words left out.
 
-        `remember=False` for one-off texts (an answer's sentences), so they do not push out the passages' terms."""
+        `remember=False` for one-off texts (an answer's sentences), so they do not push out the passages' terms;
+        `stem=False` for words a person reads or a model embeds (a simplified question), never for BM25."""
+        if not stem:
+            return self._cut(text, lambda word: word)
         with self._remembered_lock:
             known = self._remembered.get(text)
             if known is not None:
                 self._remembered.move_to_end(text)
                 return list(known)
-        self._ensure_ready()
-        words = (token.lower() for token in self._tokenizer.cut_for_search(_POSSESSIVE.sub("", text)))
-        terms = [self._stem(word) for word in words if _is_word(word) and word not in ENGLISH_STOP_WORDS]
+        terms = self._cut(text, self._stem)
         if remember:
             self._remember(text, tuple(terms))
         return terms
+
+    def _cut(self, text: str, stem: Callable[[str], str]) -> list[str]:
+        self._ensure_ready()
+        words = (token.lower() for token in self._tokenizer.cut_for_search(_POSSESSIVE.sub("", text)))
+        return [stem(word) for word in words if _is_word(word) and word not in ENGLISH_STOP_WORDS]
 
     def _stem(self, word: str) -> str:
         if not _is_english(word):

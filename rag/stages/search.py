@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from rag.expansion import expand_query
 from rag.faq.search import FaqSearch
@@ -63,7 +64,9 @@ class Search:
         return await self._retriever.document_candidates(turn.document_ids, turn.kb_ids)
 
     async def _expanded(self, query: str, kb_ids: Sequence[str]) -> list[Candidate]:
-        variants = await asyncio.to_thread(expand_query, query, self._retriever.lexical.tokens)
+        # Surface words: a variant is searched by meaning too, and "vaccin caus autism" embeds worse than the words.
+        words = partial(self._retriever.lexical.tokens, stem=False, remember=False)
+        variants = await asyncio.to_thread(expand_query, query, words)
         results = await asyncio.gather(*(self._retriever.search_chunks(variant, kb_ids) for variant in variants))
         return [replace(candidate, legs=candidate.legs | {"expansion"}) for found in results for candidate in found]
 

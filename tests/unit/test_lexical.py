@@ -101,3 +101,10 @@ def test_the_analyzer_version_is_the_one_the_index_records() -> None:
 @pytest.mark.parametrize("description", [None, "", "RagbotChunk made by an earlier ragbot"])
 def test_an_index_recording_no_terms_version_was_cut_by_the_first_analyzer(description: str | None) -> None:
     assert schema.terms_version(description) == 1
+
+
+def test_surface_words_are_the_same_cut_without_stems() -> None:
+    lexical = LexicalAnalyzer()
+    text = "Do vaccines cause autism in children?"
+    assert lexical.tokens(text, stem=False) == ["do", "vaccines", "cause", "autism", "children"]
+    assert lexical.tokens(text) == ["do", "vaccin", "caus", "autism", "children"]
