@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TextIO
 
@@ -208,9 +209,14 @@ async def _verbatim_answer(query: str, faq: Candidate, config: AnswerConfig) -> 
     """With `faq` the best passage, whether the answer stage without a chat model replies with the FAQ's answer
     verbatim, and whether it answers directly (which it does before, and whether or not, a model is asked)."""
     turn = TurnContext(query=query, kb_ids=(faq.kb_id,), selected=[faq])
-    await Generate(None, config).run(turn)
-    reply = "".join([piece async for piece in turn.answer]) if turn.answer is not None else ""
+    reply = await _answer_text(Generate(None, config), turn)
     return reply.strip() in faq_answers(faq)[:1], turn.outcome == "faq_direct"
+
+
+async def _answer_text(generate: Generate, turn: TurnContext) -> str:
+    """What the answer stage replies to `turn`, whole."""
+    await generate.run(turn)
+    return "".join([piece async for piece in turn.answer]) if turn.answer is not None else ""
 
 
 def _retrieval_table(name: str, scores: Sequence[RetrievalScores]) -> str:
@@ -304,13 +310,12 @@ def _composers(services: Services) -> dict[str, Compose]:
 
     def stage(generate: Generate) -> Compose:
         async def compose(question: str, passages: Sequence[Candidate], vector: Vector | None) -> str:
-            turn = TurnContext(question, (), selected=list(passages), query_vector=vector)
-            await generate.run(turn)
-            return "".join([piece async for piece in turn.answer]) if turn.answer else ""
+            return await _answer_text(generate, TurnContext(question, (), selected=list(passages), query_vector=vector))
 
         return compose
 
-    tokens = services.lexical.tokens
+    # As the product cuts an answer's sentences (rag.named_pipelines): without filling the remembered terms.
+    tokens = partial(services.lexical.tokens, remember=False)
     return {
         "whole passages (before, <= 1200 chars)": whole,
         f"sentences, jieba terms (<= {budget} chars)": stage(Generate(None, config, terms=tokens)),

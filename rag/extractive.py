@@ -9,6 +9,7 @@ within a character budget.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from rag.fusion import cosine
 from rag.types import Candidate, Vector
 
 Terms = Callable[[str], Sequence[str]]
@@ -177,6 +179,12 @@ def leans_on_previous(unit: Unit) -> bool:
     return first is not None and first.group().lower() in _LEANING_EN
 
 
+@functools.lru_cache(maxsize=8)
+def _question_terms(terms: Terms) -> frozenset[str]:
+    """QUESTION_WORDS as `terms` cuts them: once per analyzer, not once per answer."""
+    return frozenset(term for word in QUESTION_WORDS for term in terms(word))
+
+
 def score_units(
     query: str,
     units: Sequence[Unit],
@@ -188,8 +196,7 @@ def score_units(
 ) -> list[float]:
     """Each unit's score: the share of the question's terms it holds, each weighted by its rarity among the
     units (idf), plus the passage's rank prior and, given vectors, the cosine similarity to the question."""
-    asking = {term for word in QUESTION_WORDS for term in terms(word)}
-    wanted = set(terms(query)) - asking
+    wanted = set(terms(query)) - _question_terms(terms)
     held = [set(terms(unit.text)) & wanted for unit in units]
     frequency = Counter(term for found in held for term in found)
     weight = {term: math.log(1 + len(units) / count) for term, count in frequency.items()}
@@ -200,17 +207,11 @@ def score_units(
         score += config.rank_weight / (1 + unit.passage)
         vector = unit_vectors[n] if unit_vectors is not None else None
         if query_vector is not None and vector is not None:
-            score += config.vector_weight * max(0.0, _cosine(query_vector, vector))
+            score += config.vector_weight * max(0.0, cosine(query_vector, vector))
         # A heading names what follows; alone it answers nothing ("## How a question is answered").
         quotable = not _HEADING.match(unit.text)
         scores.append(score if quotable and (held[n] or vector is not None) else 0.0)
     return scores
-
-
-def _cosine(a: Vector, b: Vector) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def passage_units(passages: Sequence[Candidate], whole_up_to: int = 400) -> list[Unit]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -125,6 +126,12 @@ def jaccard(a: set[str], b: set[str]) -> float:
     """|a & b| / |a | b|; 0.0 when both sets are empty."""
     union = len(a | b)
     return len(a & b) / union if union else 0.0
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors of one length (0.0 when either is all zeros)."""
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 def _normalise(values: Sequence[float]) -> list[float]:

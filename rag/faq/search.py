@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag.faq.candidate import faq_candidate
 from rag.faq.distinctive import FaqWords, carried, distinctive_terms, faq_words, written_names
-from rag.fusion import RRF_K, rrf
+from rag.fusion import RRF_K, cosine, rrf
 from rag.ingest.faq_sheet import question_key
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder
@@ -74,11 +73,6 @@ def bigram_dice(a: str, b: str) -> float:
 
 def _texts(faq: FaqRecord) -> list[str]:
     return [faq.question, *faq.similar_questions, *faq.answers]
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 class FaqSearch:
@@ -213,8 +207,8 @@ class FaqSearch:
         vectors = iter(await self._embedder.embed(flat, kind="passage"))
         completed = dict(evidence)
         for faq_id, (positives, negatives) in texts.items():
-            positive = max(_cosine(vector, next(vectors)) for _ in positives)
-            negative = max((_cosine(vector, next(vectors)) for _ in negatives), default=0.0)
+            positive = max(cosine(vector, next(vectors)) for _ in positives)
+            negative = max((cosine(vector, next(vectors)) for _ in negatives), default=0.0)
             completed[faq_id] = replace(
                 evidence[faq_id], positive=positive, negative=max(negative, evidence[faq_id].negative)
             )
