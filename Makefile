@@ -24,13 +24,8 @@ help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
 	@echo "make test   install what is missing, start test servers, run every test"
 
-$(VENV)/.installed: pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
-	touch $@
-
-install: $(VENV)/.installed
+install:
+	@PYTHON=$(PYTHON) sh scripts/install-python.sh $(VENV) dev
 
 weaviate:
 	@PYTHON=$(PYTHON) sh scripts/install-weaviate.sh $(WEAVIATE_VERSION) $(WEAVIATE)
@@ -73,8 +68,8 @@ test: install weaviate postgres chromium lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/python scripts/with-test-postgres.py \
 		$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
-bench: install weaviate
-	$(BIN)/pip install -q -c constraints.txt -e ".[dev,bench]"
+bench: weaviate
+	@PYTHON=$(PYTHON) sh scripts/install-python.sh $(VENV) dev,bench
 	$(BIN)/python -m bench.embed
 	$(BIN)/python -m bench.split
 	$(BIN)/python -m bench.ingest

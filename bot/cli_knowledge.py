@@ -7,12 +7,15 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.cli_args import JOBS_PAGE
 from bot.ingestion import describe_result
+from rag.errors import ExtractionError, UnsupportedType
+from rag.ingest.extract import detect_type
 from rag.ingest.faq_sheet import template_path
 from storage.repos.jobs import UNFINISHED
 
@@ -80,27 +83,52 @@ async def run_kb(services: Services, args: argparse.Namespace, out: TextIO = sys
     return 0
 
 
-def collect_sources(items: Sequence[str]) -> list[str]:
+def collect_sources(items: Sequence[str]) -> list[Source]:
     """URLs as given; files as absolute paths; folders expanded recursively, hidden entries skipped, sorted.
 
     Absolute, because whichever runner ends up running the job (this command, or `ragbot serve` taking
-    it over) reads the file from its own working directory. Each source appears once.
+    it over) reads the file from its own working directory. Each source appears once; a file named on
+    the command line counts as named even when a folder also holds it.
     """
-    found: list[str] = []
+    found: dict[str, bool] = {}
     for item in items:
         if item.startswith(("http://", "https://")):
-            found.append(item)
+            found[item] = True
             continue
         path = Path(item).absolute()
         if path.is_dir():
-            found.extend(
-                str(child)
-                for child in sorted(path.rglob("*"))
-                if child.is_file() and not any(part.startswith(".") for part in child.relative_to(path).parts)
-            )
+            for child in sorted(path.rglob("*")):
+                if child.is_file() and not any(part.startswith(".") for part in child.relative_to(path).parts):
+                    found.setdefault(str(child), False)
         else:
-            found.append(str(path))
-    return list(dict.fromkeys(found))
+            found[str(path)] = True
+    return [Source(location, named) for location, named in found.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One thing to ingest, and whether the person named it (a file of a folder was only found)."""
+
+    location: str
+    named: bool
+
+
+def unreadable_kind(path: str, max_bytes: int) -> str | None:
+    """Why ragbot cannot read the file at `path` at all (an image, an archive...), or None.
+
+    Only the kind is judged here: a file too large to read, damaged or empty is left to its job, which
+    says so as a failure. Files over `max_bytes` are not read, for the same reason.
+    """
+    file = Path(path)
+    try:
+        if file.stat().st_size > max_bytes:
+            return None
+        detect_type(file.read_bytes(), filename=file.name)
+    except UnsupportedType as exc:
+        return str(exc)
+    except (OSError, ExtractionError):
+        return None
+    return None
 
 
 class _ProgressLine:
@@ -146,11 +174,28 @@ async def run_ingest(
 ) -> int:
     """Queue a job per source, run them with the worker pool, report each; 1 when any failed."""
     kb = await services.knowledge.find(kb_name)
-    sources = collect_sources(items)
+    found = collect_sources(items)
+    sources = _readable(found, services.settings.extract_limits().max_bytes, out)
     if not sources:
-        out.write("nothing to ingest: no files found\n")
+        out.write(f"nothing to ingest: {'no file ragbot can read' if found else 'no files found'}\n")
         return 1
     return await ingest_sources(services.jobs, services.job_repo, kb, sources, kind_for_files=kind_for_files, out=out)
+
+
+def _readable(found: Sequence[Source], max_bytes: int, out: TextIO) -> list[str]:
+    """The sources to ingest: every named one, and each file found in a folder that is of a kind ragbot reads.
+
+    A folder of documents often holds a screenshot or an archive too; skipping those (one line each) keeps
+    one unreadable file from failing the whole folder, while a file the person named fails loudly.
+    """
+    kept: list[str] = []
+    for source in found:
+        reason = None if source.named else unreadable_kind(source.location, max_bytes)
+        if reason is None:
+            kept.append(source.location)
+        else:
+            out.write(f"skipped {source.location}: {reason}\n")
+    return kept
 
 
 async def ingest_sources(

@@ -54,9 +54,20 @@ async def test_an_admin_builds_a_knowledge_base_from_the_terminal(serving: dict[
     assert "segment.max_tokens: must be 50..2000, got 10" in err
 
     code, _, err = await _run(env, tmp_path, "ingest", str(docs), "--kb", "handbook")
-    assert code == 1, "one of the three files is unsupported"
-    assert "2 of 3 ingested into handbook" in err
+    assert code == 0, "a folder's file of a kind ragbot cannot read is skipped, not a failure"
+    assert f"skipped {docs / 'logo.png'}: PNG image files are not supported" in err
+    assert "2 of 2 ingested into handbook" in err
+
+    code, _, err = await _run(env, tmp_path, "ingest", str(docs / "logo.png"), "--kb", "handbook")
+    assert code == 1, "a file named on the command line that cannot be read fails"
     assert "logo.png: failed: PNG image files are not supported" in err
+
+    pictures = tmp_path / "pictures"
+    pictures.mkdir()
+    (pictures / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
+    code, _, err = await _run(env, tmp_path, "ingest", str(pictures), "--kb", "handbook")
+    assert code == 1, "a folder with nothing readable fails"
+    assert "nothing to ingest: no file ragbot can read" in err
 
     code, _, err = await _run(env, tmp_path, "ingest", str(docs / "hours.txt"), "--kb", "handbook")
     assert code == 0, err
