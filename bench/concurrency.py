@@ -50,14 +50,14 @@ from typing import Any, TypeVar
 import aiohttp
 
 from bench.common import ROOT, commit, machine, percentile
-from bot.conversation import ConversationManager, TurnResult
-from bot.main import chat_policy
-from bot.messages import answer_with_sources
+from bot.app.services import Services, build_services
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager, TurnResult
+from bot.cli.main import chat_policy
 from bot.ports import ReplyLimits, ReplyStream
-from bot.services import Services, build_services
-from bot.settings import Settings
-from bot.streaming import EditingReplyStream
+from bot.reply.stream import EditingReplyStream
 from bot.types import Answer, ConversationKey, IncomingMessage, MessageRef, SourceLink, UserRef
+from bot.words.messages import answer_with_sources
 from rag.ingest.documents import SourceFile
 from tests.e2e.cli import SETTINGS_PREFIXES, free_port, wait_until_ready
 from tests.fakes.openai_api import FakeOpenAI, StreamedReply
@@ -503,7 +503,7 @@ async def serving(env: dict[str, str], work: Path) -> AsyncIterator[tuple[str, a
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.main",
+            "bot.cli.main",
             "serve",
             env={**env, "RAGBOT_PORT": str(port), "LOG_LEVEL": "WARNING"},
             cwd=work,

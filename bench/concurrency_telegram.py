@@ -53,9 +53,9 @@ from bench.concurrency import (
     status_mb,
     streams_by_ticket,
 )
-from bot import messages
-from bot.messages import answer_with_sources
 from bot.types import Answer, SourceLink
+from bot.words import messages
+from bot.words.messages import answer_with_sources
 from tests.fakes.openai_api import FakeOpenAI, StreamedReply
 from tests.fakes.telegram_api import (
     BotMessage,

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.common import commit, machine
-from bot.eval_cli import faq_set, retrieval_set, retriever_for
-from bot.services import Services, build_services
-from bot.settings import Settings
+from bot.app.services import Services, build_services
+from bot.app.settings import Settings
+from bot.cli.evaluate import faq_set, retrieval_set, retriever_for
 from rag.faq.search import FaqSearch
 from rag.retrieval import FusionWeights, Language, Retriever, query_language
 

@@ -22,7 +22,7 @@ from storage.weaviate.config import WeaviateServerConfig
 from storage.weaviate.server import WeaviateServer
 
 if TYPE_CHECKING:
-    from bot.settings import Settings
+    from bot.app.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -165,7 +165,7 @@ def embedded_settings(
     The Weaviate is the session's (WEAVIATE_URL): these tests are about chats and answers, not about starting a
     Weaviate, which the CLI tests of `ragbot serve` and tests/integration/test_weaviate_server.py cover.
     """
-    from bot.settings import Settings
+    from bot.app.settings import Settings
 
     shared = weaviate_urls(weaviate_server)
 

@@ -24,10 +24,10 @@ from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.reply import call
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
 from adapters.slack.translate import PLATFORM
-from bot.conversation import ConversationManager
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager
 from bot.errors import PlatformError
 from bot.ports import Adapter
-from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.reply import call
-from bot import messages
 from bot.errors import PlatformError, UserFacingError
+from bot.words import messages
 from rag.ingest.extractors.limits import format_size
 
 log = logging.getLogger(__name__)

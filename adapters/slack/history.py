@@ -11,10 +11,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.budget import Pacer
 from adapters.slack.reply import call
 from adapters.slack.translate import plain_text
-from bot import messages as messages_
-from bot.conversation import ConversationManager, EarlierMessage
+from bot.chat.manager import ConversationManager, EarlierMessage
 from bot.errors import PlatformError
 from bot.types import ConversationKey
+from bot.words import messages as messages_
 
 log = logging.getLogger(__name__)
 

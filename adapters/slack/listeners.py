@@ -30,11 +30,11 @@ from adapters.slack.translate import (
     translate,
     workspace_id,
 )
-from bot import messages
-from bot.conversation import ConversationManager, deliver_text
+from bot.chat.manager import ConversationManager, deliver_text
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
 from bot.types import IncomingMessage, UserRef
+from bot.words import messages
 
 if TYPE_CHECKING:
     from adapters.slack.app import SlackConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bot.messages import sources_heading
 from bot.types import Answer, SourceLink, web_url
+from bot.words.messages import sources_heading
 
 FEEDBACK_ACTION: Final = "ragbot_feedback"
 # chat.postMessage / chat.update markdown_text, each stream call, and all markdown blocks of one message together.

@@ -13,12 +13,12 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.slack.budget import Pacer
 from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
-from bot import messages
 from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
 from bot.ports import ReplyLimits, ReplyStream
-from bot.streaming import EditingReplyStream, StreamWrapper
+from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
+from bot.words import messages
 
 log = logging.getLogger(__name__)
 

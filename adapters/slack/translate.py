@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bot import messages
-from bot.commands import parse_command
+from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.words import messages
 
 PLATFORM: Final = "slack"
 # Message subtypes that are a person writing; edits, deletions, joins and bot posts never trigger an answer.

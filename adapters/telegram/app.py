@@ -18,11 +18,11 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
-from bot import messages
-from bot.conversation import ConversationManager, deliver_text
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager, deliver_text
 from bot.errors import PlatformError
 from bot.ports import Adapter
-from bot.settings import Settings
+from bot.words import messages
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from adapters.telegram.render import to_telegram_html
 from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
 from bot.ports import ReplyLimits, ReplyStream
-from bot.streaming import EditingReplyStream, StreamWrapper
+from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ from typing import Final
 
 from telegram import Document, Message, MessageEntity
 
-from bot import messages
-from bot.commands import parse_command
+from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
+from bot.words import messages
 from rag.ingest.extractors.limits import format_size
 
 PLATFORM: Final = "telegram"

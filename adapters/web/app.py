@@ -21,12 +21,12 @@ from adapters.web.session import (
     load_key,
     token_matches,
 )
-from bot import messages
-from bot.commands import parse_command
-from bot.conversation import ConversationManager, snippet
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager, snippet
+from bot.commands.registry import parse_command
 from bot.ports import Adapter
-from bot.settings import Settings
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef, web_url
+from bot.words import messages
 from rag.ingest.extractors.limits import format_size
 from storage.records import MessageRecord
 

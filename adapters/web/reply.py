@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.chat_metrics import PlatformObserver
-from bot.messages import sources_heading
 from bot.ports import ReplyLimits, ReplyStream
 from bot.types import Answer, MessageRef
+from bot.words.messages import sources_heading
 
 log = logging.getLogger(__name__)
 

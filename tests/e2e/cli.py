@@ -40,11 +40,11 @@ def free_port() -> int:
 
 
 async def ragbot(env: dict[str, str], cwd: Path, *args: str) -> asyncio.subprocess.Process:
-    """Start `python -m bot.main ARGS` with pipes for its output."""
+    """Start `python -m bot.cli.main ARGS` with pipes for its output."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.main",
+        "bot.cli.main",
         *args,
         env=env,
         cwd=cwd,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot.cli_answer import answer_turn, cli_manager, new_conversation_key
-from bot.services import Services, build_services
+from bot.app.services import Services, build_services
+from bot.cli.ask import answer_turn, cli_manager, new_conversation_key
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry
 from rag.pipeline import TurnContext

@@ -18,7 +18,7 @@ async def _chat(env: dict[str, str], cwd: Path, lines: list[str], *args: str) ->
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.main",
+        "bot.cli.main",
         "chat",
         *args,
         env=env,

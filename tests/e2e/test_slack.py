@@ -19,11 +19,11 @@ from pydantic import SecretStr
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from adapters.slack.render import FEEDBACK_ACTION
-from bot import messages
-from bot.conversation import ConversationManager
-from bot.main import chat_policy
-from bot.services import Services, build_services
-from bot.settings import Settings
+from bot.app.services import Services, build_services
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager
+from bot.cli.main import chat_policy
+from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port

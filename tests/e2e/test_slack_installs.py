@@ -13,10 +13,10 @@ import pytest_asyncio
 
 from adapters.slack.app import BOT_SCOPES, INSTALL_PATH, REDIRECT_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
-from bot import messages
-from bot.conversation import ConversationManager
-from bot.main import chat_policy
-from bot.services import build_services
+from bot.app.services import build_services
+from bot.chat.manager import ConversationManager
+from bot.cli.main import chat_policy
+from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import HANDBOOK, SECRET, Slack, _serve

@@ -17,11 +17,11 @@ from aiohttp import web
 from adapters.telegram.app import WEBHOOK_PATH, TelegramAdapter
 from adapters.telegram.app import create as create_telegram
 from adapters.telegram.render import to_telegram_html
-from bot import messages
-from bot.conversation import ConversationManager
-from bot.main import chat_policy
-from bot.services import Services, build_services
-from bot.settings import Settings
+from bot.app.services import Services, build_services
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager
+from bot.cli.main import chat_policy
+from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port

@@ -18,14 +18,14 @@ import pytest_asyncio
 from aiohttp import web
 
 from adapters.web.app import create as create_web
-from bot import messages
+from bot.app.server import create_app
+from bot.app.services import Services, build_services
+from bot.app.settings import Settings
+from bot.chat.manager import ConversationManager
 from bot.chat_metrics import ChatMetrics
-from bot.conversation import ConversationManager
+from bot.cli.main import chat_policy, check_exposure
 from bot.errors import StartupError
-from bot.main import chat_policy, check_exposure
-from bot.server import create_app
-from bot.services import Services, build_services
-from bot.settings import Settings
+from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port

@@ -23,7 +23,7 @@ import pytest_asyncio
 from aiohttp import web
 from playwright.async_api import Browser, Dialog, Locator, Page, async_playwright, expect
 
-from bot import messages
+from bot.words import messages
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
 from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
@@ -179,7 +179,7 @@ async def site(
         log = root / "serve.log"
         with log.open("wb") as output:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.main", "serve", env=env, cwd=root, stdout=output, stderr=output
+                sys.executable, "-m", "bot.cli.main", "serve", env=env, cwd=root, stdout=output, stderr=output
             )
         url = f"http://127.0.0.1:{env['RAGBOT_PORT']}"
         try:

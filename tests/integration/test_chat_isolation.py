@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot import messages
-from bot.conversation import ChatPolicy, ConversationManager
-from bot.services import Services, build_services
+from bot.app.services import Services, build_services
+from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.words import messages
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry
 from tests.conftest import EmbeddedSettings

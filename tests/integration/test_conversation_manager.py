@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot import messages
-from bot.conversation import ChatPolicy, ConversationManager
-from bot.jobs import JobRunner
-from bot.knowledge import KnowledgeBases
-from bot.limits import RateLimit
-from bot.messages import TURN_FAILED
-from bot.settings import Settings
+from bot.app.settings import Settings
+from bot.chat.limits import RateLimit
+from bot.chat.manager import ChatPolicy, ConversationManager
+from bot.knowledge.bases import KnowledgeBases
+from bot.knowledge.jobs import JobRunner
 from bot.types import Command, ConversationKey, IncomingMessage, UserRef
+from bot.words import messages
+from bot.words.messages import TURN_FAILED
 from storage.db import Database
 from storage.errors import StorageError
 from storage.records import ConversationRecord
@@ -88,7 +88,7 @@ def _manager(world: ChatWorld, **policy: Any) -> ConversationManager:
 
 
 def _message(text: str, *, key: ConversationKey = DM, user: UserRef = ALICE, **fields: Any) -> IncomingMessage:
-    from bot.commands import parse_command
+    from bot.commands.registry import parse_command
 
     return IncomingMessage(
         key=key, message_id=fields.pop("message_id", ""), user=user, text=text, command=parse_command(text), **fields
@@ -346,7 +346,7 @@ async def test_feedback_is_stored_on_the_answer_and_only_within_its_conversation
 
 
 def test_parse_command_reads_quotes_bot_names_and_leaves_other_text_alone() -> None:
-    from bot.commands import parse_command
+    from bot.commands.registry import parse_command
 
     assert parse_command('/faq add "How long?" “Five days.”') == Command(
         "faq", ("add", "How long?", "Five days."), 'add "How long?" “Five days.”'
@@ -361,7 +361,7 @@ def test_parse_command_reads_quotes_bot_names_and_leaves_other_text_alone() -> N
 async def test_every_log_line_of_a_turn_carries_its_turn_id(world: ChatWorld, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from bot.turn_log import TurnIdFilter
+    from bot.chat.turn_log import TurnIdFilter
 
     world.answerer = ScriptedAnswerer(["!"])  # fails mid-stream: the manager logs the traceback
     handler_filter = TurnIdFilter()

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot import messages
 from bot.errors import UserFacingError
-from bot.index_lock import REINDEX, IndexLock
-from bot.jobs import JobRunner
+from bot.knowledge.index_lock import REINDEX, IndexLock
+from bot.knowledge.jobs import JobRunner
+from bot.words import messages
 from storage.db import Database
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo

@@ -11,8 +11,8 @@ import tiktoken
 from aiohttp import web
 from pypdf import PdfWriter
 
-from bot.ingestion import IngestionLimits, IngestionWork
-from bot.jobs import JobRunner
+from bot.knowledge.ingestion import IngestionLimits, IngestionWork
+from bot.knowledge.jobs import JobRunner
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.extract import ExtractLimits
@@ -27,7 +27,7 @@ from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.schema import Collection
 from storage.weaviate.store import WeaviateStore
-from tests.unit.ingest_extract import make_docx, make_pdf, make_pdf_without_text, make_zip_bomb
+from tests.support.documents import make_docx, make_pdf, make_pdf_without_text, make_zip_bomb
 
 LIMIT = 2_000_000
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import tiktoken
 
-from bot.ingestion import IngestionLimits, IngestionWork
-from bot.jobs import JobRunner
+from bot.knowledge.ingestion import IngestionLimits, IngestionWork
+from bot.knowledge.jobs import JobRunner
 from rag.errors import ExtractionError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import BatchLimits, DocumentIngestor, IngestResult, SourceFile
@@ -29,7 +29,7 @@ from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.schema import Collection
 from storage.weaviate.store import WeaviateStore
-from tests.unit.ingest_extract import make_pdf
+from tests.support.documents import make_pdf
 
 FILES = 50
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import tiktoken
 
-from bot.knowledge import KnowledgeBases
+from bot.knowledge.bases import KnowledgeBases
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.lexical import LexicalAnalyzer

@@ -8,8 +8,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.cli_knowledge import ingest_sources
-from bot.jobs import JobRunner
+from bot.cli.knowledge import ingest_sources
+from bot.knowledge.jobs import JobRunner
 from rag.errors import CorruptDocument
 from rag.ports import Progress
 from storage.db import Database

@@ -12,7 +12,7 @@ import pytest_asyncio
 import tiktoken
 from weaviate.classes.config import Configure, Property
 
-from bot.messages import index_outdated, vectors_foreign
+from bot.words.messages import index_outdated, vectors_foreign
 from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.faq_index import FaqImporter

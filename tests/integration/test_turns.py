@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.chat.recorder import TurnRecorder, apology
 from bot.errors import UserFacingError
-from bot.messages import TURN_FAILED
-from bot.turns import TurnRecorder, apology
+from bot.words.messages import TURN_FAILED
 from rag.pipeline import StageReport, TurnContext
 from rag.stages.load_history import LoadHistory
 from rag.types import Candidate

@@ -1,0 +1,1 @@
+"""The running service: settings, preflight checks, composition, HTTP server, health, platform loading."""

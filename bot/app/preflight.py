@@ -1,0 +1,115 @@
+"""Checks that run before anything is written, so a bad setting stops start-up cleanly."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from pathlib import Path
+
+from bot.app.settings import Settings
+from bot.errors import StartupError
+
+
+def nearest_existing(path: Path) -> Path:
+    """The path itself or its closest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_writable_dir(setting: str, path: Path) -> None:
+    """Raise unless `path` is, or could be created as, a writable directory."""
+    existing = nearest_existing(path)
+    if not existing.is_dir():
+        raise StartupError(
+            setting, f"{existing} is not a directory, so {path} cannot be created", "choose another folder"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise StartupError(setting, f"{existing} is not writable", "fix its permissions or choose another folder")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise unless the HTTP server could bind host:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            reason = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            raise StartupError(
+                "RAGBOT_PORT",
+                f"port {port} on {host} {reason}",
+                "set RAGBOT_PORT to a free port or stop the other process",
+            ) from exc
+
+
+def check_settings(settings: Settings, *, serving: bool) -> None:
+    """Every check that needs no server: folders, binary, model folder and (when serving) the port."""
+    check_writable_dir("RAGBOT_DATA_DIR", settings.data_dir)
+    if settings.WEAVIATE_URL is None:
+        check_writable_dir("RAGBOT_DATA_DIR", settings.weaviate_server().data_dir)
+        binary = settings.weaviate_server().binary
+        if not binary.is_file() or not os.access(binary, os.X_OK):
+            raise StartupError(
+                "WEAVIATE_BINARY",
+                f"weaviate-server not found at {binary}",
+                "run `make weaviate` to build it, or set WEAVIATE_URL to an existing Weaviate",
+            )
+    model_dir = settings.EMBEDDING_MODEL_DIR
+    if settings.EMBEDDING_PROVIDER == "local" and model_dir is not None and not model_dir.expanduser().is_dir():
+        raise StartupError(
+            "EMBEDDING_MODEL_DIR",
+            f"{model_dir} does not exist",
+            "point it at a model folder, or unset it to download the model",
+        )
+    if settings.EMBEDDING_PROVIDER == "openai" and not settings.EMBEDDING_BASE_URL:
+        raise StartupError(
+            "EMBEDDING_BASE_URL", "not set while EMBEDDING_PROVIDER=openai", "set the embeddings API URL"
+        )
+    if settings.RERANK_PROVIDER == "api" and not settings.RERANK_BASE_URL:
+        raise StartupError("RERANK_BASE_URL", "not set while RERANK_PROVIDER=api", "set the rerank API URL")
+    if settings.ANSWER_FALLBACK == "model" and not settings.CHAT_MODEL:
+        raise StartupError(
+            "ANSWER_FALLBACK", "is model but no CHAT_MODEL is configured", "set CHAT_MODEL or use extractive"
+        )
+    if settings.TELEGRAM_BOT_TOKEN is not None and settings.TELEGRAM_MODE == "webhook":
+        if not settings.TELEGRAM_WEBHOOK_URL:
+            raise StartupError(
+                "TELEGRAM_WEBHOOK_URL",
+                "not set while TELEGRAM_MODE=webhook",
+                "set the public HTTPS URL, or use polling",
+            )
+        if settings.TELEGRAM_WEBHOOK_SECRET is None:
+            raise StartupError(
+                "TELEGRAM_WEBHOOK_SECRET",
+                "not set while TELEGRAM_MODE=webhook",
+                "set a secret so forged deliveries are refused",
+            )
+    _check_slack(settings)
+    if serving:
+        check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+
+
+def _check_slack(settings: Settings) -> None:
+    """The Slack settings that only make sense together."""
+    oauth = settings.SLACK_CLIENT_ID is not None or settings.SLACK_CLIENT_SECRET is not None
+    if oauth and (settings.SLACK_CLIENT_ID is None or settings.SLACK_CLIENT_SECRET is None):
+        missing = "SLACK_CLIENT_SECRET" if settings.SLACK_CLIENT_SECRET is None else "SLACK_CLIENT_ID"
+        raise StartupError(missing, "not set while the other OAuth setting is", "set both, or neither")
+    if not (oauth or settings.SLACK_BOT_TOKEN is not None):
+        if settings.SLACK_APP_TOKEN is not None:
+            raise StartupError(
+                "SLACK_BOT_TOKEN", "not set while SLACK_APP_TOKEN is", "set the bot token (xoxb-…) as well"
+            )
+        return
+    if settings.SLACK_APP_TOKEN is None and settings.SLACK_SIGNING_SECRET is None:
+        raise StartupError(
+            "SLACK_SIGNING_SECRET",
+            "not set, so requests posted to /slack/events cannot be verified",
+            "copy it from the app's Basic Information page, or set SLACK_APP_TOKEN to use Socket Mode",
+        )
+    if oauth and settings.SLACK_SIGNING_SECRET is None:
+        raise StartupError(
+            "SLACK_SIGNING_SECRET", "not set while SLACK_CLIENT_ID is", "the install pages need it: set it"
+        )

@@ -1,0 +1,239 @@
+"""Composition root: builds every part from Settings, starts them in order, stops them in reverse."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+
+from bot.app.preflight import check_settings
+from bot.app.settings import Settings
+from bot.chat.answerer import Answerer
+from bot.errors import StartupError, UserFacingError
+from bot.knowledge.bases import KnowledgeBases
+from bot.knowledge.index_lock import IndexLock
+from bot.knowledge.ingestion import IngestionWork
+from bot.knowledge.jobs import JobRunner, runner_id
+from bot.metrics import StageMetrics
+from bot.words.messages import index_outdated, vectors_foreign
+from rag.errors import EmbedderUnavailable
+from rag.ingest.documents import DocumentIngestor
+from rag.ingest.faq_index import FaqImporter
+from rag.lexical import LexicalAnalyzer
+from rag.models.chat import OpenAIChatModel
+from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder, find_onnx_model, resolve_model_dir
+from rag.models.identity import vector_model_id
+from rag.models.rerankers import ApiReranker, build_reranker
+from rag.ports import Reranker
+from rag.tokens import TokenCounter
+from storage.db import Database
+from storage.embedding_cache import SqlEmbeddingCache
+from storage.errors import DatabaseUnavailable, IndexUnavailable, ServerInUse
+from storage.repos.bindings import BindingRepo
+from storage.repos.conversations import ConversationRepo
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.jobs import JobRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.leases import LeaseRepo
+from storage.repos.slack_installs import SlackInstallRepo
+from storage.weaviate.server import WeaviateServer
+from storage.weaviate.store import WeaviateStore, endpoint_from_url
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Services:
+    """The running parts, passed explicitly to whatever needs them."""
+
+    settings: Settings
+    db: Database
+    store: WeaviateStore
+    weaviate_server: WeaviateServer | None
+    embedder: CachedEmbedder
+    chat_model: OpenAIChatModel | None
+    reranker: Reranker | None
+    stage_metrics: StageMetrics
+    tokens: TokenCounter
+    lexical: LexicalAnalyzer
+    documents: DocumentRepo
+    faqs: FaqRepo
+    job_repo: JobRepo
+    conversations: ConversationRepo
+    knowledge: KnowledgeBases
+    ingestor: DocumentIngestor
+    faq_importer: FaqImporter
+    jobs: JobRunner
+    bindings: BindingRepo
+    slack_installs: SlackInstallRepo
+    index_lock: IndexLock
+    # Whose vectors this process writes and searches with (recorded on the index, compared at start).
+    vector_model: str
+
+    def ensure_vectors_match(self) -> None:
+        """Stop a command that embeds or searches while the index holds another embedding model's vectors."""
+        for held in sorted(set(self.store.foreign_vectors().values())):
+            raise UserFacingError(vectors_foreign(held, self.vector_model))
+
+    # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
+    answerer: Answerer = field(init=False)
+
+
+async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
+    db = Database(settings.database())
+    try:
+        await db.open()
+    except DatabaseUnavailable as exc:
+        if settings.DATABASE_URL:
+            raise StartupError(
+                "DATABASE_URL",
+                f"cannot open {exc.url}: {exc.reason}",
+                "check host, credentials and that the database exists",
+            ) from exc
+        raise StartupError(
+            "RAGBOT_DATA_DIR", f"cannot open the SQLite store: {exc.reason}", "choose a writable data folder"
+        ) from exc
+    stack.push_async_callback(db.close)
+    return db
+
+
+def _vector_model(settings: Settings) -> str:
+    """The identity of the configured embedding model's vectors (its name, and for a local model its folder's)."""
+    config = settings.embedder()
+    if config.provider != "local":
+        return config.model
+    model_dir = resolve_model_dir(config)
+    return vector_model_id(config.model, model_dir, find_onnx_model(model_dir))
+
+
+async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> WeaviateStore:
+    assert settings.WEAVIATE_URL is not None
+    config = settings.weaviate()
+    try:
+        store = await WeaviateStore.connect(
+            endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config
+        )
+    except (IndexUnavailable, ValueError) as exc:
+        raise StartupError(
+            "WEAVIATE_URL", f"{exc}", "start that Weaviate, correct the URL, or unset WEAVIATE_URL to run one locally"
+        ) from exc
+    stack.push_async_callback(store.close)
+    return store
+
+
+async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple[WeaviateServer | None, WeaviateStore]:
+    server = WeaviateServer(settings.weaviate_server())
+    owned: WeaviateServer | None = server
+    try:
+        endpoint = await server.start()
+    except ServerInUse as exc:
+        # `ragbot serve` owns the server on this data dir: admin commands share it.
+        log.info("weaviate=attach reason=%s", exc)
+        endpoint, owned = server.attach_endpoint(exc), None
+    except IndexUnavailable as exc:
+        raise StartupError("WEAVIATE_BINARY", str(exc), "see `ragbot doctor`") from exc
+    if owned is not None:
+        stack.push_async_callback(owned.stop)
+    try:
+        store = await WeaviateStore.connect(endpoint, settings.weaviate())
+    except IndexUnavailable as exc:
+        raise StartupError("WEAVIATE_BINARY", str(exc), "see the server log in the data dir") from exc
+    stack.push_async_callback(store.close)
+    return owned, store
+
+
+@asynccontextmanager
+async def build_services(settings: Settings, *, serving: bool = False) -> AsyncIterator[Services]:
+    """Start every part; on any failure, stop what was started and raise StartupError.
+
+    Remote parts are reached before anything is written locally, so a wrong URL leaves no files.
+    """
+    check_settings(settings, serving=serving)
+    async with AsyncExitStack() as stack:
+        store: WeaviateStore | None = None
+        db: Database | None = None
+        if settings.WEAVIATE_URL:
+            store = await _connect_remote_index(settings, stack)
+        if settings.DATABASE_URL:
+            db = await _open_database(settings, stack)
+        try:
+            embedder = build_embedder(settings.embedder())
+        except EmbedderUnavailable as exc:
+            raise StartupError("EMBEDDING_MODEL_DIR", str(exc), "see `ragbot doctor`") from exc
+        if isinstance(embedder, OpenAIEmbedder):
+            stack.push_async_callback(embedder.close)
+        server: WeaviateServer | None = None
+        if store is None:
+            server, store = await _start_local_index(settings, stack)
+        vector_model = _vector_model(settings)
+        await store.claim_vectors(vector_model)
+        if db is None:
+            db = await _open_database(settings, stack)
+        chat_model: OpenAIChatModel | None = None
+        chat_config = settings.chat_model()
+        if chat_config is not None:
+            chat_model = OpenAIChatModel(chat_config)
+            stack.push_async_callback(chat_model.close)
+        try:
+            tokens = TokenCounter(settings.TOKEN_ENCODING, settings.TIKTOKEN_CACHE_DIR)
+        except (OSError, ValueError) as exc:
+            raise StartupError(
+                "TIKTOKEN_CACHE_DIR",
+                f"cannot load {settings.TOKEN_ENCODING}: {exc}",
+                "point it at tiktoken's encoding files",
+            ) from exc
+        cache = SqlEmbeddingCache(db)
+        if store.claimed_unrecorded:
+            # The cache filed an older ragbot's vectors under the model's name; they are the index's, so this model's.
+            await cache.adopt(embedder.provider, embedder.model_id, vector_model)
+        cached = CachedEmbedder(embedder, cache, cache_model=vector_model)
+        lexical = LexicalAnalyzer(settings.JIEBA_USER_DICT)
+        reranker = build_reranker(settings.reranker(), cached, lexical)
+        if isinstance(reranker, ApiReranker):
+            stack.push_async_callback(reranker.close)
+        documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
+        knowledge_bases = KnowledgeBaseRepo(db)
+        index_lock = IndexLock(LeaseRepo(db), runner_id())
+        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock)
+        ingestor = DocumentIngestor(documents, store, cached, lexical, tokens.encoding, settings.extract_limits())
+        faq_importer = FaqImporter(faqs, store, cached, lexical)
+        work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
+        await knowledge.repair_index()
+        services = Services(
+            settings=settings,
+            db=db,
+            store=store,
+            weaviate_server=server,
+            embedder=cached,
+            chat_model=chat_model,
+            reranker=reranker,
+            stage_metrics=StageMetrics(),
+            tokens=tokens,
+            lexical=lexical,
+            documents=documents,
+            faqs=faqs,
+            job_repo=job_repo,
+            conversations=ConversationRepo(db),
+            knowledge=knowledge,
+            ingestor=ingestor,
+            faq_importer=faq_importer,
+            jobs=JobRunner(
+                job_repo,
+                work,
+                concurrency=settings.INGEST_CONCURRENCY,
+                batch=work.run_batch,
+                before_start=index_lock.wait_writable,
+            ),
+            bindings=BindingRepo(db),
+            slack_installs=SlackInstallRepo(db),
+            index_lock=index_lock,
+            vector_model=vector_model,
+        )
+        services.answerer = Answerer.over(services)
+        if store.missing_properties() or store.stale_terms():
+            # Serving goes on: searches fall back to SQL for what the old index lacks, old BM25 terms still match
+            # the words an older analyzer cut alike.
+            log.warning("index=outdated note=%r", index_outdated(store.missing_properties(), store.stale_terms()))
+        yield services

@@ -1,0 +1,415 @@
+"""Settings: the only reader of the environment and `.env`."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from bot.knowledge.ingestion import IngestionLimits
+from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
+from rag.extractive import ExtractiveConfig
+from rag.faq.search import FaqSearchConfig
+from rag.history import HistoryConfig
+from rag.ingest.addresses import AddressPolicy
+from rag.ingest.extract import ExtractLimits
+from rag.ingest.fetch import FetchLimits
+from rag.models.rerankers import RerankerConfig
+from rag.relevance import RerankConfig
+from rag.retrieval import LANGUAGES, FusionWeights, Language, RetrievalConfig
+from rag.stages.search import SearchConfig
+from storage.db import DatabaseConfig
+from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+
+_SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+# FUSION_WEIGHTS: {"chunks"|"faqs": {language: {"vector"|"bm25": weight}}}
+_WeightTable = dict[Literal["chunks", "faqs"], dict[Language, dict[Literal["vector", "bm25"], float]]]
+
+
+class Settings(BaseSettings):
+    """Every setting ragbot reads; field names are the environment variable names."""
+
+    # env_ignore_empty: `NAME=` (as .env.example writes every unset option) means "use the default";
+    # without it `EMBEDDING_DIMENSION=` fails to parse and `EMBEDDING_MODEL_DIR=` becomes Path(".").
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="forbid", case_sensitive=True, env_ignore_empty=True
+    )
+
+    RAGBOT_DATA_DIR: Path = Path("data")
+    RAGBOT_HOST: str = "127.0.0.1"
+    RAGBOT_PORT: int = Field(default=8080, ge=1, le=65535)
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    DATABASE_URL: str | None = None
+
+    WEAVIATE_URL: str | None = None
+    WEAVIATE_GRPC_URL: str | None = None
+    WEAVIATE_API_KEY: SecretStr | None = None
+    WEAVIATE_BINARY: Path = Path("bin/weaviate-server")
+    WEAVIATE_STARTUP_TIMEOUT: float = Field(default=60.0, gt=0)
+    WEAVIATE_QUERY_TIMEOUT: float = Field(default=30.0, gt=0)
+
+    EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
+    EMBEDDING_MODEL: str = "sentence-transformers/all-MiniLM-L6-v2"
+    EMBEDDING_MODEL_DIR: Path | None = None
+    EMBEDDING_MAX_TOKENS: int = Field(default=256, ge=8, le=8192)
+    EMBEDDING_BATCH_SIZE: int = Field(default=64, ge=1, le=2048)
+    EMBEDDING_BASE_URL: str | None = None
+    EMBEDDING_API_KEY: SecretStr | None = None
+    EMBEDDING_DIMENSION: int | None = Field(default=None, ge=1)
+    # The languages the embedding model serves ("en", "zh", "en,zh" or "*"): its vectors count there (fusion, the
+    # local reranker, FAQ confidence); elsewhere words alone carry retrieval. Unset: en for the default model,
+    # * for an OpenAI-compatible API (its embedding models are multilingual as a rule).
+    EMBEDDING_LANGUAGES: str | None = None
+    # RRF weights per language and leg, as bench/fusion_weights.py prints them for your own model; unset, the
+    # DEV sweep of the default English model serves every language in EMBEDDING_LANGUAGES.
+    FUSION_WEIGHTS: _WeightTable | None = None
+
+    CHAT_MODEL: str | None = None
+    CHAT_MODEL_BASE_URL: str | None = None
+    CHAT_MODEL_API_KEY: SecretStr | None = None
+    CHAT_MODEL_TIMEOUT: float = Field(default=60.0, gt=0)
+    CHAT_MODEL_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
+
+    TIKTOKEN_CACHE_DIR: Path | None = None
+    TOKEN_ENCODING: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+
+    INGEST_CONCURRENCY: int = Field(default=2, ge=1, le=32)
+    INGEST_MAX_FILE_MB: float = Field(default=50.0, gt=0, le=2048)
+    URL_FETCH_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
+    URL_FETCH_ALLOWED_NETWORKS: str = ""
+    JIEBA_USER_DICT: Path | None = None
+
+    RETRIEVAL_TOP_K: int = Field(default=5, ge=1, le=50)
+    QUERY_REWRITE: bool = True
+    QUERY_EXPANSION: bool = True
+    HISTORY_MESSAGES: int = Field(default=20, ge=0, le=500)
+    HISTORY_MAX_ROUNDS: int = Field(default=5, ge=0, le=100)
+    FAQ_PRIORITY: bool = True
+    FAQ_DIRECT_ANSWER_THRESHOLD: float = Field(default=0.9, ge=0.0, le=1.0)
+    FAQ_ANSWER_DIRECTLY: bool = True
+    FAQ_NEGATIVE_SIMILARITY: float = Field(default=0.85, ge=0.0, le=1.0)
+    RERANK_PROVIDER: Literal["local", "api", "none"] = "local"
+    RERANK_BASE_URL: str | None = None
+    RERANK_API_KEY: SecretStr | None = None
+    RERANK_MODEL: str = "jina-reranker-v2-base-multilingual"
+    RERANK_TIMEOUT: float = Field(default=10.0, gt=0, le=600)
+    RERANK_THRESHOLD: float = Field(default=0.5, ge=0.0, le=1.0)
+    ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
+    ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
+    ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
+    EXTRACTIVE_ANSWER_CHARS: int = Field(default=400, ge=80, le=4000)
+
+    DEFAULT_KNOWLEDGE_BASES: str = ""
+    CHAT_ANSWER_MODE: Literal["mention", "all"] = "mention"
+    CHAT_RATE_LIMIT: int = Field(default=20, ge=1, le=10_000)
+    CHAT_MAX_CONCURRENT_TURNS: int = Field(default=64, ge=1, le=10_000)
+    CHAT_MAX_CONCURRENT_MODEL_CALLS: int = Field(default=16, ge=1, le=10_000)
+    RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
+    WEB_KNOWLEDGE_BASES: str = ""
+    WEB_ADMIN_TOKEN: SecretStr | None = None
+    WEB_ACCESS_TOKEN: SecretStr | None = None
+
+    TELEGRAM_BOT_TOKEN: SecretStr | None = None
+    TELEGRAM_ADMINS: str = ""
+    TELEGRAM_MODE: Literal["polling", "webhook"] = "polling"
+    TELEGRAM_WEBHOOK_URL: str | None = None
+    TELEGRAM_WEBHOOK_SECRET: SecretStr | None = None
+    TELEGRAM_API_BASE_URL: str | None = None
+    TELEGRAM_FILE_BASE_URL: str | None = None
+    TELEGRAM_DOWNLOAD_LIMIT_MB: float = Field(default=20.0, gt=0, le=100_000)
+
+    SLACK_BOT_TOKEN: SecretStr | None = None
+    SLACK_SIGNING_SECRET: SecretStr | None = None
+    SLACK_APP_TOKEN: SecretStr | None = None
+    SLACK_ADMINS: str = ""
+    SLACK_COMMAND: str = "/kb"
+    SLACK_STREAMING: Literal["native", "edit"] = "native"
+    SLACK_API_BASE_URL: str | None = None
+    SLACK_CLIENT_ID: str | None = None
+    SLACK_CLIENT_SECRET: SecretStr | None = None
+    SLACK_REDIRECT_URL: str | None = None
+
+    @field_validator("TELEGRAM_ADMINS")
+    @classmethod
+    def _telegram_admins_are_ids(cls, value: str) -> str:
+        bad = [name for name in _names(value) if not name.lstrip("-").isdigit()]
+        if bad:
+            raise ValueError(f"must be numeric Telegram user ids (ask @userinfobot), not {', '.join(bad)}")
+        return value
+
+    @field_validator("SLACK_ADMINS")
+    @classmethod
+    def _slack_admins_are_ids(cls, value: str) -> str:
+        bad = [name for name in _names(value) if not re.fullmatch(r"[UW][A-Z0-9]{2,}", name)]
+        if bad:
+            raise ValueError(
+                f"must be Slack member ids like U012ABCDEF (profile → ⋮ → Copy member ID), not {', '.join(bad)}"
+            )
+        return value
+
+    @field_validator("SLACK_COMMAND")
+    @classmethod
+    def _slack_command_shape(cls, value: str) -> str:
+        if not re.fullmatch(r"/[a-z0-9_\-]{1,31}", value):
+            raise ValueError("must be a slash command like /kb (lower case letters, digits, - and _)")
+        return value
+
+    @field_validator("TELEGRAM_WEBHOOK_SECRET")
+    @classmethod
+    def _webhook_secret_charset(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
+        return value
+
+    @field_validator("DATABASE_URL")
+    @classmethod
+    def _database_url_is_supported(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        try:
+            url = make_url(value)
+        except ArgumentError as exc:
+            raise ValueError("not a database URL (expected postgresql://user:pass@host/db)") from exc
+        backend = url.get_backend_name()
+        if backend not in _SUPPORTED_DB_SCHEMES:
+            raise ValueError(f"unsupported database {backend!r}: use postgresql:// or sqlite://")
+        if backend != "sqlite" and not url.database:
+            raise ValueError("names no database (expected postgresql://user:pass@host/db)")
+        return value
+
+    @field_validator(
+        "WEAVIATE_URL", "WEAVIATE_GRPC_URL", "EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL"
+    )
+    @classmethod
+    def _url_has_scheme(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("EMBEDDING_LANGUAGES")
+    @classmethod
+    def _known_languages(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "*":
+            return value
+        unknown = {part.strip() for part in value.split(",")} - set(LANGUAGES)
+        if unknown:
+            raise ValueError(f"unknown language {', '.join(sorted(unknown))}: use {', '.join(LANGUAGES)} or *")
+        return value
+
+    @field_validator("FUSION_WEIGHTS")
+    @classmethod
+    def _weights_not_negative(cls, value: _WeightTable | None) -> _WeightTable | None:
+        weights = [w for by_lang in (value or {}).values() for legs in by_lang.values() for w in legs.values()]
+        if any(weight < 0 for weight in weights):
+            raise ValueError("fusion weights are RRF weights: 0 or more (0 turns a leg off)")
+        return value
+
+    @field_validator("ANSWER_FALLBACK_TEXT")
+    @classmethod
+    def _fallback_text_is_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty: it is what users read when nothing matches")
+        return value.strip()
+
+    @field_validator("URL_FETCH_ALLOWED_NETWORKS")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        try:
+            AddressPolicy.allowing(*value.split(","))
+        except ValueError as exc:
+            raise ValueError(f"{exc}: give comma-separated CIDR networks such as 10.0.0.0/8,192.168.0.0/16") from exc
+        return value
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory as an absolute path."""
+        return self.RAGBOT_DATA_DIR.expanduser().resolve()
+
+    def database(self) -> DatabaseConfig:
+        """Relational store: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir."""
+        if self.DATABASE_URL:
+            return DatabaseConfig(url=self.DATABASE_URL)
+        return DatabaseConfig(url=f"sqlite:///{self.data_dir / 'ragbot.sqlite3'}")
+
+    def weaviate(self) -> WeaviateConfig:
+        """Vector index connection; `url=None` means ragbot runs the local server itself."""
+        return WeaviateConfig(
+            url=self.WEAVIATE_URL,
+            grpc_url=self.WEAVIATE_GRPC_URL,
+            api_key=self.WEAVIATE_API_KEY.get_secret_value() if self.WEAVIATE_API_KEY else None,
+            query_timeout=self.WEAVIATE_QUERY_TIMEOUT,
+        )
+
+    def weaviate_server(self) -> WeaviateServerConfig:
+        """How to run the local Weaviate server when WEAVIATE_URL is unset."""
+        return WeaviateServerConfig(
+            binary=self.WEAVIATE_BINARY.expanduser(),
+            data_dir=self.data_dir / "weaviate",
+            startup_timeout=self.WEAVIATE_STARTUP_TIMEOUT,
+        )
+
+    def embedder(self) -> EmbedderConfig:
+        """Which embedder to build and how."""
+        return EmbedderConfig(
+            provider=self.EMBEDDING_PROVIDER,
+            model=self.EMBEDDING_MODEL,
+            model_dir=self.EMBEDDING_MODEL_DIR.expanduser() if self.EMBEDDING_MODEL_DIR else None,
+            cache_dir=self.data_dir / "models",
+            max_tokens=self.EMBEDDING_MAX_TOKENS,
+            batch_size=self.EMBEDDING_BATCH_SIZE,
+            base_url=self.EMBEDDING_BASE_URL,
+            api_key=self.EMBEDDING_API_KEY.get_secret_value() if self.EMBEDDING_API_KEY else None,
+            dimension=self.EMBEDDING_DIMENSION,
+        )
+
+    def ingestion_limits(self) -> IngestionLimits:
+        """Size, time and address limits for files and URLs."""
+        max_bytes = int(self.INGEST_MAX_FILE_MB * 1_000_000)
+        return IngestionLimits(
+            max_file_bytes=max_bytes,
+            fetch=FetchLimits(max_bytes=max_bytes, total_timeout=self.URL_FETCH_TIMEOUT),
+            address_policy=AddressPolicy.allowing(*self.URL_FETCH_ALLOWED_NETWORKS.split(",")),
+        )
+
+    def extract_limits(self) -> ExtractLimits:
+        """Limits extraction applies to one file (and what a zip container may unpack to)."""
+        return ExtractLimits(max_bytes=int(self.INGEST_MAX_FILE_MB * 1_000_000))
+
+    def chat_model(self) -> ChatModelConfig | None:
+        """The chat model, or None when none is configured (answers are then extractive)."""
+        if not self.CHAT_MODEL:
+            return None
+        return ChatModelConfig(
+            model=self.CHAT_MODEL,
+            base_url=self.CHAT_MODEL_BASE_URL,
+            api_key=self.CHAT_MODEL_API_KEY.get_secret_value() if self.CHAT_MODEL_API_KEY else None,
+            timeout=self.CHAT_MODEL_TIMEOUT,
+            max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def embedding_languages(self) -> frozenset[Language]:
+        """The languages whose vectors retrieval trusts (EMBEDDING_LANGUAGES, or the model's default)."""
+        value = self.EMBEDDING_LANGUAGES
+        if value is None:
+            value = "en" if self.EMBEDDING_PROVIDER == "local" else "*"
+        if value.strip() == "*":
+            return frozenset(LANGUAGES)
+        return frozenset(lang for lang in LANGUAGES if lang in {part.strip() for part in value.split(",")})
+
+    def fusion_weights(self) -> FusionWeights:
+        """FUSION_WEIGHTS where given, over the weights for the languages the embedding model serves."""
+        weights = FusionWeights.for_languages(self.embedding_languages())
+        if not self.FUSION_WEIGHTS:
+            return weights
+        given = {
+            part: {lang: {str(leg): weight for leg, weight in legs.items()} for lang, legs in by_lang.items()}
+            for part, by_lang in self.FUSION_WEIGHTS.items()
+        }
+        return FusionWeights(
+            chunks={**weights.chunks, **given.get("chunks", {})}, faqs={**weights.faqs, **given.get("faqs", {})}
+        )
+
+    def retrieval(self) -> RetrievalConfig:
+        """How many passages an answer uses, and the fusion weights of each language and leg."""
+        return RetrievalConfig(top_k=self.RETRIEVAL_TOP_K, weights=self.fusion_weights())
+
+    def search(self) -> SearchConfig:
+        """The SEARCH stage: thin-result expansion and direct loading of small targeted documents."""
+        return SearchConfig(top_k=self.RETRIEVAL_TOP_K, expand=self.QUERY_EXPANSION)
+
+    def faq_search(self) -> FaqSearchConfig:
+        """FAQ matching: the negative-question veto by meaning and the fusion weights of the retrieval config."""
+        return FaqSearchConfig(negative_similarity=self.FAQ_NEGATIVE_SIMILARITY, weights=self.retrieval().weights.faqs)
+
+    def reranker(self) -> RerankerConfig:
+        """Which reranker scores candidates: local (in-process), a /rerank API, or none."""
+        return RerankerConfig(
+            provider=self.RERANK_PROVIDER,
+            base_url=self.RERANK_BASE_URL,
+            api_key=self.RERANK_API_KEY.get_secret_value() if self.RERANK_API_KEY else None,
+            model=self.RERANK_MODEL,
+            timeout=self.RERANK_TIMEOUT,
+        )
+
+    def rerank(self) -> RerankConfig:
+        """The RERANK stage: threshold, and MMR keeping top_k child hits (MERGE may join them into fewer)."""
+        languages: frozenset[Language] | None = None
+        if self.RERANK_PROVIDER == "local":
+            # The local reranker leans on the embedder: only where retrieval trusts it (its vector leg counts).
+            languages = self.fusion_weights().vector_languages()
+        return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K, languages=languages)
+
+    def history(self) -> HistoryConfig:
+        """How much of a conversation LOAD_HISTORY reads and keeps."""
+        return HistoryConfig(limit=self.HISTORY_MESSAGES, max_rounds=self.HISTORY_MAX_ROUNDS)
+
+    def answer(self) -> AnswerConfig:
+        """How answers are written: FAQ priority, direct answers, fallback and the prompt's token budget."""
+        return AnswerConfig(
+            budget=self.ANSWER_CONTEXT_TOKENS,
+            faq_priority=self.FAQ_PRIORITY,
+            direct_answer_threshold=self.FAQ_DIRECT_ANSWER_THRESHOLD,
+            answer_faq_directly=self.FAQ_ANSWER_DIRECTLY,
+            fallback=self.ANSWER_FALLBACK,
+            fallback_text=self.ANSWER_FALLBACK_TEXT,
+            extractive=ExtractiveConfig(
+                max_chars=self.EXTRACTIVE_ANSWER_CHARS, embed_languages=frozenset(self.embedding_languages())
+            ),
+        )
+
+    def default_knowledge_bases(self) -> tuple[str, ...]:
+        """DEFAULT_KNOWLEDGE_BASES as names."""
+        return _names(self.DEFAULT_KNOWLEDGE_BASES)
+
+    def web_knowledge_bases(self) -> tuple[str, ...]:
+        """The knowledge bases the web chat may read: WEB_KNOWLEDGE_BASES, else the defaults."""
+        return _names(self.WEB_KNOWLEDGE_BASES) or self.default_knowledge_bases()
+
+    def telegram_admins(self) -> frozenset[str]:
+        """TELEGRAM_ADMINS as user ids (numbers: usernames can change hands)."""
+        return frozenset(_names(self.TELEGRAM_ADMINS))
+
+    def slack_admins(self) -> frozenset[str]:
+        """SLACK_ADMINS as member ids."""
+        return frozenset(_names(self.SLACK_ADMINS))
+
+    def internal_port(self) -> int:
+        """Where /metrics and health details listen when RAGBOT_HOST faces a network: loopback, this port."""
+        return self.RAGBOT_INTERNAL_PORT or (self.RAGBOT_PORT % 65535) + 1
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a listen address is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+
+
+def describe_validation_error(error: ValidationError) -> list[str]:
+    """One line per offending variable, naming it and what is wrong."""
+    lines = []
+    for item in error.errors():
+        variable = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = "is not a ragbot setting (typo in .env?)"
+        lines.append(f"{variable}: {message}")
+    return lines

@@ -1,0 +1,149 @@
+"""Answering one question: check it, run the named pipeline, which delivers the answer piece by piece."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
+
+from bot.chat.model_limit import LimitedChatModel
+from bot.words import messages
+from rag.faq.search import FaqSearch
+from rag.input_check import check_question
+from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
+from rag.pipeline import Pipeline, TurnContext, answer_once
+from rag.ports import ChatModel
+from rag.retrieval import Retriever
+from rag.rewrite import LlmRewriter, Rewriter
+from rag.rewrite_rules import RuleRewriter
+from rag.stages.stream_answer import StreamAnswer
+from storage.repos.merge_reads import MergeReadRepo
+
+if TYPE_CHECKING:
+    from bot.app.services import Services
+
+OnText = Callable[[str], Awaitable[None]]
+
+
+def pipeline_parts(services: Services) -> PipelineParts:
+    """The pipelines' parts over the running services, configured by their settings."""
+    settings = services.settings
+    model: ChatModel | None = None
+    if services.chat_model is not None:
+        model = LimitedChatModel(services.chat_model, settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
+    rewriter: Rewriter | None = None
+    if settings.QUERY_REWRITE:
+        rewriter = LlmRewriter(model) if model else RuleRewriter()
+    return PipelineParts(
+        retriever=Retriever(
+            services.store,
+            services.embedder,
+            services.lexical,
+            services.documents,
+            services.faqs,
+            settings.retrieval(),
+            questions=services.embedder.transient,
+        ),
+        faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
+        history=services.conversations,
+        merge_source=MergeReadRepo(services.db),
+        tokens=services.tokens,
+        rewriter=rewriter,
+        reranker=services.reranker,
+        model=model,
+        search=settings.search(),
+        rerank=settings.rerank(),
+        answer=settings.answer(),
+        history_config=settings.history(),
+        observe=services.stage_metrics.observe,
+    )
+
+
+class Answerer:
+    """Holds the pipelines (built once with the services) and answers questions over given knowledge bases."""
+
+    def __init__(self, parts: PipelineParts) -> None:
+        self.parts = parts
+        self.rag_stream = rag_stream(parts)
+        self.search = search_pipeline(parts)
+        self.chat_stream = chat_stream(
+            parts.tokens,
+            parts.model,
+            history=parts.history,
+            history_config=parts.history_config,
+            observe=parts.observe,
+        )
+        self._refusal = Pipeline("refusal", [StreamAnswer()], parts.observe)
+
+    @classmethod
+    def over(cls, services: Services) -> Answerer:
+        """The Answerer over the running services."""
+        return cls(pipeline_parts(services))
+
+    def prepare(
+        self,
+        question: str,
+        kb_ids: Sequence[str],
+        *,
+        conversation_id: str = "",
+        document_ids: Sequence[str] = (),
+        history: Sequence[tuple[str, str]] = (),
+        on_text: OnText | None = None,
+        stop: asyncio.Event | None = None,
+        fallback_text: str = "",
+        language: str | None = None,
+    ) -> TurnContext:
+        """A new turn for `question`; a question that fails the input check carries its refusal as answer.
+
+        With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
+        `history`); store the question first, as it is not a round yet. With `language` (a bot.i18n code), the
+        refusal and the "nothing found" apology are in that language; without, rag picks it from the question.
+        """
+        check = check_question(question)
+        if language is not None and not fallback_text and self.parts.answer.fallback != "fixed":
+            # rag says "nothing found" in the question's language; the chat may have chosen another (/lang).
+            fallback_text = messages.no_answer(language)
+        turn = TurnContext(
+            query=check.text,
+            kb_ids=tuple(kb_ids),
+            conversation_id=conversation_id,
+            document_ids=tuple(document_ids),
+            history=list(history),
+            truncated=check.truncated,
+            on_text=on_text,
+            stop=stop,
+            fallback_text=fallback_text,
+        )
+        if not check.ok:
+            turn.outcome = "refused"
+            refusal = check.refusal or ""
+            turn.answer = answer_once(messages.translated(refusal, language) if language else refusal)
+        return turn
+
+    async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
+        """Run the turn's pipeline (rag_stream unless named) to its delivered end; a refusal is just delivered."""
+        if turn.outcome == "refused":
+            return await self._refusal.run(turn)
+        return await (pipeline or self.rag_stream).run(turn)
+
+    async def run(
+        self,
+        question: str,
+        kb_ids: Sequence[str],
+        history: Sequence[tuple[str, str]] = (),
+        *,
+        conversation_id: str = "",
+        document_ids: Sequence[str] = (),
+        pipeline: Pipeline | None = None,
+        on_text: OnText | None = None,
+    ) -> TurnContext:
+        """prepare, then execute: the turn after its answer was delivered to `on_text`."""
+        turn = self.prepare(
+            question,
+            kb_ids,
+            conversation_id=conversation_id,
+            document_ids=document_ids,
+            history=history,
+            on_text=on_text,
+        )
+        return await self.execute(turn, pipeline)

@@ -1,0 +1,424 @@
+"""The conversation manager: the turn boundary every platform hands its messages to."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.chat.limits import RateLimit, RateLimiter, TurnGate
+from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
+from bot.chat.turn_log import turn_scope
+from bot.chat_metrics import ChatMetrics
+from bot.errors import PlatformError
+from bot.ports import ReplyTarget
+from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef, web_url
+from bot.words import catalogue as i18n
+from bot.words import messages
+from rag.errors import RagError
+from rag.pipeline import TurnContext
+from rag.types import Candidate
+from storage.errors import DuplicateEvent, NotFound, StorageError
+from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRole
+
+if TYPE_CHECKING:
+    from bot.app.services import Services
+    from bot.commands.registry import CommandRegistry
+
+log = logging.getLogger(__name__)
+
+_SNIPPET_CHARS = 240
+# How long knowledge-base names from the settings stay resolved to ids (a KB created later is seen after this).
+_KB_ID_TTL = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPolicy:
+    """Who may do what where, and how much load the bot takes."""
+
+    # Knowledge-base names a chat reads when nothing is bound to it (direct messages, the web chat).
+    default_kbs: tuple[str, ...] = ()
+    # Per platform, the only knowledge bases its chats may read; a platform not listed may read any.
+    allowed_kbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per platform, the user ids of its admins.
+    admins: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    group_answer_mode: AnswerMode = "mention"
+    rate_limit: RateLimit = field(default_factory=RateLimit)
+    max_turns: int = 64
+    queue_notice_after: float = 2.0
+
+    def is_admin(self, platform: str, user: UserRef) -> bool:
+        """Whether this user administers ragbot on this platform (listed, or proven to the adapter)."""
+        return user.verified_admin or user.id in self.admins.get(platform, frozenset())
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierMessage:
+    """A message from before the bot took part, imported as history; messages of one `round_id` pair up."""
+
+    message_id: str
+    role: MessageRole
+    text: str
+    round_id: str
+    author: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What one turn did: the pipeline's turn (None when it broke before one existed) and the answer shown."""
+
+    turn: TurnContext | None
+    answer: Answer
+    conversation_id: str
+
+
+class ConversationManager:
+    """Resolves the conversation, stores the question, runs the pipeline into the reply stream, stores the answer."""
+
+    def __init__(
+        self,
+        services: Services,
+        policy: ChatPolicy,
+        *,
+        commands: CommandRegistry | None = None,
+        metrics: ChatMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        from bot.commands.registry import default_registry  # commands need the manager's type; built here, once
+
+        self.services = services
+        self.policy = policy
+        self.metrics = metrics or ChatMetrics()
+        self.commands = commands or default_registry()
+        self._recorder = TurnRecorder(services.conversations)
+        self._rate = RateLimiter(policy.rate_limit, clock)
+        self._gate = TurnGate(policy.max_turns)
+        self._stops: dict[str, asyncio.Event] = {}
+        self._clock = clock
+        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
+        self._job_watchers: list[Callable[[JobRecord], None]] = []
+        services.jobs.subscribe(self._job_changed)
+
+    async def _job_changed(self, job: JobRecord) -> None:
+        for watcher in list(self._job_watchers):
+            watcher(job)
+
+    def watch_jobs(self, watcher: Callable[[JobRecord], None]) -> Callable[[], None]:
+        """Call `watcher` on every job change until the returned function is called."""
+        self._job_watchers.append(watcher)
+        return lambda: self._job_watchers.remove(watcher)
+
+    async def handle(
+        self,
+        message: IncomingMessage,
+        target: ReplyTarget,
+        *,
+        kb_ids: Sequence[str] | None = None,
+        document_ids: Sequence[str] = (),
+    ) -> TurnResult | None:
+        """Answer one message (or run its command) into `target`; None when nothing was answered.
+
+        This is the turn boundary: whatever breaks inside, the person gets a short apology and the turn is
+        stored as failed. Commands run at once; questions of one conversation run one at a time, in order.
+        """
+        with turn_scope():
+            try:
+                return await self._handle(message, target, kb_ids, document_ids)
+            except Exception:
+                # The store failed before a turn existed (resolving, storing the question): still apologise.
+                log.exception("turn=failed_before_answer platform=%s", message.key.platform)
+                await self._say_safely(target, messages.turn_failed(i18n.detect(message.text)))
+                return None
+
+    async def _handle(
+        self,
+        message: IncomingMessage,
+        target: ReplyTarget,
+        kb_ids: Sequence[str] | None,
+        document_ids: Sequence[str],
+    ) -> TurnResult | None:
+        chat = message.key.chat_key
+        setting = await self.services.bindings.setting(chat.platform, chat.workspace, chat.chat)
+        # Decided once per message, here: every fixed text of this turn or command is in this language.
+        lang = i18n.turn_language(
+            message.command.raw if message.command is not None else message.text, setting.language
+        )
+        if message.command is not None:
+            await self.commands.dispatch(self, message, target, lang)
+            return None
+        if not self._answers_here(message, setting):
+            log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
+            return None
+        if not self._rate.allow(self._user_key(message)):
+            await self._say(target, messages.rate_limited(self._rate.retry_after(self._user_key(message)), lang))
+            return None
+        conversation = await self.services.conversations.resolve(*_key_fields(message.key))
+        try:
+            opened = await self._recorder.begin(
+                conversation.id, message.text, author=message.user.id, event_key=_event_key(message)
+            )
+        except DuplicateEvent:
+            log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
+            return None
+        readable = list(kb_ids) if kb_ids is not None else await self.readable_kb_ids(message.key)
+
+        async def tell_place(place: int) -> None:
+            await self._say(target, messages.queued(place, lang))
+
+        async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
+            return await self._turn(message, target, conversation, opened, readable, document_ids, setting, lang)
+
+    def _user_key(self, message: IncomingMessage) -> str:
+        return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
+
+    def _answers_here(self, message: IncomingMessage, setting: ChatSettingRecord) -> bool:
+        if message.addressed or message.private:
+            return True
+        return (setting.answer_mode or self.policy.group_answer_mode) == "all"
+
+    async def _turn(
+        self,
+        message: IncomingMessage,
+        target: ReplyTarget,
+        conversation: ConversationRecord,
+        opened: OpenTurn,
+        kb_ids: list[str],
+        document_ids: Sequence[str],
+        setting: ChatSettingRecord,
+        lang: str,
+    ) -> TurnResult:
+        started = time.perf_counter()
+        opened = await self._recorder.streaming(opened)
+        stop = self._stops[conversation.id] = asyncio.Event()
+        stream = target.open_stream()
+        answerer = self.services.answerer
+        turn: TurnContext | None = None
+        first_text: list[float] = []
+
+        async def show(piece: str) -> None:
+            if not first_text:
+                first_text.append((time.perf_counter() - started) * 1000)
+            await stream.push(piece)
+
+        try:
+            await stream.status(messages.searching(lang))
+            turn = answerer.prepare(
+                message.text,
+                kb_ids,
+                conversation_id=conversation.id,
+                document_ids=document_ids,
+                on_text=show,
+                stop=stop,
+                fallback_text=setting.fallback_text,
+                language=lang,
+            )
+            pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
+            await answerer.execute(turn, pipeline)
+            answer = await self._answer(turn, opened, lang)
+            ref = await stream.finish(answer)
+            await self._recorder.finish(
+                opened,
+                turn,
+                turn.text,
+                platform_message_id=ref.id if ref else "",
+                extra={"first_text_ms": round(first_text[0], 1)} if first_text else None,
+            )
+        except Exception as exc:
+            _log_failure(exc, conversation.id, opened.request_id)
+            text = turn.text if turn is not None else ""
+            await self._record_failure(opened, exc, turn, text)
+            ref = await stream.fail(messages.translated(apology(exc), lang))
+            answer = Answer(text=text, outcome="failed", message_id=opened.answer_id, language=lang)
+        finally:
+            if self._stops.get(conversation.id) is stop:
+                del self._stops[conversation.id]
+        self.metrics.turn(message.key.platform, answer.outcome, time.perf_counter() - started)
+        return TurnResult(turn, answer, conversation.id)
+
+    async def _record_failure(self, opened: OpenTurn, exc: BaseException, turn: TurnContext | None, text: str) -> None:
+        try:
+            await self._recorder.fail(opened, exc, turn=turn, answer=text)
+        except Exception:
+            # The store itself is down: the apology must still reach the person.
+            log.exception("turn=unrecorded request=%s", opened.request_id)
+
+    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str) -> Answer:
+        notices = []
+        if turn.truncated:
+            notices.append(messages.question_cut(lang))
+        if turn.outcome == "stopped":
+            notices.append(messages.stopped_note(lang))
+        return Answer(
+            text=turn.text,
+            sources=tuple(await self.source_links(shown_sources(turn))),
+            outcome=turn.outcome,
+            message_id=opened.answer_id,
+            notice=" ".join(notices),
+            language=lang,
+        )
+
+    async def source_links(self, candidates: Sequence[Candidate]) -> list[SourceLink]:
+        """The numbered sources as a person sees them, with links for documents fetched from URLs."""
+        uris = await self.services.documents.source_uris(
+            [candidate.document_id for candidate in candidates if candidate.document_id]
+        )
+        return [
+            _source_link(number, candidate, uris.get(candidate.document_id or "", ""))
+            for number, candidate in enumerate(candidates, start=1)
+        ]
+
+    async def readable_kb_ids(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases this chat reads: its bindings, else the defaults, within its platform's allowance."""
+        chat = key.chat_key
+        bound = await self.services.bindings.kb_ids(chat.platform, chat.workspace, chat.chat)
+        if not bound:
+            bound = await self._ids_of(self.policy.default_kbs)
+        allowed = self.policy.allowed_kbs.get(key.platform)
+        if allowed is None:
+            return bound
+        allowed_ids = set(await self._ids_of(allowed))
+        return [kb_id for kb_id in bound if kb_id in allowed_ids]
+
+    async def _ids_of(self, names: Sequence[str]) -> list[str]:
+        # The names come from the settings and are read on every turn: resolved once a while, not per turn.
+        key = tuple(names)
+        cached = self._kb_ids.get(key)
+        if cached is not None and self._clock() - cached[0] < _KB_ID_TTL:
+            return list(cached[1])
+        ids = []
+        for name in names:
+            kb = await self.services.knowledge.named(name)
+            if kb is None:
+                log.warning("knowledge_base=missing name=%s (named in the settings)", name)
+            else:
+                ids.append(kb.id)
+        self._kb_ids[key] = (self._clock(), tuple(ids))
+        return ids
+
+    def may_read(self, platform: str, kb_name: str) -> bool:
+        """Whether chats on `platform` may be bound to the knowledge base `kb_name`."""
+        allowed = self.policy.allowed_kbs.get(platform)
+        return allowed is None or kb_name in allowed
+
+    def stop(self, key: ConversationKey, conversation_id: str) -> bool:
+        """Stop the answer being written in this conversation; False when none is."""
+        event = self._stops.get(conversation_id)
+        if event is None or event.is_set():
+            return False
+        event.set()
+        return True
+
+    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> bool:
+        """Record `up` or `down` on an answer of this conversation; False when it is not one of its answers."""
+        conversation = await self.conversation(key)
+        try:
+            await self.services.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
+        except NotFound:
+            return False
+        return True
+
+    async def reset(self, key: ConversationKey) -> None:
+        """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""
+        conversation = await self.conversation(key)
+        await self.services.conversations.reset(conversation.id)
+
+    async def known(self, key: ConversationKey) -> bool:
+        """Whether ragbot already holds a conversation here (a thread it answered in)."""
+        return await self.services.conversations.find(*_key_fields(key)) is not None
+
+    async def seed_history(self, key: ConversationKey, earlier: Sequence[EarlierMessage]) -> int:
+        """Store messages written before the bot joined (a thread it is mentioned in late) as the history.
+
+        Each is keyed like its platform event, so a late delivery of one of them is never answered. Returns how
+        many were stored.
+        """
+        conversation = await self.conversation(key)
+        stored = 0
+        for message in earlier:
+            event_key = (
+                f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}" if message.message_id else None
+            )
+            try:
+                await self.services.conversations.add_message(
+                    conversation.id,
+                    f"seed-{message.round_id}",
+                    message.role,
+                    message.text,
+                    author=message.author,
+                    event_key=event_key,
+                )
+            except DuplicateEvent:
+                continue
+            stored += 1
+        return stored
+
+    async def conversation(self, key: ConversationKey) -> ConversationRecord:
+        """The stored conversation for `key` (created when new)."""
+        return await self.services.conversations.resolve(*_key_fields(key))
+
+    async def _say(self, target: ReplyTarget, text: str) -> None:
+        await deliver_text(target, text)
+
+    async def _say_safely(self, target: ReplyTarget, text: str) -> None:
+        try:
+            await deliver_text(target, text)
+        except Exception:
+            log.exception("turn=apology_undelivered")
+
+
+async def deliver_text(target: ReplyTarget, text: str) -> None:
+    """Send a short bot message (a notice, a command reply) through the target's stream, so limits apply."""
+    stream = target.open_stream()
+    await stream.finish(Answer(text=text))
+
+
+def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:
+    # Known failures (the index went away, the model broke) are one line; anything else is a bug: traceback.
+    if isinstance(exc, StorageError | RagError | PlatformError):
+        notes = " ".join(getattr(exc, "__notes__", ()))
+        log.warning(
+            "turn=failed conversation=%s request=%s reason=%s %s",
+            conversation_id,
+            request_id,
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            notes,
+        )
+    else:
+        log.exception("turn=failed conversation=%s request=%s", conversation_id, request_id)
+
+
+def _key_fields(key: ConversationKey) -> tuple[str, str, str, str]:
+    return key.platform, key.workspace, key.chat, key.thread
+
+
+def _event_key(message: IncomingMessage) -> str | None:
+    if not message.message_id:
+        return None
+    key = message.key
+    return f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}"
+
+
+def _source_link(number: int, candidate: Candidate, uri: str) -> SourceLink:
+    meta: Mapping[str, Any] = candidate.metadata
+    title = next(
+        (" ".join(value.split()) for k in ("title", "filename") if isinstance(value := meta.get(k), str) and value),
+        "",
+    )
+    if not title and candidate.kind == "faq" and isinstance(question := meta.get("question"), str):
+        title = "FAQ: " + " ".join(question.split())
+    return SourceLink(
+        number=number,
+        title=title or candidate.document_id or candidate.id,
+        document_id=candidate.document_id or "",
+        url=web_url(uri),
+        snippet=snippet(candidate.text),
+    )
+
+
+def snippet(text: str) -> str:
+    """A source's text as one short line under its title."""
+    line = " ".join(text.split())
+    return line if len(line) <= _SNIPPET_CHARS else line[: _SNIPPET_CHARS - 1].rstrip() + "…"

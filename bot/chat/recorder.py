@@ -1,0 +1,154 @@
+"""Storing turns: the question before the pipeline runs, the answer (or what went wrong) once its stream ends."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from bot.errors import UserFacingError
+from bot.words.messages import TURN_FAILED
+from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
+from rag.pipeline import TurnContext
+from rag.types import Candidate
+from storage.records import MessageRecord, MessageStatus
+from storage.repos.conversations import ConversationRepo
+
+_NO_SOURCES_SHOWN: Final = frozenset({"refused", "no_match"})
+_ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTurn:
+    """A turn whose question is stored and whose answer is not yet."""
+
+    conversation_id: str
+    request_id: str
+    # The assistant message written while its answer streams, when the caller stores one early.
+    answer_id: str = ""
+
+
+def shown_sources(turn: TurnContext) -> list[Candidate]:
+    """The sources an answer shows and cites: none for a refusal or when nothing matched."""
+    return [] if turn.outcome in _NO_SOURCES_SHOWN else list(turn.selected)
+
+
+def apology(error: BaseException) -> str:
+    """What the person is told when their turn failed: the error's own user message, else TURN_FAILED."""
+    return error.user_message if isinstance(error, UserFacingError) else TURN_FAILED
+
+
+def _source(candidate: Candidate) -> dict[str, Any]:
+    meta = candidate.metadata
+    title = next((value for key in ("title", "filename", "question") if isinstance(value := meta.get(key), str)), "")
+    return {
+        "id": candidate.id,
+        "kind": candidate.kind,
+        "document_id": candidate.document_id,
+        "title": title,
+        "position": candidate.position,
+        "score": round(candidate.score, 6),
+        # The chunks a merged passage was made of: a follow-up's history matches are searched by these.
+        "chunk_ids": list(_chunk_ids(candidate)),
+    }
+
+
+def _chunk_ids(candidate: Candidate) -> tuple[str, ...]:
+    ids = candidate.metadata.get("chunk_ids")
+    if isinstance(ids, list | tuple) and ids:
+        return tuple(str(chunk_id) for chunk_id in ids)
+    return (candidate.id,)
+
+
+def turn_meta(turn: TurnContext) -> dict[str, Any]:
+    """What an answer's message records about its turn: outcome, query, rewrite, sources and stage reports."""
+    return {
+        META_OUTCOME: turn.outcome,
+        META_QUERY: turn.query,
+        "rewritten": turn.rewritten,
+        "kb_ids": list(turn.kb_ids),
+        META_SOURCES: [_source(candidate) for candidate in shown_sources(turn)],
+        "stages": [
+            {"name": r.name, "ms": round(r.ms, 1), "in": r.items_in, "out": r.items_out, "note": r.note}
+            for r in turn.reports
+        ],
+    }
+
+
+def _error(error: BaseException) -> dict[str, Any]:
+    return {
+        "type": type(error).__name__,
+        "message": str(error)[:_ERROR_CHARS],
+        # Pipeline adds "pipeline=NAME stage=STAGE" here: which stage broke.
+        "notes": [str(note)[:_ERROR_CHARS] for note in getattr(error, "__notes__", ())],
+    }
+
+
+def _new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+class TurnRecorder:
+    """Writes each turn of a conversation: `begin` before the pipeline runs, then `finish` or `fail`."""
+
+    def __init__(self, repo: ConversationRepo, *, new_request_id: Callable[[], str] = _new_request_id) -> None:
+        self._repo = repo
+        self._new_request_id = new_request_id
+
+    async def begin(
+        self, conversation_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> OpenTurn:
+        """Store the person's message as sent, under a fresh request id; DuplicateEvent for a retried delivery."""
+        request_id = self._new_request_id()
+        await self._repo.add_message(conversation_id, request_id, "user", text, author=author, event_key=event_key)
+        return OpenTurn(conversation_id, request_id)
+
+    async def streaming(self, opened: OpenTurn, *, platform_message_id: str = "") -> OpenTurn:
+        """Store the answer's message before its text exists (status `streaming`); finish or fail completes it."""
+        message = await self._repo.add_message(
+            opened.conversation_id,
+            opened.request_id,
+            "assistant",
+            "",
+            "streaming",
+            platform_message_id=platform_message_id,
+        )
+        return replace(opened, answer_id=message.id)
+
+    async def finish(
+        self,
+        opened: OpenTurn,
+        turn: TurnContext,
+        answer: str,
+        *,
+        platform_message_id: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> MessageRecord:
+        """Store the answer as shown, with what its turn did (turn_meta, and `extra`) and its platform message id."""
+        return await self._answer(opened, answer, "done", {**turn_meta(turn), **(extra or {})}, platform_message_id)
+
+    async def fail(
+        self, opened: OpenTurn, error: BaseException, *, turn: TurnContext | None = None, answer: str = ""
+    ) -> MessageRecord:
+        """Store a broken turn: status `failed`, the text shown before it broke, the error and the stages that ran."""
+        meta = turn_meta(turn) if turn is not None else {META_SOURCES: []}
+        meta.update({META_OUTCOME: "failed", "error": _error(error)})
+        return await self._answer(opened, answer, "failed", meta)
+
+    async def _answer(
+        self, opened: OpenTurn, text: str, status: MessageStatus, meta: dict[str, Any], platform_message_id: str = ""
+    ) -> MessageRecord:
+        if opened.answer_id:
+            return await self._repo.finish_message(
+                opened.answer_id, text=text, status=status, meta=meta, platform_message_id=platform_message_id or None
+            )
+        return await self._repo.add_message(
+            opened.conversation_id,
+            opened.request_id,
+            "assistant",
+            text,
+            status,
+            meta,
+            platform_message_id=platform_message_id,
+        )

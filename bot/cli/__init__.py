@@ -1,0 +1,1 @@
+"""The `ragbot` command line: one module per command, the grammar apart."""

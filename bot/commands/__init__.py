@@ -1,0 +1,1 @@
+"""Chat commands: the registry and the built-in commands."""

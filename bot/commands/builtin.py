@@ -1,0 +1,385 @@
+"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /faq /fallback /mode /lang."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.commands.registry import CommandContext, CommandRegistry
+from bot.errors import UserFacingError
+from bot.reply.status import StatusMessage
+from bot.types import Attachment
+from bot.words import catalogue as i18n
+from bot.words import messages
+from rag.ingest.extractors.limits import format_size
+from rag.ingest.faq_sheet import FaqEntry
+from storage.records import JobRecord, KnowledgeBaseRecord
+
+log = logging.getLogger(__name__)
+
+_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_LIST_LIMIT = 20
+_SAFE_NAME = re.compile(r"[^\w.\- ]+")
+
+
+def _usage_error(context: CommandContext, name: str) -> UserFacingError:
+    """How the command (or its form) `name` is written, in the turn's language."""
+    return UserFacingError(messages.usage(messages.command_usage(name, context.lang), context.lang))
+
+
+def register_all(registry: CommandRegistry) -> None:
+    """Register every built-in command."""
+
+    @registry.register("help", admin=False, usage="/help", help="what I can do")
+    async def help_(context: CommandContext) -> None:
+        specs = context.manager.commands.visible_to(context.is_admin)
+        await context.reply(messages.help_text([(spec.name, spec.usage, spec.help) for spec in specs], context.lang))
+
+    @registry.register("new", admin=False, usage="/new", help="start a new conversation")
+    async def new(context: CommandContext) -> None:
+        await context.manager.reset(context.message.key)
+        await context.reply(messages.new_conversation(context.lang))
+
+    @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")
+    async def stop(context: CommandContext) -> None:
+        conversation = await context.manager.conversation(context.message.key)
+        stopped = context.manager.stop(context.message.key, conversation.id)
+        await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
+
+    @registry.register("sources", admin=False, usage="/sources", help="the sources of my last answer")
+    async def sources(context: CommandContext) -> None:
+        await context.reply(await _last_sources(context))
+
+    @registry.register("kb", admin=False, usage="/kb list | /kb use NAME | /kb info [NAME]", help="knowledge bases")
+    async def kb(context: CommandContext) -> None:
+        args = context.command.args
+        if args[:1] == ("list",) and len(args) == 1:
+            await context.reply(await _kb_list(context))
+        elif args[:1] == ("use",) and len(args) >= 2:
+            await context.reply(await _kb_use(context, " ".join(args[1:])))
+        elif args[:1] == ("info",) and len(args) <= 2:
+            await context.reply(await _kb_info(context, args[1] if len(args) == 2 else None))
+        else:
+            raise _usage_error(context, "kb")
+
+    @registry.register(
+        "ingest",
+        admin=True,
+        usage="/ingest URL… (or attach files)",
+        help="add files or web pages to the knowledge base",
+    )
+    async def ingest(context: CommandContext) -> None:
+        await _ingest(context, kind="upload")
+
+    @registry.register("jobs", admin=True, usage="/jobs", help="recent ingestion jobs")
+    async def jobs(context: CommandContext) -> None:
+        await context.reply(await _jobs(context))
+
+    @registry.register(
+        "faq",
+        admin=True,
+        usage='/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID',
+        help="curated questions and answers",
+    )
+    async def faq(context: CommandContext) -> None:
+        args = context.command.args
+        if args[:1] == ("add",) and len(args) == 3:
+            await context.reply(await _faq_add(context, args[1], args[2]))
+        elif args[:1] == ("import",) and len(args) == 1:
+            await _ingest(context, kind="faq")
+        elif args[:1] == ("list",) and len(args) == 1:
+            await context.reply(await _faq_list(context))
+        elif args[:1] == ("delete",) and len(args) == 2:
+            await context.reply(await _faq_delete(context, args[1]))
+        else:
+            raise _usage_error(context, "faq_short")
+
+    @registry.register(
+        "fallback",
+        admin=True,
+        usage="/fallback TEXT (empty: the default)",
+        help="what I say in this chat when nothing fits",
+    )
+    async def fallback(context: CommandContext) -> None:
+        await context.reply(await _set_fallback(context))
+
+    @registry.register(
+        "mode", admin=True, usage="/mode mention | /mode all", help="answer only when addressed, or every question"
+    )
+    async def mode(context: CommandContext) -> None:
+        args = context.command.args
+        if len(args) != 1 or args[0] not in ("mention", "all"):
+            raise _usage_error(context, "mode")
+        key = context.message.key.chat_key
+        await context.manager.services.bindings.save_setting(
+            key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
+        )
+        await context.reply(messages.mode_set(args[0], context.lang))
+
+    @registry.register(
+        "lang", admin=False, usage="/lang auto | /lang en | /lang zh", help="the language I reply in here"
+    )
+    async def lang(context: CommandContext) -> None:
+        await context.reply(await _set_language(context))
+
+
+async def _set_fallback(context: CommandContext) -> str:
+    text = context.command.raw.strip()
+    key = context.message.key.chat_key
+    await context.manager.services.bindings.save_setting(key.platform, key.workspace, key.chat, fallback_text=text)
+    return messages.fallback_set(text, context.lang)
+
+
+async def _set_language(context: CommandContext) -> str:
+    """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue.
+
+    Anyone may choose in a private chat; in a group, where it changes the replies to everyone, admins only.
+    """
+    if not context.is_admin and not context.message.private:
+        raise UserFacingError(messages.admins_only("lang", context.lang))
+    args = context.command.args
+    if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in i18n.languages()):
+        raise _usage_error(context, "lang")
+    language = "" if args[0].lower() == "auto" else args[0].lower()
+    key = context.message.key.chat_key
+    await context.manager.services.bindings.save_setting(key.platform, key.workspace, key.chat, language=language)
+    return messages.language_set(language)
+
+
+async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
+    ids = await context.manager.readable_kb_ids(context.message.key)
+    by_id = {kb.id: kb for kb in await context.manager.services.knowledge.all()}
+    return [by_id[kb_id] for kb_id in ids if kb_id in by_id]
+
+
+async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
+    kbs = await _chat_kbs(context)
+    if not kbs:
+        raise UserFacingError(messages.no_kb_bound(context.lang))
+    return kbs[0]
+
+
+async def _kb_list(context: CommandContext) -> str:
+    platform = context.message.key.platform
+    reading = {kb.id for kb in await _chat_kbs(context)}
+    names = [
+        (kb.name, kb.description, kb.id in reading)
+        for kb in await context.manager.services.knowledge.all()
+        if context.manager.may_read(platform, kb.name)
+    ]
+    return messages.kb_list(names, context.lang)
+
+
+async def _kb_use(context: CommandContext, name: str) -> str:
+    manager, key = context.manager, context.message.key
+    platform_limits = manager.policy.allowed_kbs.get(key.platform)
+    # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
+    if not context.is_admin and not (platform_limits is not None and context.message.private):
+        raise UserFacingError(messages.admins_only("kb use", context.lang))
+    if not manager.may_read(key.platform, name):
+        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+    kb = await manager.services.knowledge.named(name)
+    if kb is None:
+        raise UserFacingError(messages.kb_missing(name, context.lang))
+    chat = key.chat_key
+    await manager.services.bindings.bind(chat.platform, chat.workspace, chat.chat, [kb.id])
+    return messages.kb_now_using(kb.name, context.lang)
+
+
+async def _kb_info(context: CommandContext, name: str | None) -> str:
+    if name is None:
+        kb = await _target_kb(context)
+    else:
+        if not context.manager.may_read(context.message.key.platform, name):
+            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+        found = await context.manager.services.knowledge.named(name)
+        if found is None:
+            raise UserFacingError(messages.kb_missing(name, context.lang))
+        kb = found
+    info = await context.manager.services.knowledge.info(kb.name)
+    return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
+
+
+async def _last_sources(context: CommandContext) -> str:
+    services = context.manager.services
+    conversation = await context.manager.conversation(context.message.key)
+    answer = await services.conversations.last_answer(conversation.id)
+    stored = answer.meta.get("sources", []) if answer is not None else []
+    if not stored:
+        return messages.no_sources(context.lang)
+    chunk_ids = [str(source["id"]) for source in stored if source.get("kind") == "chunk"]
+    texts = {chunk.chunk_id: chunk.text for chunk, _title in await services.documents.chunks_with_titles(chunk_ids)}
+    faq_ids = [str(source["id"]) for source in stored if source.get("kind") == "faq"]
+    faqs = {faq.id: faq for faq in await services.faqs.by_ids(faq_ids)}
+    uris = await services.documents.source_uris([str(s.get("document_id") or "") for s in stored])
+    lines = []
+    for number, source in enumerate(stored, start=1):
+        source_id = str(source["id"])
+        faq_record = faqs.get(source_id)
+        text = texts.get(source_id) or (
+            f"{faq_record.question} — {faq_record.answers[0] if faq_record.answers else ''}" if faq_record else ""
+        )
+        uri = uris.get(str(source.get("document_id") or ""), "")
+        lines.append(messages.source_detail(number, str(source.get("title") or source_id), uri, text))
+    return "\n\n".join(lines)
+
+
+async def _jobs(context: CommandContext) -> str:
+    services = context.manager.services
+    kbs = await _chat_kbs(context)
+    names = {kb.id: kb.name for kb in kbs}
+    found: list[JobRecord] = []
+    for kb in kbs:
+        found += await services.job_repo.recent(kb_id=kb.id, limit=_LIST_LIMIT)
+    found.sort(key=lambda job: job.created_at, reverse=True)
+    if not found:
+        return messages.no_jobs(context.lang)
+    return "\n".join(messages.job_line(job, names.get(job.kb_id, "?"), context.lang) for job in found[:_LIST_LIMIT])
+
+
+async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
+    question, answer = question.strip(), answer.strip()
+    if not question or not answer:
+        raise _usage_error(context, "faq_add")
+    kb = await _target_kb(context)
+    await context.manager.services.index_lock.ensure_writable()
+    result = await context.manager.services.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
+    return messages.faq_added(kb.name, context.lang, created=result.created > 0)
+
+
+async def _faq_list(context: CommandContext) -> str:
+    kb = await _target_kb(context)
+    faqs = await context.manager.services.faqs.in_kb(kb.id)
+    return messages.faq_list(kb.name, [(faq.id, faq.question) for faq in faqs], _LIST_LIMIT, context.lang)
+
+
+async def _faq_delete(context: CommandContext, faq_id: str) -> str:
+    services = context.manager.services
+    readable = {kb.id for kb in await _chat_kbs(context)}
+    matches = [faq for faq in await services.faqs.by_ids([faq_id]) if faq.kb_id in readable]
+    if not matches:
+        # Accept the short id /faq list shows.
+        for kb_id in readable:
+            matches += [faq for faq in await services.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
+    if len(matches) != 1:
+        lang = context.lang
+        missing = messages.faq_missing(faq_id, lang) if not matches else messages.faq_ambiguous(faq_id, lang)
+        raise UserFacingError(missing)
+    await services.index_lock.ensure_writable()
+    await services.faq_importer.delete(matches[0])
+    return messages.faq_deleted(matches[0].question, context.lang)
+
+
+async def _ingest(context: CommandContext, *, kind: str) -> None:
+    services = context.manager.services
+    kb = await _target_kb(context)
+    urls = [arg for arg in context.command.args if _URL.match(arg)] if kind == "upload" else []
+    others = [arg for arg in context.command.args if arg not in urls and not (kind == "faq" and arg == "import")]
+    if others:
+        raise UserFacingError(messages.not_urls(others, context.lang))
+    files = context.message.attachments
+    if not files and not urls:
+        lang = context.lang
+        raise UserFacingError(messages.nothing_to_ingest(lang) if kind == "upload" else messages.no_faq_sheet(lang))
+    limit = services.settings.ingestion_limits().max_file_bytes
+    too_big = [file for file in files if file.size > limit]
+    if too_big:
+        raise UserFacingError(
+            messages.file_too_large(too_big[0].name, format_size(too_big[0].size), format_size(limit), context.lang)
+        )
+    status = StatusMessage(context.target)
+    await status.update(messages.ingest_queued(len(files) + len(urls), kb.name, context.lang))
+    requested_from = {
+        "platform": context.message.key.platform,
+        "workspace": context.message.key.workspace,
+        "chat": context.message.key.chat,
+    }
+    try:
+        paths = await _save_uploads(services.settings.data_dir / "uploads", files, limit, context.lang)
+    except UserFacingError as exc:
+        # Nothing was queued: the status message says why instead of "Queued" forever.
+        await status.final(exc.user_message)
+        return
+    jobs: list[JobRecord] = []
+    for path in paths:
+        job_kind = "faq" if kind == "faq" else "upload"
+        jobs.append(
+            await services.jobs.submit(
+                kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
+            )
+        )
+    for url in urls:
+        jobs.append(
+            await services.jobs.submit(
+                kb.id, "url", url, requested_by=context.message.user.id, requested_from=requested_from
+            )
+        )
+    await _follow(context, status, jobs)
+
+
+async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence[JobRecord]) -> None:
+    """Edit the status message as the jobs move, then show each outcome."""
+    latest = {job.id: job for job in jobs}
+    changed = asyncio.Event()
+
+    def on_change(job: JobRecord) -> None:
+        if job.id in latest:
+            latest[job.id] = job
+            changed.set()
+
+    watch = context.manager.watch_jobs(on_change)
+    try:
+        waiting = asyncio.ensure_future(_wait_all(context, jobs))
+        while not waiting.done():
+            changed.clear()
+            woken = asyncio.ensure_future(changed.wait())
+            await asyncio.wait([waiting, woken], return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            await status.update(messages.ingest_progress(list(latest.values()), context.lang))
+        finished = waiting.result()
+    finally:
+        watch()
+    await status.final(messages.ingest_outcome(finished, context.lang))
+
+
+async def _wait_all(context: CommandContext, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+    return list(await asyncio.gather(*(context.manager.services.jobs.wait(job.id) for job in jobs)))
+
+
+async def _save_uploads(folder: Path, files: Sequence[Attachment], limit: int, lang: str) -> list[Path]:
+    """Every attachment downloaded and saved, or none: one that cannot be read removes the others."""
+    saved: list[Path] = []
+    try:
+        for file in files:
+            saved.append(await _save_upload(folder, file, limit, lang))
+    except BaseException:
+        await asyncio.to_thread(_remove, saved)
+        raise
+    return saved
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
+
+
+async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) -> Path:
+    if file.read is None:
+        raise UserFacingError(messages.file_unreadable(file.name, lang))
+    data = await file.read()
+    if len(data) > limit:
+        raise UserFacingError(messages.file_too_large(file.name, format_size(len(data)), format_size(limit), lang))
+    name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
+    path = folder / uuid.uuid4().hex / name[:200]
+
+    def write() -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    await asyncio.to_thread(write)
+    return path

@@ -1,0 +1,150 @@
+"""Chat commands: parsing `/name args`, one registry with each command's rights and help, and dispatch."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bot.errors import UserFacingError
+from bot.ports import ReplyTarget
+from bot.types import Command, IncomingMessage
+from bot.words import messages
+
+if TYPE_CHECKING:
+    from bot.chat.manager import ConversationManager
+
+log = logging.getLogger(__name__)
+
+_COMMAND = re.compile(r"^/(?P<name>[A-Za-z][A-Za-z0-9_]{0,31})(?:@(?P<bot>[A-Za-z0-9_]+))?(?=\s|$)")
+
+
+def parse_command(text: str, bot_username: str = "") -> Command | None:
+    """`/name args…` as a Command (quoted arguments kept whole); None for text that is no command.
+
+    `/cmd@otherbot` is another bot's command in a group, so it is no command of ours either. A command whose
+    arguments cannot be read (an unclosed quote) carries the reason in `error`, for dispatch to reply with.
+    """
+    stripped = text.strip()
+    match = _COMMAND.match(stripped)
+    if match is None:
+        return None
+    addressed_to = match.group("bot")
+    if addressed_to and bot_username and addressed_to.lower() != bot_username.lower():
+        return None
+    rest = stripped[match.end() :].strip()
+    name = match.group("name").lower()
+    try:
+        args = tuple(shlex.split(_straight_quotes(rest))) if rest else ()
+    except ValueError:
+        return Command(name=name, raw=rest, error=messages.UNCLOSED_QUOTE)
+    return Command(name=name, args=args, raw=rest)
+
+
+_CURLY_QUOTES: dict[int, str] = {0x201C: '"', 0x201D: '"', 0x2018: "'", 0x2019: "'"}
+
+
+def _straight_quotes(text: str) -> str:
+    # Phones type curly quotes; shlex only knows straight ones.
+    return text.translate(_CURLY_QUOTES)
+
+
+Handler = Callable[["CommandContext"], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A registered command: its name, whether only admins may run it, its usage and one-line help."""
+
+    name: str
+    admin: bool
+    usage: str
+    help: str
+    handler: Handler
+
+
+@dataclass(frozen=True, slots=True)
+class CommandContext:
+    """What a command handler works with: the message, its parsed command, where to reply, the manager.
+
+    `lang` is the language code (bot.i18n) its replies are written in.
+    """
+
+    message: IncomingMessage
+    command: Command
+    target: ReplyTarget
+    manager: ConversationManager
+    is_admin: bool
+    lang: str
+
+    async def reply(self, text: str) -> None:
+        """Send `text` (Markdown) as a reply in the chat."""
+        from bot.chat.manager import deliver_text
+
+        await deliver_text(self.target, text)
+
+
+class CommandRegistry:
+    """The commands, the same on every platform; `register` only records, `match` is pure."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, CommandSpec] = {}
+
+    def register(self, name: str, *, admin: bool, usage: str, help: str) -> Callable[[Handler], Handler]:
+        """Decorator: record `handler` as the command `name`."""
+
+        def record(handler: Handler) -> Handler:
+            self._specs[name] = CommandSpec(name, admin, usage, help, handler)
+            return handler
+
+        return record
+
+    def match(self, message: IncomingMessage) -> CommandSpec | None:
+        """The registered command the message carries, if any."""
+        return self._specs.get(message.command.name) if message.command is not None else None
+
+    def visible_to(self, is_admin: bool) -> list[CommandSpec]:
+        """The commands a person may run, in registration order (what /help and platform menus list)."""
+        return [spec for spec in self._specs.values() if is_admin or not spec.admin]
+
+    async def dispatch(
+        self, manager: ConversationManager, message: IncomingMessage, target: ReplyTarget, lang: str
+    ) -> None:
+        """Run the message's command, replying in `lang`; unknown commands and missing rights get a clear reply."""
+        from bot.chat.manager import deliver_text
+
+        assert message.command is not None
+        spec = self.match(message)
+        if spec is None:
+            await deliver_text(target, messages.unknown_command(message.command.name, lang))
+            return
+        is_admin = manager.policy.is_admin(message.key.platform, message.user)
+        if spec.admin and not is_admin:
+            log.info("command=refused name=%s user=%s", spec.name, message.user.id)
+            await deliver_text(target, messages.admins_only(spec.name, lang))
+            return
+        if message.command.error:
+            how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)
+            await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
+            return
+        context = CommandContext(message, message.command, target, manager, is_admin, lang)
+        try:
+            await spec.handler(context)
+        except UserFacingError as exc:
+            await deliver_text(target, messages.translated(exc.user_message, lang))
+        except Exception:
+            # The command boundary is a turn boundary too: log it, apologise, keep serving.
+            log.exception("command=failed name=%s", spec.name)
+            await deliver_text(target, messages.turn_failed(lang))
+
+
+def default_registry() -> CommandRegistry:
+    """The registry with every built-in command."""
+    from bot.commands.builtin import register_all
+
+    registry = CommandRegistry()
+    register_all(registry)
+    return registry

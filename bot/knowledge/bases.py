@@ -1,0 +1,149 @@
+"""Knowledge-base operations that span SQL and the index: create, rename, delete, documents, crash repair."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.errors import UserFacingError
+from bot.knowledge.index_lock import IndexLock
+from rag.errors import InvalidRule
+from rag.ingest.rules import parse_rule
+from rag.ports import VectorStore
+from storage.errors import DuplicateName, NotFound
+from storage.process import may_be_running
+from storage.records import DocumentRecord, KnowledgeBaseRecord
+from storage.repos.documents import DocumentRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.collections import Collection
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_LENGTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBaseInfo:
+    """A knowledge base with what it holds."""
+
+    kb: KnowledgeBaseRecord
+    counts: dict[str, int]
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise UserFacingError("A knowledge base needs a name.")
+    if len(name) > MAX_NAME_LENGTH or any(char.isspace() and char != " " for char in name):
+        raise UserFacingError(f"Knowledge base names are at most {MAX_NAME_LENGTH} characters on one line.")
+    return name
+
+
+class KnowledgeBases:
+    """The operations admins run on knowledge bases and their documents."""
+
+    def __init__(
+        self, repo: KnowledgeBaseRepo, documents: DocumentRepo, store: VectorStore, index_lock: IndexLock | None = None
+    ) -> None:
+        self._repo = repo
+        self._documents = documents
+        self._store = store
+        self._index_lock = index_lock
+
+    async def _ensure_writable(self) -> None:
+        if self._index_lock is not None:
+            await self._index_lock.ensure_writable()
+
+    async def create(self, name: str, rule: dict[str, Any] | None = None, description: str = "") -> KnowledgeBaseRecord:
+        """A new knowledge base; the rule is validated with errors that name the field."""
+        try:
+            chunking = parse_rule(rule).to_dict()
+        except InvalidRule as exc:
+            raise UserFacingError(f"Invalid chunking rule: {exc}") from exc
+        try:
+            return await self._repo.create(_check_name(name), chunking=chunking, description=description)
+        except DuplicateName as exc:
+            raise UserFacingError(f"A knowledge base named {name!r} already exists.") from exc
+
+    async def find(self, name: str) -> KnowledgeBaseRecord:
+        """By name, with a message that lists what exists when it is not found."""
+        try:
+            return await self._repo.by_name(name)
+        except NotFound as exc:
+            names = ", ".join(kb.name for kb in await self._repo.all()) or "none yet"
+            raise UserFacingError(f"No knowledge base named {name!r} (existing: {names}).") from exc
+
+    async def named(self, name: str) -> KnowledgeBaseRecord | None:
+        """By name, or None (for chats, where listing every name could show one the chat may not read)."""
+        try:
+            return await self._repo.by_name(name)
+        except NotFound:
+            return None
+
+    async def all(self) -> list[KnowledgeBaseRecord]:
+        """Every knowledge base."""
+        return await self._repo.all()
+
+    async def info(self, name: str) -> KnowledgeBaseInfo:
+        """A knowledge base and its counts."""
+        kb = await self.find(name)
+        return KnowledgeBaseInfo(kb, await self._repo.stats(kb.id))
+
+    async def rename(self, name: str, new_name: str) -> KnowledgeBaseRecord:
+        """Give a knowledge base a new name."""
+        kb = await self.find(name)
+        try:
+            return await self._repo.rename(kb.id, _check_name(new_name))
+        except DuplicateName as exc:
+            raise UserFacingError(f"A knowledge base named {new_name!r} already exists.") from exc
+
+    async def delete(self, name: str) -> None:
+        """Remove the knowledge base from the index first, then from SQL (a retry finishes either half)."""
+        kb = await self.find(name)
+        await self._ensure_writable()
+        removed = await self._store.delete_kb(kb.id)
+        await self._repo.delete(kb.id)
+        log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
+
+    async def documents(self, name: str) -> list[DocumentRecord]:
+        """The documents of a knowledge base."""
+        return await self._documents.in_kb((await self.find(name)).id)
+
+    async def delete_document(self, name: str, document_id: str) -> DocumentRecord:
+        """Remove one document from the index and SQL."""
+        kb = await self.find(name)
+        try:
+            document = await self._documents.get(document_id)
+        except NotFound as exc:
+            raise UserFacingError(f"No document {document_id!r} in {name!r}.") from exc
+        if document.kb_id != kb.id:
+            raise UserFacingError(f"No document {document_id!r} in {name!r}.")
+        await self._ensure_writable()
+        await self._store.delete_document(kb.id, document.id)
+        await self._documents.delete(document.id)
+        return document
+
+    async def repair_index(self) -> int:
+        """Remove from the index what a crash left there without a committed chunk behind it; returns how many.
+
+        Two leftovers: chunks of versions that were replaced (their ids wait under the document), and chunks
+        written by an ingestion that died before its SQL commit (an unfinished index write whose writer is gone).
+        """
+        removed = 0
+        for document_id, chunk_ids in (await self._documents.pending_index_deletes()).items():
+            removed += await self._store.delete_ids(Collection.CHUNKS, chunk_ids)
+            await self._documents.forget_pending(document_id, chunk_ids)
+        now = datetime.now(UTC)
+        for write in await self._documents.unfinished_index_writes():
+            if write.expires_at > now and may_be_running(write.owner):
+                continue
+            committed = await self._documents.committed_chunk_ids(write.chunk_ids)
+            removed += await self._store.delete_ids(
+                Collection.CHUNKS, [chunk_id for chunk_id in write.chunk_ids if chunk_id not in committed]
+            )
+            await self._documents.end_index_write(write.id)
+        if removed:
+            log.warning("repair=index removed=%d", removed)
+        return removed

@@ -1,0 +1,1 @@
+"""Showing an answer in a chat: the editing stream, splitting past length limits, status messages."""

@@ -1,0 +1,92 @@
+"""The languages the bot speaks: message catalogues (bot/locales/<code>.toml) and the language of one turn."""
+
+from __future__ import annotations
+
+import functools
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Final
+
+from rag.fallback import is_mainly_chinese
+
+DEFAULT_LANGUAGE: Final = "en"
+# What detection can tell apart: Chinese when the text is mainly Han characters, English otherwise. A language
+# with a catalogue but no detection (another file in bot/locales) is reached through a chat's `/lang` override.
+DETECTED: Final = ("en", "zh")
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """One language's fixed messages by id (`turn.failed`), each a str.format template, and the language's name."""
+
+    language: str
+    name: str
+    entries: Mapping[str, str]
+
+    def text(self, message_id: str, /, **values: object) -> str:
+        """The message `message_id` with `values` filled in; the default language's when this catalogue lacks it."""
+        template = self.entries.get(message_id)
+        if template is None:
+            # A KeyError here is a bug (an id no catalogue has); a test checks every id the code uses.
+            template = catalogue(DEFAULT_LANGUAGE).entries[message_id]
+        return template.format(**values)
+
+    def get(self, message_id: str, /, **values: object) -> str | None:
+        """Like `text`, but None when no catalogue has `message_id` (ids built from data, like a job's stage)."""
+        if message_id not in self.entries and message_id not in catalogue(DEFAULT_LANGUAGE).entries:
+            return None
+        return self.text(message_id, **values)
+
+    def plural(self, message_id: str, count: int, /, **values: object) -> str:
+        """The `.one` or `.other` form of `message_id` for `count` (filled in as {count})."""
+        return self.text(f"{message_id}.{'one' if count == 1 else 'other'}", count=count, **values)
+
+
+def languages() -> tuple[str, ...]:
+    """The codes of the languages with a catalogue, sorted."""
+    return _languages()
+
+
+@functools.cache
+def _languages() -> tuple[str, ...]:
+    folder = resources.files("bot.words").joinpath("locales")
+    return tuple(sorted(item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")))
+
+
+@functools.cache
+def catalogue(language: str) -> Catalogue:
+    """The catalogue of `language` (loaded once); the default language's for a code without one."""
+    if language not in languages():
+        language = DEFAULT_LANGUAGE
+    text = resources.files("bot.words").joinpath("locales", f"{language}.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    meta = data.pop("meta", {})
+    return Catalogue(language, str(meta.get("name", language)), dict(_flatten(data)))
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    entries: list[tuple[str, str]] = []
+    for key, value in table.items():
+        if isinstance(value, Mapping):
+            entries += _flatten(value, f"{prefix}{key}.")
+        else:
+            entries.append((f"{prefix}{key}", str(value)))
+    return entries
+
+
+def placeholders(template: str) -> frozenset[str]:
+    """The names of a template's {placeholders}."""
+    return frozenset(name for _text, name, _spec, _conv in string.Formatter().parse(template) if name)
+
+
+def detect(text: str) -> str:
+    """The language of a message as detection sees it: zh when mainly Chinese characters, else en."""
+    return "zh" if is_mainly_chinese(text) else "en"
+
+
+def turn_language(text: str, override: str = "") -> str:
+    """The language to reply in: the chat's override when it has a catalogue, else the language of `text`."""
+    return override if override in languages() else detect(text)

@@ -1,0 +1,136 @@
+"""Slack events as ragbot sees them: who was addressed, the conversation (channel thread, DM), commands, files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from adapters.slack.translate import (
+    Notice,
+    Place,
+    conversation_key,
+    place,
+    plain_text,
+    slash_command,
+    translate,
+    workspace_id,
+)
+from bot.types import Command, ConversationKey, IncomingMessage
+from bot.words import messages
+
+BOT = "UBOT"
+COMMANDS = frozenset({"help", "new", "stop", "sources", "kb", "ingest", "jobs", "faq", "mode", "fallback"})
+
+
+async def _never(entry: Mapping[str, Any]) -> bytes:
+    raise AssertionError("nothing is downloaded while translating")
+
+
+def _event(text: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "message", "user": "U1", "text": text, "ts": "1700000000.000100", "channel": "C1", **fields}
+
+
+def _translate(event: dict[str, Any], *, continuing: bool = False) -> IncomingMessage | Notice | None:
+    return translate(event, place(event, "T1"), bot_user_id=BOT, continuing=continuing, read=_never)
+
+
+def test_a_channel_mention_starts_a_conversation_keyed_by_its_own_thread() -> None:
+    event = _event(f"<@{BOT}> how do I ingest a folder?", type="app_mention")
+    message = _translate(event)
+    assert isinstance(message, IncomingMessage)
+    assert message.text == "how do I ingest a folder?"
+    assert message.key == ConversationKey("slack", "T1", "C1", "1700000000.000100")
+    assert (message.private, message.addressed, message.message_id) == (False, True, "1700000000.000100")
+
+
+def test_a_reply_in_a_thread_continues_the_threads_conversation() -> None:
+    event = _event("and what about zip files?", thread_ts="1700000000.000001")
+    message = _translate(event, continuing=True)
+    assert isinstance(message, IncomingMessage)
+    assert message.key.thread == "1700000000.000001"
+
+
+def test_channel_chatter_without_a_mention_is_not_for_the_bot() -> None:
+    assert _translate(_event("lunch anyone?")) is None
+
+
+def test_a_whole_dm_is_one_conversation_answered_in_the_messages_thread() -> None:
+    event = _event("hello", channel="D1", channel_type="im")
+    where = place(event, "T1")
+    assert where == Place("T1", "D1", "1700000000.000100", True)
+    assert conversation_key(where) == ConversationKey("slack", "T1", "D1", "")
+    message = _translate(event)
+    assert isinstance(message, IncomingMessage)
+    assert message.private
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"bot_id": "B1"},
+        {"subtype": "bot_message", "bot_id": "B2"},
+        {"subtype": "message_changed"},
+        {"subtype": "message_deleted"},
+        {"subtype": "channel_join"},
+        {"user": None},
+    ],
+)
+def test_bots_edits_deletions_and_joins_never_trigger_an_answer(fields: dict[str, Any]) -> None:
+    assert _translate(_event(f"<@{BOT}> hi", type="app_mention", **fields)) is None
+
+
+def test_a_message_with_only_a_mention_gets_a_hint() -> None:
+    assert _translate(_event(f"<@{BOT}>", type="app_mention")) == Notice(messages.SLACK_EMPTY_MENTION)
+
+
+def test_a_mention_with_a_command_runs_it() -> None:
+    message = _translate(_event(f"<@{BOT}> /kb use handbook", type="app_mention"))
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("kb", ("use", "handbook"), "use handbook")
+
+
+def test_links_mentions_and_entities_read_as_a_person_reads_them() -> None:
+    text = "<@UBOT|ragbot> see <https://example.com/a?b=1&amp;c=2|the doc> &amp; ask <@U2|bob> in <#C9|general>"
+    assert plain_text(text, BOT) == "see https://example.com/a?b=1&c=2 & ask @bob in #general"
+
+
+def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
+    event = _event(
+        "",
+        channel="D1",
+        channel_type="im",
+        subtype="file_share",
+        files=[{"id": "F1", "name": "guide.pdf", "size": 1234, "mimetype": "application/pdf"}],
+    )
+    message = _translate(event)
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("ingest")
+    assert [(a.name, a.size, a.mime_type) for a in message.attachments] == [("guide.pdf", 1234, "application/pdf")]
+
+
+def test_a_file_shared_in_a_channel_without_a_mention_is_ignored() -> None:
+    event = _event("", subtype="file_share", files=[{"id": "F1", "name": "x.pdf", "size": 1}])
+    assert _translate(event) is None
+
+
+def test_workspace_keys_carry_the_enterprise_when_there_is_one() -> None:
+    assert workspace_id("T1", None) == "T1"
+    assert workspace_id("T1", "E1") == "E1/T1"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", Command("help")),
+        ("help", Command("help")),
+        ("list", Command("kb", ("list",), "list")),
+        ("use handbook", Command("kb", ("use", "handbook"), "use handbook")),
+        ("jobs", Command("jobs")),
+        ("ingest https://example.com", Command("ingest", ("https://example.com",), "https://example.com")),
+        ("how do I reset my password?", None),
+    ],
+)
+def test_the_slash_commands_text_names_a_command_or_asks_a_question(text: str, expected: Command | None) -> None:
+    assert slash_command(text, COMMANDS) == expected

@@ -1,0 +1,140 @@
+"""Telegram messages as ragbot sees them: addressed or not, the conversation (chat, topic), commands, files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from telegram import Bot, Message
+
+from adapters.telegram.translate import BotIdentity, Notice, translate
+from bot.types import IncomingMessage
+from bot.words import messages
+
+ME = BotIdentity(id=999, username="ragbot")
+BOT = Bot("999:TEST")
+ALICE = {"id": 42, "is_bot": False, "first_name": "Alice"}
+PRIVATE = {"id": 42, "type": "private", "first_name": "Alice"}
+GROUP = {"id": -1001, "type": "supergroup", "title": "Team", "is_forum": True}
+LIMIT = 20_000_000
+
+
+async def _never(file_id: str) -> bytes:
+    raise AssertionError("nothing is downloaded while translating")
+
+
+def _message(chat: dict[str, Any], text: str | None = None, **fields: Any) -> Message:
+    data: dict[str, Any] = {"message_id": 7, "date": 0, "chat": chat, "from": ALICE, **fields}
+    if text is not None:
+        data["text"] = text
+    message = Message.de_json(data, BOT)
+    assert message is not None
+    return message
+
+
+def _mention(text: str, at: str = "@ragbot") -> dict[str, Any]:
+    offset = text.encode("utf-16-le").find(at.encode("utf-16-le")) // 2
+    return {"entities": [{"type": "mention", "offset": offset, "length": len(at)}]}
+
+
+def test_a_private_question_is_addressed_and_keeps_its_text() -> None:
+    result = translate(_message(PRIVATE, "How do I reset my password?"), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert (result.key.chat, result.key.thread, result.text, result.private) == (
+        "42",
+        "",
+        "How do I reset my password?",
+        True,
+    )
+    assert (result.user.id, result.message_id) == ("42", "7")
+
+
+def test_a_group_mention_is_answered_without_the_mention_and_plain_chatter_is_ignored() -> None:
+    text = "🙂 @ragbot where is the VPN?"
+    result = translate(_message(GROUP, text, **_mention(text)), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert result.text == "🙂 where is the VPN?"
+    assert not result.private
+    assert translate(_message(GROUP, "where is lunch?"), ME, _never, LIMIT) is None
+    other = "@otherbot where is the VPN?"
+    assert translate(_message(GROUP, other, **_mention(other, "@otherbot")), ME, _never, LIMIT) is None
+
+
+def test_a_reply_to_the_bot_is_addressed_and_a_forum_topic_is_its_own_conversation() -> None:
+    bot_message = {"message_id": 5, "date": 0, "chat": GROUP, "from": {"id": 999, "is_bot": True, "first_name": "rb"}}
+    result = translate(
+        _message(GROUP, "and how long?", reply_to_message=bot_message, message_thread_id=11, is_topic_message=True),
+        ME,
+        _never,
+        LIMIT,
+    )
+    assert isinstance(result, IncomingMessage)
+    assert (result.key.chat, result.key.thread) == ("-1001", "11")
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "args"),
+    [
+        ("/kb list", "kb", ("list",)),
+        ("/KB@ragbot list", "kb", ("list",)),
+        ('/faq add "Q?" "A."', "faq", ("add", "Q?", "A.")),
+    ],
+)
+def test_commands_are_parsed_in_groups_with_or_without_the_bot_name(
+    text: str, name: str, args: tuple[str, ...]
+) -> None:
+    result = translate(_message(GROUP, text), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert result.command is not None
+    assert (result.command.name, result.command.args) == (name, args)
+    assert translate(_message(GROUP, "/kb@otherbot list"), ME, _never, LIMIT) is None
+
+
+def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_notice() -> None:
+    document = {"file_id": "F1", "file_unique_id": "U1", "file_name": "manual.pdf", "file_size": 1000}
+    result = translate(_message(PRIVATE, document=document), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert result.command is not None
+    assert result.command.name == "ingest"
+    assert [(a.name, a.size) for a in result.attachments] == [("manual.pdf", 1000)]
+    huge = {**document, "file_size": 30_000_000}
+    notice = translate(_message(PRIVATE, document=huge), ME, _never, LIMIT)
+    assert notice == Notice(messages.telegram_file_too_big("manual.pdf", "20.0 MB"))
+
+
+def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
+    document = {"file_id": "F2", "file_unique_id": "U2", "file_name": "faq.csv", "file_size": 10}
+    replied = {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "document": document}
+    result = translate(_message(GROUP, "/faq import", reply_to_message=replied), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert [a.name for a in result.attachments] == ["faq.csv"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {
+            "sticker": {
+                "file_id": "S",
+                "file_unique_id": "S",
+                "width": 1,
+                "height": 1,
+                "is_animated": False,
+                "is_video": False,
+                "type": "regular",
+            }
+        },
+        {"photo": [{"file_id": "P", "file_unique_id": "P", "width": 1, "height": 1}]},
+        {"voice": {"file_id": "V", "file_unique_id": "V", "duration": 1}},
+    ],
+)
+def test_stickers_photos_and_voice_get_a_notice_in_private_and_silence_in_groups(fields: dict[str, Any]) -> None:
+    assert translate(_message(PRIVATE, **fields), ME, _never, LIMIT) == Notice(messages.TELEGRAM_TEXT_ONLY)
+    assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
+
+
+def test_other_bots_channels_and_anonymous_admins_are_never_answered() -> None:
+    from_bot = _message(PRIVATE, "hi", **{"from": {"id": 5, "is_bot": True, "first_name": "b"}})
+    assert translate(from_bot, ME, _never, LIMIT) is None
+    anonymous = _message(GROUP, "/ingest", sender_chat={"id": -1001, "type": "supergroup", "title": "Team"})
+    assert translate(anonymous, ME, _never, LIMIT) is None

@@ -1,0 +1,215 @@
+"""The bot speaks the asker's language: complete catalogues, every fixed message in each, the language of a turn."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from adapters.slack.render import sources_block
+from bot.commands.registry import default_registry
+from bot.types import Answer, SourceLink
+from bot.words import catalogue as i18n
+from bot.words import messages
+from rag.fallback import NO_ANSWER_EN, NO_ANSWER_ZH, is_mainly_chinese
+from rag.input_check import REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE
+from storage.records import JobRecord, JobStatus
+
+ENGLISH = i18n.catalogue("en")
+OTHERS = [code for code in i18n.languages() if code != "en"]
+
+
+def _job(status: JobStatus, kind: str = "upload", result: dict[str, Any] | None = None) -> JobRecord:
+    return JobRecord(
+        id="j1",
+        kb_id="kb",
+        kind=kind,
+        source="/data/uploads/abc/guide.pdf",
+        status=status,
+        stage="embed",
+        done=3,
+        total=10,
+        error="not a PDF",
+        requested_by="u1",
+        requested_from={},
+        result={"chunks": 12, "segments": 3} if result is None else result,
+        attempts=1,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        started_at=None,
+        finished_at=None,
+    )
+
+
+# Every chat message of bot.messages that takes a language, with example values: "function" or "function:case".
+FIXED: dict[str, Callable[[str], str]] = {
+    "turn_failed": messages.turn_failed,
+    "searching": messages.searching,
+    "question_cut": messages.question_cut,
+    "stopped_note": messages.stopped_note,
+    "nothing_to_stop": messages.nothing_to_stop,
+    "stopping": messages.stopping,
+    "new_conversation": messages.new_conversation,
+    "no_answer": messages.no_answer,
+    "rate_limited": lambda lang: messages.rate_limited(12.4, lang),
+    "queued:next": lambda lang: messages.queued(1, lang),
+    "queued": lambda lang: messages.queued(3, lang),
+    "sources_heading": messages.sources_heading,
+    "format_sources": lambda lang: messages.format_sources([SourceLink(1, "guide.pdf")], lang),
+    "no_kb_bound": messages.no_kb_bound,
+    "no_sources": messages.no_sources,
+    "no_jobs": messages.no_jobs,
+    "nothing_to_ingest": messages.nothing_to_ingest,
+    "no_faq_sheet": messages.no_faq_sheet,
+    "usage": lambda lang: messages.usage(messages.command_usage("kb", lang), lang),
+    "command_usage": lambda lang: messages.command_usage("ingest", lang),
+    "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
+    "admins_only": lambda lang: messages.admins_only("ingest", lang),
+    "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
+    "mode_set:all": lambda lang: messages.mode_set("all", lang),
+    "mode_set:mention": lambda lang: messages.mode_set("mention", lang),
+    "fallback_set": lambda lang: messages.fallback_set("Call 100.", lang),
+    "fallback_set:default": lambda lang: messages.fallback_set("", lang),
+    "language_set": messages.language_set,
+    "kb_list": lambda lang: messages.kb_list([("handbook", "HR rules", True), ("it", "", False)], lang),
+    "kb_list:empty": lambda lang: messages.kb_list([], lang),
+    "kb_missing": lambda lang: messages.kb_missing("x", lang),
+    "kb_not_allowed": lambda lang: messages.kb_not_allowed("x", lang),
+    "kb_now_using": lambda lang: messages.kb_now_using("x", lang),
+    "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9}, lang),
+    "job_line:running": lambda lang: messages.job_line(_job("running"), "x", lang),
+    "job_line:queued": lambda lang: messages.job_line(_job("queued"), "x", lang),
+    "job_line:failed": lambda lang: messages.job_line(_job("failed"), "x", lang),
+    "job_line:done": lambda lang: messages.job_line(_job("succeeded"), "x", lang),
+    "faq_added": lambda lang: messages.faq_added("x", lang, created=True),
+    "faq_added:updated": lambda lang: messages.faq_added("x", lang, created=False),
+    "faq_list": lambda lang: messages.faq_list("x", [("f1234567890", "Q?"), ("f2", "Q2?")], 1, lang),
+    "faq_list:empty": lambda lang: messages.faq_list("x", [], 20, lang),
+    "faq_missing": lambda lang: messages.faq_missing("123", lang),
+    "faq_ambiguous": lambda lang: messages.faq_ambiguous("12", lang),
+    "faq_deleted": lambda lang: messages.faq_deleted("Q?", lang),
+    "not_urls": lambda lang: messages.not_urls(["foo"], lang),
+    "file_too_large": lambda lang: messages.file_too_large("a.pdf", "30 MB", "20 MB", lang),
+    "file_unreadable": lambda lang: messages.file_unreadable("a.pdf", lang),
+    "ingest_queued": lambda lang: messages.ingest_queued(2, "x", lang),
+    "ingest_progress": lambda lang: messages.ingest_progress(
+        [_job("queued"), _job("running"), _job("succeeded")], lang
+    ),
+    "job_result": lambda lang: messages.job_result(_job("succeeded", "faq", {"created": 2}), lang),
+    "job_result:unchanged": lambda lang: messages.job_result(
+        _job("succeeded", result={"chunks": 1, "unchanged": True}), lang
+    ),
+    "ingest_outcome": lambda lang: messages.ingest_outcome([_job("succeeded"), _job("failed")], lang),
+    "ingest_outcome:all": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
+    "index_rebuilding": messages.index_rebuilding,
+}
+
+
+def _han(text: str) -> bool:
+    return any("\u4e00" <= char <= "\u9fff" for char in text)
+
+
+@pytest.mark.parametrize("language", OTHERS)
+def test_every_catalogue_has_every_english_message_with_the_same_placeholders(language: str) -> None:
+    other = i18n.catalogue(language)
+    assert other.language == language
+    assert set(other.entries) == set(ENGLISH.entries)
+    for message_id, template in ENGLISH.entries.items():
+        assert i18n.placeholders(other.entries[message_id]) == i18n.placeholders(template), message_id
+
+
+def test_english_and_chinese_are_shipped_and_named_in_their_own_language() -> None:
+    assert {"en", "zh"} <= set(i18n.languages())
+    assert (i18n.catalogue("en").name, i18n.catalogue("zh").name) == ("English", "中文")
+
+
+def test_every_function_of_messages_that_takes_a_language_is_tested_here() -> None:
+    speaking = {
+        name
+        for name, function in inspect.getmembers(messages, inspect.isfunction)
+        if function.__module__ == messages.__name__
+        and not name.startswith("_")
+        and "lang" in inspect.signature(function).parameters
+    }
+    tested = {case.split(":")[0] for case in FIXED}
+    assert speaking - {"translated"} == tested
+
+
+@pytest.mark.parametrize("message", sorted(FIXED))
+def test_each_fixed_message_is_said_in_english_and_in_chinese(message: str) -> None:
+    english, chinese = FIXED[message]("en"), FIXED[message]("zh")
+    assert english.strip()
+    assert chinese.strip()
+    assert not _han(english), english
+    assert _han(chinese), chinese
+    assert english != chinese
+
+
+def test_a_message_of_a_language_without_a_catalogue_is_in_english() -> None:
+    assert messages.stopping("xx") == messages.stopping("en")
+
+
+@pytest.mark.parametrize(("language", "expected"), [("en", NO_ANSWER_EN), ("zh", NO_ANSWER_ZH)])
+def test_nothing_found_is_the_same_text_rag_says_without_a_chat(language: str, expected: str) -> None:
+    assert messages.no_answer(language) == expected
+
+
+@pytest.mark.parametrize("refusal", [REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE])
+def test_the_input_checks_refusals_are_translated_at_the_turn(refusal: str) -> None:
+    assert messages.translated(refusal, "en") == refusal
+    assert is_mainly_chinese(messages.translated(refusal, "zh"))
+
+
+def test_the_index_rebuilding_refusal_raised_in_english_is_translated_at_the_command() -> None:
+    assert messages.translated(messages.index_rebuilding(), "zh") == messages.index_rebuilding("zh")
+    assert _han(messages.index_rebuilding("zh"))
+
+
+def test_an_unclosed_quote_is_translated_and_other_text_passes_as_it_is() -> None:
+    assert _han(messages.translated(messages.UNCLOSED_QUOTE, "zh"))
+    assert messages.translated("No document 'x' in 'kb'.", "zh") == "No document 'x' in 'kb'."
+
+
+def test_every_built_in_command_has_its_help_and_usage_in_the_catalogue() -> None:
+    for spec in default_registry().visible_to(True):
+        assert f"help.{spec.name}" in ENGLISH.entries, spec.name
+        assert f"usage.{spec.name}" in ENGLISH.entries, spec.name
+        # The registry's English (Telegram's command menu) and the catalogue's say the same.
+        assert ENGLISH.entries[f"help.{spec.name}"] == spec.help
+        assert messages.command_usage(spec.name, "en") == spec.usage
+
+
+@pytest.mark.parametrize(
+    ("text", "override", "language"),
+    [
+        ("怎么重置密码？", "", "zh"),
+        ("VPN 怎么连接", "", "zh"),
+        ("How do I use 知识库?", "", "en"),
+        ("How do I reset my password?", "", "en"),
+        ("", "", "en"),
+        ("How do I reset my password?", "zh", "zh"),
+        ("怎么重置密码？", "en", "en"),
+        ("怎么重置密码？", "xx", "zh"),  # an override without a catalogue (removed since) is ignored
+    ],
+)
+def test_a_turn_is_in_the_chats_language_else_in_the_language_of_the_message(
+    text: str, override: str, language: str
+) -> None:
+    assert i18n.turn_language(text, override) == language
+
+
+def test_the_sources_heading_follows_the_answers_language_in_markdown_and_on_slack() -> None:
+    sources = (SourceLink(1, "guide.pdf"),)
+    assert "**来源**" in messages.answer_with_sources(Answer("答案", sources, language="zh"))
+    assert "**Sources**" in messages.answer_with_sources(Answer("Answer", sources))
+    block = sources_block(sources, "zh")
+    assert block is not None
+    assert block["elements"][0]["text"] == "*来源:*"
+
+
+def test_lang_is_confirmed_in_the_language_chosen() -> None:
+    assert messages.language_set("zh") == "我会在这里用中文回复。"
+    assert messages.language_set("en") == "I'll reply here in English."
+    assert messages.language_set("") == "I'll reply here in the language of each message."

@@ -1,0 +1,72 @@
+"""PDF: one section per page with its number, the metadata title, and clear errors for what cannot be read."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from pypdf import PdfReader, PdfWriter
+
+from rag.errors import CorruptDocument, DocumentTooLarge, EncryptedDocument, NoTextFound
+from rag.ingest.extract import ExtractLimits, extract
+from tests.support.documents import make_pdf, make_pdf_without_text
+
+
+def _encrypted(user_password: str, algorithm: str) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(["Secret plans"]))))
+    writer.encrypt(user_password, owner_password="owner", algorithm=algorithm)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def test_each_page_is_a_section_numbered_from_one():
+    document = extract(make_pdf(["Opening hours", "Return policy"], title="Shop handbook"), filename="h.pdf")
+
+    assert document.mime_type == "application/pdf"
+    assert document.title == "Shop handbook"
+    assert [(section.text, section.metadata) for section in document.sections] == [
+        ("Opening hours", {"page": 1}),
+        ("Return policy", {"page": 2}),
+    ]
+    assert document.metadata == {"pages": 2}
+
+
+def test_blank_pages_are_skipped_but_keep_the_numbering():
+    document = extract(make_pdf(["First", "", "Third"]), filename="h.pdf")
+    assert [section.metadata["page"] for section in document.sections] == [1, 3]
+
+
+def test_a_pdf_without_a_text_layer_asks_for_ocr():
+    with pytest.raises(NoTextFound, match=r"no text found in the PDF \(scanned images\?\): run OCR on it first"):
+        extract(make_pdf_without_text(), filename="scan.pdf")
+
+
+@pytest.mark.parametrize("algorithm", ["RC4-128", "AES-256"])
+def test_a_password_protected_pdf_is_refused(algorithm):
+    with pytest.raises(EncryptedDocument, match="PDF is password-protected: remove the password"):
+        extract(_encrypted("secret", algorithm), filename="locked.pdf")
+
+
+def test_a_pdf_encrypted_with_an_empty_password_is_read():
+    assert extract(_encrypted("", "AES-256"), filename="protected.pdf").text == "Secret plans"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        make_pdf(["Hello"])[:400],
+        make_pdf(["Hello"])[:100],
+        b"%PDF-1.7\n" + b"garbage " * 100,
+        b"%PDF-1.4",
+    ],
+    ids=["truncated", "header-and-a-bit", "garbage-body", "header-only"],
+)
+def test_a_damaged_pdf_is_corrupt(content):
+    with pytest.raises(CorruptDocument, match="PDF is damaged"):
+        extract(content, filename="broken.pdf")
+
+
+def test_a_pdf_over_the_page_limit_is_refused():
+    with pytest.raises(DocumentTooLarge, match="PDF has 3 pages, over the limit of 2"):
+        extract(make_pdf(["a", "b", "c"]), filename="long.pdf", limits=ExtractLimits(max_pages=2))
