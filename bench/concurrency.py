@@ -50,10 +50,10 @@ from typing import Any, TypeVar
 import aiohttp
 
 from bench.common import ROOT, commit, machine, percentile
+from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager, TurnResult
-from bot.cli.main import chat_policy
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream
 from bot.types import Answer, ConversationKey, IncomingMessage, MessageRef, SourceLink, UserRef
@@ -403,7 +403,7 @@ class _ManagerScenario:
     lifetime_peak = 0.0
 
     def __init__(self, services: Services) -> None:
-        self._manager = ConversationManager(services, chat_policy(services.settings))
+        self._manager = build_manager(services, chat_policy(services.settings))
 
     async def prepare(self, numbers: list[int]) -> None:
         pass

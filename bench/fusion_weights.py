@@ -25,7 +25,8 @@ from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.cli.evaluate import faq_set, retrieval_set, retriever_for
 from rag.faq.search import FaqSearch
-from rag.retrieval import FusionWeights, Language, Retriever, query_language
+from rag.language import Language, language_of
+from rag.retrieval import FusionWeights, Retriever
 
 GRID = [
     (1.0, 0.0),
@@ -54,7 +55,7 @@ Scores = dict[tuple[float, float], float]
 def _language(folder: Path) -> Language:
     """The language most of a set's queries are in."""
     queries = [json.loads(line)["text"] for line in (folder / "queries.jsonl").read_text().splitlines() if line]
-    return Counter(query_language(query) for query in queries).most_common(1)[0][0]
+    return Counter(language_of(query) for query in queries).most_common(1)[0][0]
 
 
 def settings_line(best: Mapping[tuple[str, Language], Sequence[Scores]]) -> str:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from rag.language import language_of
 from rag.types import Candidate
 
 NO_ANSWER_EN: Final = "Sorry, I couldn't find anything about that in the knowledge base."
@@ -14,8 +15,6 @@ NO_ANSWER_ZH: Final = "抱歉，我在知识库中没有找到与这个问题相
 _TITLE_CHARS: Final = 120  # a source line stays one readable line in any chat client
 # A sentence ends after ASCII . ! ? or an ellipsis followed by whitespace, after full-width 。！？, or at a line end.
 _SENTENCE: Final = re.compile(r".*?(?:[.!?…](?=\s|$)|[。！？]|\n|$)", re.DOTALL)
-# CJK Unified Ideographs with extension A and the compatibility block; extension B+ is rare in questions.
-_HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def fixed_answer(text: str) -> str:
@@ -26,15 +25,9 @@ def fixed_answer(text: str) -> str:
     return answer
 
 
-def is_mainly_chinese(text: str) -> bool:
-    """More than half of the letters in `text` are Chinese characters (Han)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    return bool(letters) and 2 * sum(1 for ch in letters if _HAN.match(ch)) > len(letters)
-
-
 def no_answer_text(language_hint: str) -> str:
     """A short apology for finding nothing: in Chinese when `language_hint` (the question) is mainly Chinese."""
-    return NO_ANSWER_ZH if is_mainly_chinese(language_hint) else NO_ANSWER_EN
+    return NO_ANSWER_ZH if language_of(language_hint) == "zh" else NO_ANSWER_EN
 
 
 def faq_answers(candidate: Candidate) -> list[str]:

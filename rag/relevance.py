@@ -16,8 +16,8 @@ from rag.fusion import (
     MMR_LAMBDA,
     rescore,
 )
+from rag.language import Language
 from rag.ports import Reranker
-from rag.retrieval import Language
 from rag.types import Candidate, KnownVectors, Vector
 
 log = logging.getLogger(__name__)

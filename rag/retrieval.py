@@ -7,12 +7,12 @@ from an index made by an older ragbot, which lacks some of those, are joined to 
 from __future__ import annotations
 
 import asyncio
-import unicodedata
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, get_args
+from typing import Literal, Protocol
 
 from rag.fusion import rrf
+from rag.language import LANGUAGES, Language, language_of
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder
 from rag.types import Candidate, Vector
@@ -23,8 +23,6 @@ from storage.repos.faqs import FaqRepo
 from storage.weaviate.collections import BM25_PROPERTY, Collection
 from storage.weaviate.objects import chunk_from_hit
 
-Language = Literal["zh", "en"]
-LANGUAGES: tuple[Language, ...] = get_args(Language)
 Mode = Literal["bm25", "vector", "rrf", "weaviate"]
 
 
@@ -131,15 +129,6 @@ def chunk_candidate(chunk: ChunkRecord, score: float, legs: frozenset[str], vect
     )
 
 
-def query_language(text: str) -> Language:
-    """zh when at least a third of the letters are CJK ideographs, else en."""
-    letters = [char for char in text if unicodedata.category(char).startswith("L")]
-    if not letters:
-        return "en"
-    cjk = sum(1 for char in letters if "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf")
-    return "zh" if cjk * 3 >= len(letters) else "en"
-
-
 class Retriever:
     """Runs the search legs for one query and fuses them into candidates."""
 
@@ -194,7 +183,7 @@ class Retriever:
         if vector is None:
             vector = await self.query_vector(query)
         tokens = await asyncio.to_thread(self._lexical.bm25_text, query)
-        weights = self.config.weights.chunks[query_language(query)]
+        weights = self.config.weights.chunks[language_of(query)]
         legs = await self._legs(Collection.CHUNKS, vector, tokens, kb_ids, limit, "rrf", weights)
         fused = rrf(
             {name: [hit.id for hit in hits] for name, hits in legs.items()}, k=self.config.rrf_k, weights=weights
@@ -289,7 +278,7 @@ class Retriever:
             return [(hit.id, hit.score) for hit in legs[mode]], by_id
         table = self.config.weights.chunks if collection is Collection.CHUNKS else self.config.weights.faqs
         names = {name: [hit.id for hit in hits] for name, hits in legs.items()}
-        return rrf(names, k=self.config.rrf_k, weights=table[query_language(query)]), by_id
+        return rrf(names, k=self.config.rrf_k, weights=table[language_of(query)]), by_id
 
     async def _legs(
         self,

@@ -7,7 +7,6 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
@@ -19,15 +18,18 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.calls import call
+from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.render import FEEDBACK_ACTION
-from adapters.slack.reply import call
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
 from adapters.slack.translate import PLATFORM
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.errors import PlatformError
 from bot.ports import Adapter
+from storage.db import Database
+from storage.repos.slack_installs import SlackInstallRepo
 
 log = logging.getLogger(__name__)
 
@@ -50,35 +52,18 @@ _SEEN_MAX: Final = 10_000
 _STOP_GRACE: Final = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class SlackConfig:
-    """The Slack settings."""
-
-    bot_token: str | None
-    signing_secret: str | None
-    app_token: str | None
-    admins: frozenset[str]
-    command: str
-    native_streaming: bool
-    base_url: str | None
-    client_id: str | None
-    client_secret: str | None
-    redirect_url: str | None
-    download_limit: int
-
-    @property
-    def oauth(self) -> bool:
-        """Many workspaces, installed through /slack/install."""
-        return self.client_id is not None and self.client_secret is not None
-
-
 class SlackAdapter:
     """Receives events and commands through Bolt, answers through the conversation manager."""
 
     name = PLATFORM
 
     def __init__(
-        self, manager: ConversationManager, config: SlackConfig, *, clock: Callable[[], float] = time.monotonic
+        self,
+        manager: ConversationManager,
+        config: SlackConfig,
+        installs: SlackInstallRepo,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self._manager = manager
         self._config = config
@@ -89,8 +74,7 @@ class SlackAdapter:
         if config.oauth:
             assert config.client_id is not None
             assert config.client_secret is not None
-            repo = manager.services.slack_installs
-            self._installations = DatabaseInstallationStore(repo, client_id=config.client_id)
+            self._installations = DatabaseInstallationStore(installs, client_id=config.client_id)
             self.app = AsyncApp(
                 client=self._client(None),
                 signing_secret=config.signing_secret,
@@ -106,7 +90,7 @@ class SlackAdapter:
                     redirect_uri_path=REDIRECT_PATH,
                     installation_store=self._installations,
                     installation_store_bot_only=True,
-                    state_store=DatabaseOAuthStateStore(repo),
+                    state_store=DatabaseOAuthStateStore(installs),
                 ),
             )
             self.app.enable_token_revocation_listeners()
@@ -213,7 +197,7 @@ class SlackAdapter:
         return None
 
 
-def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
+def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: on when SLACK_BOT_TOKEN (or SLACK_CLIENT_ID for installs) is set."""
     oauth = settings.SLACK_CLIENT_ID is not None and settings.SLACK_CLIENT_SECRET is not None
     if settings.SLACK_BOT_TOKEN is None and not oauth:
@@ -235,4 +219,4 @@ def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
         redirect_url=settings.SLACK_REDIRECT_URL,
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
-    return SlackAdapter(manager, config)
+    return SlackAdapter(manager, config, SlackInstallRepo(database))

@@ -9,7 +9,7 @@ from typing import Any, Final
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.reply import call
+from adapters.slack.calls import call
 from bot.errors import PlatformError, UserFacingError
 from bot.words import messages
 from rag.ingest.extractors.limits import format_size

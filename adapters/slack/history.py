@@ -9,7 +9,7 @@ from typing import Any, Final
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.budget import Pacer
-from adapters.slack.reply import call
+from adapters.slack.calls import call
 from adapters.slack.translate import plain_text
 from bot.chat.manager import ConversationManager, EarlierMessage
 from bot.errors import PlatformError

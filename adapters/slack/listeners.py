@@ -6,16 +6,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.budget import Pacer
+from adapters.slack.calls import call, unreachable_notice
+from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
 from adapters.slack.render import parse_feedback
-from adapters.slack.reply import ResponseTarget, SlackTarget, call, unreachable_notice
+from adapters.slack.reply import ResponseTarget, SlackTarget
 from adapters.slack.stores import DatabaseInstallationStore
 from adapters.slack.translate import (
     PLATFORM,
@@ -30,14 +32,12 @@ from adapters.slack.translate import (
     translate,
     workspace_id,
 )
-from bot.chat.manager import ConversationManager, deliver_text
+from bot.chat.manager import ConversationManager
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
+from bot.reply.deliver import deliver_text
 from bot.types import IncomingMessage, UserRef
 from bot.words import messages
-
-if TYPE_CHECKING:
-    from adapters.slack.app import SlackConfig
 
 log = logging.getLogger(__name__)
 

@@ -12,16 +12,41 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.calls import StreamExpired
 from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
-from adapters.slack.reply import SlackTarget, StreamExpired
 from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited
+from bot.metrics import PlatformObserver
 from bot.types import Answer, MessageRef
 
 log = logging.getLogger(__name__)
 
 # appendStream is Tier 4 per workspace: each answer appends at most once a second, the budget shares the rest.
+T = TypeVar("T")
+
+
+class StreamingTarget(Protocol):
+    """The thread a native stream writes into (met by adapters.slack.reply.SlackTarget)."""
+
+    client: AsyncWebClient
+    channel: str
+    thread_ts: str
+    recipient_user: str
+    recipient_team: str
+    observer: PlatformObserver
+
+    async def api(self, method: str, request: Callable[[], Awaitable[T]], *, final: bool) -> T:
+        """One Web API call within the workspace's budget for `method`."""
+        ...
+
+    async def typing(self) -> None:
+        """Show that an answer is on its way."""
+        ...
+
+
 APPEND_INTERVAL: Final = 1.0
 FIRST_FLUSH: Final = 0.3
 FINAL_DEADLINE: Final = 120.0
@@ -57,7 +82,7 @@ class NativeReplyStream:
 
     def __init__(
         self,
-        target: SlackTarget,
+        target: StreamingTarget,
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

@@ -7,14 +7,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import aiohttp
-from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.slack.budget import Pacer
+from adapters.slack.calls import call
+from adapters.slack.native import NativeReplyStream
 from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
-from bot.chat_metrics import PlatformObserver
-from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited
+from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
@@ -28,75 +30,6 @@ T = TypeVar("T")
 EDIT_LIMITS: Final = ReplyLimits(max_length=MAX_MARKDOWN, min_edit_interval=2.0, first_flush=0.5)
 # A response_url takes 5 posts in 30 minutes: progress edits are rare, the outcome always goes.
 RESPONSE_LIMITS: Final = ReplyLimits(max_length=MAX_MARKDOWN, min_edit_interval=60.0, first_flush=0.5)
-_GONE: Final = frozenset({"message_not_found", "cant_update_message", "thread_not_found"})
-_UNREACHABLE: Final = frozenset(
-    {
-        "not_in_channel",
-        "channel_not_found",
-        "is_archived",
-        "invalid_auth",
-        "not_authed",
-        "token_revoked",
-        "token_expired",
-        "account_inactive",
-        "team_access_not_granted",
-        "missing_scope",
-        "restricted_action",
-        "ekm_access_denied",
-        "team_not_found",
-    }
-)
-_BAD_MARKUP: Final = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long"})
-
-
-class StreamExpired(PlatformError):
-    """Slack ended a native stream (about 5 minutes, or a long pause): finish the message with chat.update."""
-
-
-def error_code(exc: SlackApiError) -> str:
-    """Slack's error string for a failed call ("" when the body had none)."""
-    data: Any = exc.response.data if exc.response is not None else None
-    return str(data.get("error", "")) if isinstance(data, dict) else ""
-
-
-def _retry_after(exc: SlackApiError) -> float:
-    headers = exc.response.headers if exc.response is not None else {}
-    value = headers.get("Retry-After") or headers.get("retry-after") or "1"
-    try:
-        return max(float(value), 1.0)
-    except ValueError:
-        return 1.0
-
-
-async def call(request: Awaitable[T]) -> T:
-    """Await a Web API call with its errors as bot.errors platform errors."""
-    try:
-        return await request
-    except SlackApiError as exc:
-        code = error_code(exc)
-        status = exc.response.status_code if exc.response is not None else 0
-        if status == 429 or code == "ratelimited":
-            raise PlatformRateLimited(_retry_after(exc), "slack") from exc
-        if code == "message_not_in_streaming_state":
-            raise StreamExpired(code) from exc
-        if code in _GONE:
-            raise MessageGone(code) from exc
-        if code in _UNREACHABLE:
-            raise DeliveryFailed(code) from exc
-        if code in _BAD_MARKUP:
-            raise MarkupRejected(code) from exc
-        raise PlatformError(code or str(exc)) from exc
-    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
-        raise PlatformError(f"slack unreachable: {exc!r}") from exc
-
-
-def unreachable_notice(code: str) -> str | None:
-    """What to tell a person (somewhere else) when the bot cannot write to their channel."""
-    if code in ("not_in_channel", "channel_not_found"):
-        return messages.SLACK_NOT_IN_CHANNEL
-    if code == "is_archived":
-        return messages.SLACK_ARCHIVED
-    return None
 
 
 class SlackTarget:
@@ -194,8 +127,6 @@ class SlackTarget:
     def open_stream(self) -> ReplyStream:
         """Native streaming (chat.startStream…) or one message edited in place, as configured."""
         if self.native:
-            from adapters.slack.native import NativeReplyStream
-
             return NativeReplyStream(self)
         return EditStream(EditingReplyStream(self, observer=self.observer, compose=body), self)
 

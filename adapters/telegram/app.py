@@ -19,10 +19,12 @@ from adapters.telegram.pacing import Pacer
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
-from bot.chat.manager import ConversationManager, deliver_text
+from bot.chat.manager import ConversationManager
 from bot.errors import PlatformError
 from bot.ports import Adapter
+from bot.reply.deliver import deliver_text
 from bot.words import messages
+from storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +233,7 @@ class TelegramAdapter:
         log.error("telegram=handler_error", exc_info=context.error)
 
 
-def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
+def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: on when TELEGRAM_BOT_TOKEN is set."""
     if settings.TELEGRAM_BOT_TOKEN is None:
         return None

@@ -15,8 +15,8 @@ from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
 
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.render import to_telegram_html
-from bot.chat_metrics import PlatformObserver
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef

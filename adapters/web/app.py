@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from aiohttp import BodyPartReader, web
 
-from adapters.web.reply import EventSink, WebReplyTarget, encode_event
+from adapters.web.reply import EventSink, WebReplyTarget, encode_event, source_json
 from adapters.web.session import (
     ACCESS_COOKIE,
     ADMIN_COOKIE,
@@ -22,13 +22,13 @@ from adapters.web.session import (
     token_matches,
 )
 from bot.app.settings import Settings
-from bot.chat.manager import ConversationManager, snippet
+from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
 from bot.ports import Adapter
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef, web_url
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from rag.ingest.extractors.limits import format_size
-from storage.records import MessageRecord
+from storage.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,7 @@ class WebChat:
 
     async def session(self, request: web.Request) -> web.Response:
         """What the page needs to know: admin or not, the knowledge bases in use, the upload limit."""
-        ids = await self._manager.readable_kb_ids(self._key(request))
-        names = [kb.name for kb in await self._manager.services.knowledge.all() if kb.id in ids]
+        names = await self._manager.readable_kb_names(self._key(request))
         return web.json_response(
             {
                 "admin": self._is_admin(request),
@@ -156,14 +155,8 @@ class WebChat:
 
     async def history(self, request: web.Request) -> web.Response:
         """The conversation since its last /new, oldest first."""
-        conversation = await self._manager.conversation(self._key(request))
-        stored = await self._manager.services.conversations.recent(conversation.id, _HISTORY_LIMIT)
-        sources = [source for message in stored for source in message.meta.get("sources", [])]
-        documents = self._manager.services.documents
-        uris = await documents.source_uris([str(s.get("document_id") or "") for s in sources if s.get("document_id")])
-        chunk_ids = [str(s["id"]) for s in sources if s.get("kind") == "chunk" and s.get("id")]
-        snippets = {chunk.chunk_id: snippet(chunk.text) for chunk, _ in await documents.chunks_with_titles(chunk_ids)}
-        return web.json_response({"messages": [_history_entry(m, uris, snippets) for m in stored]})
+        entries = await self._manager.transcript(self._key(request), _HISTORY_LIMIT)
+        return web.json_response({"messages": [_history_entry(entry) for entry in entries]})
 
     # --- writes -----------------------------------------------------------------------------------------------
 
@@ -336,31 +329,20 @@ def _attachment(name: str, data: bytes, mime_type: str) -> Attachment:
     return Attachment(name=name, size=len(data), mime_type=mime_type, read=read)
 
 
-def _history_entry(message: MessageRecord, uris: dict[str, str], snippets: dict[str, str]) -> dict[str, Any]:
-    sources = []
-    for number, source in enumerate(message.meta.get("sources", []), start=1):
-        uri = uris.get(str(source.get("document_id") or ""), "")
-        sources.append(
-            {
-                "number": number,
-                "title": str(source.get("title") or source.get("id") or ""),
-                "document_id": str(source.get("document_id") or ""),
-                "url": web_url(uri),
-                "snippet": snippets.get(str(source.get("id") or ""), ""),
-            }
-        )
+def _history_entry(entry: TranscriptEntry) -> dict[str, Any]:
+    message = entry.message
     return {
         "id": message.id,
         "role": message.role,
         "text": message.text,
         "status": message.status,
         "outcome": str(message.meta.get("outcome", "")),
-        "sources": sources if message.role == "assistant" else [],
+        "sources": [source_json(source) for source in entry.sources],
         "feedback": message.feedback or None,
     }
 
 
-def create(manager: ConversationManager, settings: Settings) -> Adapter | None:
+def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: the web chat is always on (it is what `make run` opens)."""
     config = WebConfig(
         admin_token=settings.WEB_ADMIN_TOKEN.get_secret_value() if settings.WEB_ADMIN_TOKEN else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import logging
@@ -10,9 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bot.chat_metrics import PlatformObserver
+from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
-from bot.types import Answer, MessageRef
+from bot.types import Answer, MessageRef, SourceLink
 from bot.words.messages import sources_heading
 
 log = logging.getLogger(__name__)
@@ -95,16 +96,7 @@ class WebReplyStream:
             {
                 "ref": self._ref,
                 "text": text,
-                "sources": [
-                    {
-                        "number": s.number,
-                        "title": s.title,
-                        "document_id": s.document_id,
-                        "url": s.url,
-                        "snippet": s.snippet,
-                    }
-                    for s in (answer.sources if answer else ())
-                ],
+                "sources": [source_json(source) for source in (answer.sources if answer else ())],
                 "outcome": outcome,
                 "message_id": answer.message_id if answer else "",
                 "notice": answer.notice if answer else "",
@@ -152,3 +144,8 @@ class WebReplyTarget:
     def open_stream(self) -> ReplyStream:
         """A native stream: pieces as `delta` events."""
         return WebReplyStream(self._sink, f"m{next(self._refs)}", self._observer)
+
+
+def source_json(source: SourceLink) -> dict[str, Any]:
+    """A source as the page reads it, under a streamed answer and in the history alike."""
+    return dataclasses.asdict(source)

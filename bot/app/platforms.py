@@ -10,21 +10,23 @@ from typing import Final
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.ports import Adapter
+from storage.db import Database
 
 log = logging.getLogger(__name__)
 
 GROUP: Final = "ragbot.adapters"
 
-AdapterFactory = Callable[[ConversationManager, Settings], Adapter | None]
-"""Builds an adapter over the manager, or returns None when its platform is not configured."""
+AdapterFactory = Callable[[ConversationManager, Settings, Database], Adapter | None]
+"""Builds an adapter over the manager, or returns None when its platform is not configured. The database is for
+what a platform stores of its own (Slack's installations); the conversation goes through the manager only."""
 
 
-def load_adapters(manager: ConversationManager, settings: Settings) -> list[Adapter]:
+def load_adapters(manager: ConversationManager, settings: Settings, database: Database) -> list[Adapter]:
     """Every configured adapter, in entry-point name order (bot never imports adapters itself)."""
     adapters = []
     for entry in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         factory: AdapterFactory = entry.load()
-        adapter = factory(manager, settings)
+        adapter = factory(manager, settings, database)
         if adapter is None:
             log.info("adapter=off name=%s (not configured)", entry.name)
             continue

@@ -7,7 +7,7 @@ import os
 import socket
 from pathlib import Path
 
-from bot.app.settings import Settings
+from bot.app.settings import Settings, is_loopback
 from bot.errors import StartupError
 
 
@@ -112,4 +112,14 @@ def _check_slack(settings: Settings) -> None:
     if oauth and settings.SLACK_SIGNING_SECRET is None:
         raise StartupError(
             "SLACK_SIGNING_SECRET", "not set while SLACK_CLIENT_ID is", "the install pages need it: set it"
+        )
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuse to serve the chat to a network without an access token."""
+    if not is_loopback(settings.RAGBOT_HOST) and settings.WEB_ACCESS_TOKEN is None:
+        raise StartupError(
+            "RAGBOT_HOST",
+            f"{settings.RAGBOT_HOST} is reachable from the network and no WEB_ACCESS_TOKEN is set",
+            "set WEB_ACCESS_TOKEN (people open /?access=TOKEN once), or serve on 127.0.0.1 behind your proxy",
         )

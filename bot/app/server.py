@@ -14,7 +14,7 @@ from aiohttp import web
 
 from bot.app.health import PartHealth, check_parts, is_healthy
 from bot.app.services import Services
-from bot.chat_metrics import ChatMetrics
+from bot.metrics import ChatMetrics
 
 # A scrape every few seconds must not become a database and index query every few seconds.
 _HEALTH_TTL = 15.0

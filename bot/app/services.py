@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from bot.app.preflight import check_settings
 from bot.app.settings import Settings
 from bot.chat.answerer import Answerer
+from bot.chat.model_limit import LimitedChatModel
 from bot.errors import StartupError, UserFacingError
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.index_lock import IndexLock
@@ -18,6 +19,7 @@ from bot.knowledge.jobs import JobRunner, runner_id
 from bot.metrics import StageMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
+from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
 from rag.lexical import LexicalAnalyzer
@@ -25,7 +27,11 @@ from rag.models.chat import OpenAIChatModel
 from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder, find_onnx_model, resolve_model_dir
 from rag.models.identity import vector_model_id
 from rag.models.rerankers import ApiReranker, build_reranker
-from rag.ports import Reranker
+from rag.named_pipelines import PipelineParts
+from rag.ports import ChatModel, Reranker
+from rag.retrieval import Retriever
+from rag.rewrite import LlmRewriter, Rewriter
+from rag.rewrite_rules import RuleRewriter
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
@@ -37,7 +43,7 @@ from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
-from storage.repos.slack_installs import SlackInstallRepo
+from storage.repos.merge_reads import MergeReadRepo
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoint_from_url
 
@@ -67,7 +73,6 @@ class Services:
     faq_importer: FaqImporter
     jobs: JobRunner
     bindings: BindingRepo
-    slack_installs: SlackInstallRepo
     index_lock: IndexLock
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
@@ -79,6 +84,40 @@ class Services:
 
     # The pipelines, built once (the rule rewriter alone loads jieba for about a second).
     answerer: Answerer = field(init=False)
+
+
+def pipeline_parts(services: Services) -> PipelineParts:
+    """The pipelines' parts over the running services, configured by their settings."""
+    settings = services.settings
+    model: ChatModel | None = None
+    if services.chat_model is not None:
+        model = LimitedChatModel(services.chat_model, settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
+    rewriter: Rewriter | None = None
+    if settings.QUERY_REWRITE:
+        rewriter = LlmRewriter(model) if model else RuleRewriter()
+    return PipelineParts(
+        retriever=Retriever(
+            services.store,
+            services.embedder,
+            services.lexical,
+            services.documents,
+            services.faqs,
+            settings.retrieval(),
+            questions=services.embedder.transient,
+        ),
+        faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
+        history=services.conversations,
+        merge_source=MergeReadRepo(services.db),
+        tokens=services.tokens,
+        rewriter=rewriter,
+        reranker=services.reranker,
+        model=model,
+        search=settings.search(),
+        rerank=settings.rerank(),
+        answer=settings.answer(),
+        history_config=settings.history(),
+        observe=services.stage_metrics.observe,
+    )
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -227,11 +266,10 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 before_start=index_lock.wait_writable,
             ),
             bindings=BindingRepo(db),
-            slack_installs=SlackInstallRepo(db),
             index_lock=index_lock,
             vector_model=vector_model,
         )
-        services.answerer = Answerer.over(services)
+        services.answerer = Answerer(pipeline_parts(services))
         if store.missing_properties() or store.stale_terms():
             # Serving goes on: searches fall back to SQL for what the old index lacks, old BM25 terms still match
             # the words an older analyzer cut alike.

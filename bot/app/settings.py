@@ -20,9 +20,10 @@ from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
+from rag.language import LANGUAGES, Language
 from rag.models.rerankers import RerankerConfig
 from rag.relevance import RerankConfig
-from rag.retrieval import LANGUAGES, FusionWeights, Language, RetrievalConfig
+from rag.retrieval import FusionWeights, RetrievalConfig
 from rag.stages.search import SearchConfig
 from storage.db import DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig

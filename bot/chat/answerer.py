@@ -4,59 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
-from bot.chat.model_limit import LimitedChatModel
 from bot.words import messages
-from rag.faq.search import FaqSearch
 from rag.input_check import check_question
 from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext, answer_once
-from rag.ports import ChatModel
-from rag.retrieval import Retriever
-from rag.rewrite import LlmRewriter, Rewriter
-from rag.rewrite_rules import RuleRewriter
 from rag.stages.stream_answer import StreamAnswer
-from storage.repos.merge_reads import MergeReadRepo
-
-if TYPE_CHECKING:
-    from bot.app.services import Services
 
 OnText = Callable[[str], Awaitable[None]]
-
-
-def pipeline_parts(services: Services) -> PipelineParts:
-    """The pipelines' parts over the running services, configured by their settings."""
-    settings = services.settings
-    model: ChatModel | None = None
-    if services.chat_model is not None:
-        model = LimitedChatModel(services.chat_model, settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
-    rewriter: Rewriter | None = None
-    if settings.QUERY_REWRITE:
-        rewriter = LlmRewriter(model) if model else RuleRewriter()
-    return PipelineParts(
-        retriever=Retriever(
-            services.store,
-            services.embedder,
-            services.lexical,
-            services.documents,
-            services.faqs,
-            settings.retrieval(),
-            questions=services.embedder.transient,
-        ),
-        faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
-        history=services.conversations,
-        merge_source=MergeReadRepo(services.db),
-        tokens=services.tokens,
-        rewriter=rewriter,
-        reranker=services.reranker,
-        model=model,
-        search=settings.search(),
-        rerank=settings.rerank(),
-        answer=settings.answer(),
-        history_config=settings.history(),
-        observe=services.stage_metrics.observe,
-    )
 
 
 class Answerer:
@@ -74,11 +29,6 @@ class Answerer:
             observe=parts.observe,
         )
         self._refusal = Pipeline("refusal", [StreamAnswer()], parts.observe)
-
-    @classmethod
-    def over(cls, services: Services) -> Answerer:
-        """The Answerer over the running services."""
-        return cls(pipeline_parts(services))
 
     def prepare(
         self,

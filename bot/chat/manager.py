@@ -7,30 +7,27 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from bot.chat.limits import RateLimit, RateLimiter, TurnGate
+from bot.chat.parts import ChatParts
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
 from bot.chat.turn_log import turn_scope
-from bot.chat_metrics import ChatMetrics
+from bot.commands.builtin import default_registry
+from bot.commands.parts import CommandParts
+from bot.commands.registry import CommandRegistry
 from bot.errors import PlatformError
+from bot.metrics import ChatMetrics
 from bot.ports import ReplyTarget
-from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef, web_url
-from bot.words import catalogue as i18n
-from bot.words import messages
+from bot.reply.deliver import deliver_text
+from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef
+from bot.words import language, messages
 from rag.errors import RagError
 from rag.pipeline import TurnContext
-from rag.types import Candidate
 from storage.errors import DuplicateEvent, NotFound, StorageError
-from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRole
-
-if TYPE_CHECKING:
-    from bot.app.services import Services
-    from bot.commands.registry import CommandRegistry
+from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRecord, MessageRole
 
 log = logging.getLogger(__name__)
 
-_SNIPPET_CHARS = 240
 # How long knowledge-base names from the settings stay resolved to ids (a KB created later is seen after this).
 _KB_ID_TTL = 30.0
 
@@ -75,32 +72,40 @@ class TurnResult:
     conversation_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class TranscriptEntry:
+    """One stored message of a conversation, with the sources it showed (an answer's)."""
+
+    message: MessageRecord
+    sources: list[SourceLink]
+
+
 class ConversationManager:
     """Resolves the conversation, stores the question, runs the pipeline into the reply stream, stores the answer."""
 
     def __init__(
         self,
-        services: Services,
+        parts: ChatParts,
         policy: ChatPolicy,
+        command_parts: CommandParts,
         *,
         commands: CommandRegistry | None = None,
         metrics: ChatMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from bot.commands.registry import default_registry  # commands need the manager's type; built here, once
-
-        self.services = services
+        self._parts = parts
+        self._command_parts = command_parts
         self.policy = policy
         self.metrics = metrics or ChatMetrics()
         self.commands = commands or default_registry()
-        self._recorder = TurnRecorder(services.conversations)
+        self._recorder = TurnRecorder(parts.conversations)
         self._rate = RateLimiter(policy.rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
         self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
         self._job_watchers: list[Callable[[JobRecord], None]] = []
-        services.jobs.subscribe(self._job_changed)
+        parts.jobs.subscribe(self._job_changed)
 
     async def _job_changed(self, job: JobRecord) -> None:
         for watcher in list(self._job_watchers):
@@ -130,7 +135,7 @@ class ConversationManager:
             except Exception:
                 # The store failed before a turn existed (resolving, storing the question): still apologise.
                 log.exception("turn=failed_before_answer platform=%s", message.key.platform)
-                await self._say_safely(target, messages.turn_failed(i18n.detect(message.text)))
+                await self._say_safely(target, messages.turn_failed(language.detect(message.text)))
                 return None
 
     async def _handle(
@@ -141,13 +146,14 @@ class ConversationManager:
         document_ids: Sequence[str],
     ) -> TurnResult | None:
         chat = message.key.chat_key
-        setting = await self.services.bindings.setting(chat.platform, chat.workspace, chat.chat)
+        setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
         # Decided once per message, here: every fixed text of this turn or command is in this language.
-        lang = i18n.turn_language(
+        lang = language.turn_language(
             message.command.raw if message.command is not None else message.text, setting.language
         )
         if message.command is not None:
-            await self.commands.dispatch(self, message, target, lang)
+            is_admin = self.policy.is_admin(message.key.platform, message.user)
+            await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
             return None
         if not self._answers_here(message, setting):
             log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
@@ -155,7 +161,7 @@ class ConversationManager:
         if not self._rate.allow(self._user_key(message)):
             await self._say(target, messages.rate_limited(self._rate.retry_after(self._user_key(message)), lang))
             return None
-        conversation = await self.services.conversations.resolve(*_key_fields(message.key))
+        conversation = await self._parts.conversations.resolve(*_key_fields(message.key))
         try:
             opened = await self._recorder.begin(
                 conversation.id, message.text, author=message.user.id, event_key=_event_key(message)
@@ -194,7 +200,7 @@ class ConversationManager:
         opened = await self._recorder.streaming(opened)
         stop = self._stops[conversation.id] = asyncio.Event()
         stream = target.open_stream()
-        answerer = self.services.answerer
+        answerer = self._parts.answerer
         turn: TurnContext | None = None
         first_text: list[float] = []
 
@@ -253,27 +259,17 @@ class ConversationManager:
             notices.append(messages.stopped_note(lang))
         return Answer(
             text=turn.text,
-            sources=tuple(await self.source_links(shown_sources(turn))),
+            sources=tuple(await self._parts.sources.of_turn(shown_sources(turn))),
             outcome=turn.outcome,
             message_id=opened.answer_id,
             notice=" ".join(notices),
             language=lang,
         )
 
-    async def source_links(self, candidates: Sequence[Candidate]) -> list[SourceLink]:
-        """The numbered sources as a person sees them, with links for documents fetched from URLs."""
-        uris = await self.services.documents.source_uris(
-            [candidate.document_id for candidate in candidates if candidate.document_id]
-        )
-        return [
-            _source_link(number, candidate, uris.get(candidate.document_id or "", ""))
-            for number, candidate in enumerate(candidates, start=1)
-        ]
-
     async def readable_kb_ids(self, key: ConversationKey) -> list[str]:
         """The knowledge bases this chat reads: its bindings, else the defaults, within its platform's allowance."""
         chat = key.chat_key
-        bound = await self.services.bindings.kb_ids(chat.platform, chat.workspace, chat.chat)
+        bound = await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat)
         if not bound:
             bound = await self._ids_of(self.policy.default_kbs)
         allowed = self.policy.allowed_kbs.get(key.platform)
@@ -290,7 +286,7 @@ class ConversationManager:
             return list(cached[1])
         ids = []
         for name in names:
-            kb = await self.services.knowledge.named(name)
+            kb = await self._parts.knowledge.named(name)
             if kb is None:
                 log.warning("knowledge_base=missing name=%s (named in the settings)", name)
             else:
@@ -298,10 +294,32 @@ class ConversationManager:
         self._kb_ids[key] = (self._clock(), tuple(ids))
         return ids
 
+    async def readable_kb_names(self, key: ConversationKey) -> list[str]:
+        """The names of the knowledge bases this chat reads."""
+        ids = await self.readable_kb_ids(key)
+        return [kb.name for kb in await self._parts.knowledge.all() if kb.id in ids]
+
     def may_read(self, platform: str, kb_name: str) -> bool:
         """Whether chats on `platform` may be bound to the knowledge base `kb_name`."""
-        allowed = self.policy.allowed_kbs.get(platform)
+        allowed = self.allowed_kbs(platform)
         return allowed is None or kb_name in allowed
+
+    def allowed_kbs(self, platform: str) -> tuple[str, ...] | None:
+        """The only knowledge bases `platform`'s chats may read, or None when it may read any."""
+        return self.policy.allowed_kbs.get(platform)
+
+    async def transcript(self, key: ConversationKey, limit: int) -> list[TranscriptEntry]:
+        """The conversation since its last /new, oldest first, each answer with the sources it showed."""
+        conversation = await self.conversation(key)
+        stored = await self._parts.conversations.recent(conversation.id, limit)
+        sources = await self._parts.sources.of_answers(stored)
+        return [TranscriptEntry(message, sources.get(message.id, [])) for message in stored]
+
+    async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
+        """The sources of this conversation's last answer (none before one)."""
+        conversation = await self.conversation(key)
+        answer = await self._parts.conversations.last_answer(conversation.id)
+        return [] if answer is None else (await self._parts.sources.of_answers([answer]))[answer.id]
 
     def stop(self, key: ConversationKey, conversation_id: str) -> bool:
         """Stop the answer being written in this conversation; False when none is."""
@@ -315,7 +333,7 @@ class ConversationManager:
         """Record `up` or `down` on an answer of this conversation; False when it is not one of its answers."""
         conversation = await self.conversation(key)
         try:
-            await self.services.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
+            await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
         except NotFound:
             return False
         return True
@@ -323,11 +341,11 @@ class ConversationManager:
     async def reset(self, key: ConversationKey) -> None:
         """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""
         conversation = await self.conversation(key)
-        await self.services.conversations.reset(conversation.id)
+        await self._parts.conversations.reset(conversation.id)
 
     async def known(self, key: ConversationKey) -> bool:
         """Whether ragbot already holds a conversation here (a thread it answered in)."""
-        return await self.services.conversations.find(*_key_fields(key)) is not None
+        return await self._parts.conversations.find(*_key_fields(key)) is not None
 
     async def seed_history(self, key: ConversationKey, earlier: Sequence[EarlierMessage]) -> int:
         """Store messages written before the bot joined (a thread it is mentioned in late) as the history.
@@ -342,7 +360,7 @@ class ConversationManager:
                 f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}" if message.message_id else None
             )
             try:
-                await self.services.conversations.add_message(
+                await self._parts.conversations.add_message(
                     conversation.id,
                     f"seed-{message.round_id}",
                     message.role,
@@ -357,7 +375,7 @@ class ConversationManager:
 
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key` (created when new)."""
-        return await self.services.conversations.resolve(*_key_fields(key))
+        return await self._parts.conversations.resolve(*_key_fields(key))
 
     async def _say(self, target: ReplyTarget, text: str) -> None:
         await deliver_text(target, text)
@@ -367,12 +385,6 @@ class ConversationManager:
             await deliver_text(target, text)
         except Exception:
             log.exception("turn=apology_undelivered")
-
-
-async def deliver_text(target: ReplyTarget, text: str) -> None:
-    """Send a short bot message (a notice, a command reply) through the target's stream, so limits apply."""
-    stream = target.open_stream()
-    await stream.finish(Answer(text=text))
 
 
 def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:
@@ -399,26 +411,3 @@ def _event_key(message: IncomingMessage) -> str | None:
         return None
     key = message.key
     return f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}"
-
-
-def _source_link(number: int, candidate: Candidate, uri: str) -> SourceLink:
-    meta: Mapping[str, Any] = candidate.metadata
-    title = next(
-        (" ".join(value.split()) for k in ("title", "filename") if isinstance(value := meta.get(k), str) and value),
-        "",
-    )
-    if not title and candidate.kind == "faq" and isinstance(question := meta.get("question"), str):
-        title = "FAQ: " + " ".join(question.split())
-    return SourceLink(
-        number=number,
-        title=title or candidate.document_id or candidate.id,
-        document_id=candidate.document_id or "",
-        url=web_url(uri),
-        snippet=snippet(candidate.text),
-    )
-
-
-def snippet(text: str) -> str:
-    """A source's text as one short line under its title."""
-    line = " ".join(text.split())
-    return line if len(line) <= _SNIPPET_CHARS else line[: _SNIPPET_CHARS - 1].rstrip() + "…"

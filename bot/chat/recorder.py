@@ -7,13 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from bot.chat.parts import Conversations
 from bot.errors import UserFacingError
 from bot.words.messages import TURN_FAILED
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
 from rag.pipeline import TurnContext
 from rag.types import Candidate
 from storage.records import MessageRecord, MessageStatus
-from storage.repos.conversations import ConversationRepo
 
 _NO_SOURCES_SHOWN: Final = frozenset({"refused", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
@@ -92,7 +92,7 @@ def _new_request_id() -> str:
 class TurnRecorder:
     """Writes each turn of a conversation: `begin` before the pipeline runs, then `finish` or `fail`."""
 
-    def __init__(self, repo: ConversationRepo, *, new_request_id: Callable[[], str] = _new_request_id) -> None:
+    def __init__(self, repo: Conversations, *, new_request_id: Callable[[], str] = _new_request_id) -> None:
         self._repo = repo
         self._new_request_id = new_request_id
 

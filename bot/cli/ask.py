@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TextIO
 
+from bot.app.manager import build_manager
 from bot.app.services import Services
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager, TurnResult
@@ -42,7 +43,7 @@ def cli_manager(services: Services) -> ConversationManager:
     policy = ChatPolicy(
         admins={CLI_PLATFORM: frozenset({CLI_USER.id})}, rate_limit=RateLimit(count=1_000_000), max_turns=1
     )
-    return ConversationManager(services, policy)
+    return build_manager(services, policy)
 
 
 def new_conversation_key() -> ConversationKey:

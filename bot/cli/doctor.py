@@ -187,3 +187,10 @@ def exit_code(findings: list[Finding]) -> int:
         next(f for f in findings if f.verdict == "error")
         return 1
     return 0
+
+
+async def run_doctor(settings: Settings) -> int:
+    """Print every part's state; non-zero when one is broken."""
+    findings = await diagnose(settings)
+    print(render(findings))
+    return exit_code(findings)

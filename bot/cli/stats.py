@@ -6,8 +6,10 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
+from bot.app.services import Services
+from bot.errors import UserFacingError
 from storage.records import MessageRecord
 
 OUTCOME_GROUPS = {
@@ -109,3 +111,12 @@ def render_stats(stats: ChatStats, days: int) -> str:
             lines.append(title)
             lines += [f"  {n:>4} x  {question}" for question, n in rows]
     return "\n".join(lines)
+
+
+async def run_stats(services: Services, days: int) -> int:
+    """Print `ragbot stats` for the last `days` days."""
+    if days < 1:
+        raise UserFacingError("--days must be 1 or more.")
+    since = datetime.now(UTC) - timedelta(days=days)
+    print(render_stats(compute_stats(await services.conversations.messages_since(since)), days))
+    return 0

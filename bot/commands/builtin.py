@@ -13,8 +13,8 @@ from bot.commands.registry import CommandContext, CommandRegistry
 from bot.errors import UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
-from bot.words import catalogue as i18n
 from bot.words import messages
+from bot.words.catalogue import languages
 from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_sheet import FaqEntry
 from storage.records import JobRecord, KnowledgeBaseRecord
@@ -36,18 +36,18 @@ def register_all(registry: CommandRegistry) -> None:
 
     @registry.register("help", admin=False, usage="/help", help="what I can do")
     async def help_(context: CommandContext) -> None:
-        specs = context.manager.commands.visible_to(context.is_admin)
+        specs = context.registry.visible_to(context.is_admin)
         await context.reply(messages.help_text([(spec.name, spec.usage, spec.help) for spec in specs], context.lang))
 
     @registry.register("new", admin=False, usage="/new", help="start a new conversation")
     async def new(context: CommandContext) -> None:
-        await context.manager.reset(context.message.key)
+        await context.chat.reset(context.message.key)
         await context.reply(messages.new_conversation(context.lang))
 
     @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")
     async def stop(context: CommandContext) -> None:
-        conversation = await context.manager.conversation(context.message.key)
-        stopped = context.manager.stop(context.message.key, conversation.id)
+        conversation = await context.chat.conversation(context.message.key)
+        stopped = context.chat.stop(context.message.key, conversation.id)
         await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
 
     @registry.register("sources", admin=False, usage="/sources", help="the sources of my last answer")
@@ -115,7 +115,7 @@ def register_all(registry: CommandRegistry) -> None:
         if len(args) != 1 or args[0] not in ("mention", "all"):
             raise _usage_error(context, "mode")
         key = context.message.key.chat_key
-        await context.manager.services.bindings.save_setting(
+        await context.parts.bindings.save_setting(
             key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
         )
         await context.reply(messages.mode_set(args[0], context.lang))
@@ -130,7 +130,7 @@ def register_all(registry: CommandRegistry) -> None:
 async def _set_fallback(context: CommandContext) -> str:
     text = context.command.raw.strip()
     key = context.message.key.chat_key
-    await context.manager.services.bindings.save_setting(key.platform, key.workspace, key.chat, fallback_text=text)
+    await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, fallback_text=text)
     return messages.fallback_set(text, context.lang)
 
 
@@ -142,17 +142,17 @@ async def _set_language(context: CommandContext) -> str:
     if not context.is_admin and not context.message.private:
         raise UserFacingError(messages.admins_only("lang", context.lang))
     args = context.command.args
-    if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in i18n.languages()):
+    if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in languages()):
         raise _usage_error(context, "lang")
     language = "" if args[0].lower() == "auto" else args[0].lower()
     key = context.message.key.chat_key
-    await context.manager.services.bindings.save_setting(key.platform, key.workspace, key.chat, language=language)
+    await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, language=language)
     return messages.language_set(language)
 
 
 async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
-    ids = await context.manager.readable_kb_ids(context.message.key)
-    by_id = {kb.id: kb for kb in await context.manager.services.knowledge.all()}
+    ids = await context.chat.readable_kb_ids(context.message.key)
+    by_id = {kb.id: kb for kb in await context.parts.knowledge.all()}
     return [by_id[kb_id] for kb_id in ids if kb_id in by_id]
 
 
@@ -168,25 +168,25 @@ async def _kb_list(context: CommandContext) -> str:
     reading = {kb.id for kb in await _chat_kbs(context)}
     names = [
         (kb.name, kb.description, kb.id in reading)
-        for kb in await context.manager.services.knowledge.all()
-        if context.manager.may_read(platform, kb.name)
+        for kb in await context.parts.knowledge.all()
+        if context.chat.may_read(platform, kb.name)
     ]
     return messages.kb_list(names, context.lang)
 
 
 async def _kb_use(context: CommandContext, name: str) -> str:
-    manager, key = context.manager, context.message.key
-    platform_limits = manager.policy.allowed_kbs.get(key.platform)
+    chat, key = context.chat, context.message.key
+    platform_limits = chat.allowed_kbs(key.platform)
     # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
     if not context.is_admin and not (platform_limits is not None and context.message.private):
         raise UserFacingError(messages.admins_only("kb use", context.lang))
-    if not manager.may_read(key.platform, name):
+    if not chat.may_read(key.platform, name):
         raise UserFacingError(messages.kb_not_allowed(name, context.lang))
-    kb = await manager.services.knowledge.named(name)
+    kb = await context.parts.knowledge.named(name)
     if kb is None:
         raise UserFacingError(messages.kb_missing(name, context.lang))
-    chat = key.chat_key
-    await manager.services.bindings.bind(chat.platform, chat.workspace, chat.chat, [kb.id])
+    where = key.chat_key
+    await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
 
 
@@ -194,47 +194,29 @@ async def _kb_info(context: CommandContext, name: str | None) -> str:
     if name is None:
         kb = await _target_kb(context)
     else:
-        if not context.manager.may_read(context.message.key.platform, name):
+        if not context.chat.may_read(context.message.key.platform, name):
             raise UserFacingError(messages.kb_not_allowed(name, context.lang))
-        found = await context.manager.services.knowledge.named(name)
+        found = await context.parts.knowledge.named(name)
         if found is None:
             raise UserFacingError(messages.kb_missing(name, context.lang))
         kb = found
-    info = await context.manager.services.knowledge.info(kb.name)
+    info = await context.parts.knowledge.info(kb.name)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
 
 
 async def _last_sources(context: CommandContext) -> str:
-    services = context.manager.services
-    conversation = await context.manager.conversation(context.message.key)
-    answer = await services.conversations.last_answer(conversation.id)
-    stored = answer.meta.get("sources", []) if answer is not None else []
-    if not stored:
+    links = await context.chat.last_sources(context.message.key)
+    if not links:
         return messages.no_sources(context.lang)
-    chunk_ids = [str(source["id"]) for source in stored if source.get("kind") == "chunk"]
-    texts = {chunk.chunk_id: chunk.text for chunk, _title in await services.documents.chunks_with_titles(chunk_ids)}
-    faq_ids = [str(source["id"]) for source in stored if source.get("kind") == "faq"]
-    faqs = {faq.id: faq for faq in await services.faqs.by_ids(faq_ids)}
-    uris = await services.documents.source_uris([str(s.get("document_id") or "") for s in stored])
-    lines = []
-    for number, source in enumerate(stored, start=1):
-        source_id = str(source["id"])
-        faq_record = faqs.get(source_id)
-        text = texts.get(source_id) or (
-            f"{faq_record.question} — {faq_record.answers[0] if faq_record.answers else ''}" if faq_record else ""
-        )
-        uri = uris.get(str(source.get("document_id") or ""), "")
-        lines.append(messages.source_detail(number, str(source.get("title") or source_id), uri, text))
-    return "\n\n".join(lines)
+    return "\n\n".join(messages.source_detail(link.number, link.title, link.url, link.snippet) for link in links)
 
 
 async def _jobs(context: CommandContext) -> str:
-    services = context.manager.services
     kbs = await _chat_kbs(context)
     names = {kb.id: kb.name for kb in kbs}
     found: list[JobRecord] = []
     for kb in kbs:
-        found += await services.job_repo.recent(kb_id=kb.id, limit=_LIST_LIMIT)
+        found += await context.parts.job_repo.recent(kb_id=kb.id, limit=_LIST_LIMIT)
     found.sort(key=lambda job: job.created_at, reverse=True)
     if not found:
         return messages.no_jobs(context.lang)
@@ -246,36 +228,36 @@ async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
     if not question or not answer:
         raise _usage_error(context, "faq_add")
     kb = await _target_kb(context)
-    await context.manager.services.index_lock.ensure_writable()
-    result = await context.manager.services.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
+    await context.parts.index_lock.ensure_writable()
+    result = await context.parts.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
     return messages.faq_added(kb.name, context.lang, created=result.created > 0)
 
 
 async def _faq_list(context: CommandContext) -> str:
     kb = await _target_kb(context)
-    faqs = await context.manager.services.faqs.in_kb(kb.id)
+    faqs = await context.parts.faqs.in_kb(kb.id)
     return messages.faq_list(kb.name, [(faq.id, faq.question) for faq in faqs], _LIST_LIMIT, context.lang)
 
 
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
-    services = context.manager.services
+    parts = context.parts
     readable = {kb.id for kb in await _chat_kbs(context)}
-    matches = [faq for faq in await services.faqs.by_ids([faq_id]) if faq.kb_id in readable]
+    matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in readable]
     if not matches:
         # Accept the short id /faq list shows.
         for kb_id in readable:
-            matches += [faq for faq in await services.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
+            matches += [faq for faq in await parts.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
     if len(matches) != 1:
         lang = context.lang
         missing = messages.faq_missing(faq_id, lang) if not matches else messages.faq_ambiguous(faq_id, lang)
         raise UserFacingError(missing)
-    await services.index_lock.ensure_writable()
-    await services.faq_importer.delete(matches[0])
+    await parts.index_lock.ensure_writable()
+    await parts.faq_importer.delete(matches[0])
     return messages.faq_deleted(matches[0].question, context.lang)
 
 
 async def _ingest(context: CommandContext, *, kind: str) -> None:
-    services = context.manager.services
+    uploads = context.parts.uploads
     kb = await _target_kb(context)
     urls = [arg for arg in context.command.args if _URL.match(arg)] if kind == "upload" else []
     others = [arg for arg in context.command.args if arg not in urls and not (kind == "faq" and arg == "import")]
@@ -285,7 +267,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     if not files and not urls:
         lang = context.lang
         raise UserFacingError(messages.nothing_to_ingest(lang) if kind == "upload" else messages.no_faq_sheet(lang))
-    limit = services.settings.ingestion_limits().max_file_bytes
+    limit = uploads.max_bytes
     too_big = [file for file in files if file.size > limit]
     if too_big:
         raise UserFacingError(
@@ -299,7 +281,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         "chat": context.message.key.chat,
     }
     try:
-        paths = await _save_uploads(services.settings.data_dir / "uploads", files, limit, context.lang)
+        paths = await _save_uploads(uploads.folder, files, limit, context.lang)
     except UserFacingError as exc:
         # Nothing was queued: the status message says why instead of "Queued" forever.
         await status.final(exc.user_message)
@@ -308,13 +290,13 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     for path in paths:
         job_kind = "faq" if kind == "faq" else "upload"
         jobs.append(
-            await services.jobs.submit(
+            await context.parts.jobs.submit(
                 kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
             )
         )
     for url in urls:
         jobs.append(
-            await services.jobs.submit(
+            await context.parts.jobs.submit(
                 kb.id, "url", url, requested_by=context.message.user.id, requested_from=requested_from
             )
         )
@@ -331,7 +313,7 @@ async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence
             latest[job.id] = job
             changed.set()
 
-    watch = context.manager.watch_jobs(on_change)
+    watch = context.chat.watch_jobs(on_change)
     try:
         waiting = asyncio.ensure_future(_wait_all(context, jobs))
         while not waiting.done():
@@ -347,7 +329,7 @@ async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence
 
 
 async def _wait_all(context: CommandContext, jobs: Sequence[JobRecord]) -> list[JobRecord]:
-    return list(await asyncio.gather(*(context.manager.services.jobs.wait(job.id) for job in jobs)))
+    return list(await asyncio.gather(*(context.parts.jobs.wait(job.id) for job in jobs)))
 
 
 async def _save_uploads(folder: Path, files: Sequence[Attachment], limit: int, lang: str) -> list[Path]:
@@ -383,3 +365,10 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
 
     await asyncio.to_thread(write)
     return path
+
+
+def default_registry() -> CommandRegistry:
+    """The registry with every built-in command."""
+    registry = CommandRegistry()
+    register_all(registry)
+    return registry

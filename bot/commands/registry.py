@@ -7,15 +7,13 @@ import re
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from bot.commands.parts import ChatControl, CommandParts
 from bot.errors import UserFacingError
 from bot.ports import ReplyTarget
+from bot.reply.deliver import deliver_text
 from bot.types import Command, IncomingMessage
 from bot.words import messages
-
-if TYPE_CHECKING:
-    from bot.chat.manager import ConversationManager
 
 log = logging.getLogger(__name__)
 
@@ -68,22 +66,22 @@ class CommandSpec:
 
 @dataclass(frozen=True, slots=True)
 class CommandContext:
-    """What a command handler works with: the message, its parsed command, where to reply, the manager.
+    """What a command handler works with: the message, its parsed command, where to reply, its chat, the parts.
 
-    `lang` is the language code (bot.i18n) its replies are written in.
+    `lang` is the language code (bot.words) its replies are written in.
     """
 
     message: IncomingMessage
     command: Command
     target: ReplyTarget
-    manager: ConversationManager
+    chat: ChatControl
+    parts: CommandParts
+    registry: CommandRegistry
     is_admin: bool
     lang: str
 
     async def reply(self, text: str) -> None:
         """Send `text` (Markdown) as a reply in the chat."""
-        from bot.chat.manager import deliver_text
-
         await deliver_text(self.target, text)
 
 
@@ -111,17 +109,21 @@ class CommandRegistry:
         return [spec for spec in self._specs.values() if is_admin or not spec.admin]
 
     async def dispatch(
-        self, manager: ConversationManager, message: IncomingMessage, target: ReplyTarget, lang: str
+        self,
+        chat: ChatControl,
+        parts: CommandParts,
+        message: IncomingMessage,
+        target: ReplyTarget,
+        *,
+        lang: str,
+        is_admin: bool,
     ) -> None:
         """Run the message's command, replying in `lang`; unknown commands and missing rights get a clear reply."""
-        from bot.chat.manager import deliver_text
-
         assert message.command is not None
         spec = self.match(message)
         if spec is None:
             await deliver_text(target, messages.unknown_command(message.command.name, lang))
             return
-        is_admin = manager.policy.is_admin(message.key.platform, message.user)
         if spec.admin and not is_admin:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
             await deliver_text(target, messages.admins_only(spec.name, lang))
@@ -130,7 +132,7 @@ class CommandRegistry:
             how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)
             await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
             return
-        context = CommandContext(message, message.command, target, manager, is_admin, lang)
+        context = CommandContext(message, message.command, target, chat, parts, self, is_admin, lang)
         try:
             await spec.handler(context)
         except UserFacingError as exc:
@@ -139,12 +141,3 @@ class CommandRegistry:
             # The command boundary is a turn boundary too: log it, apologise, keep serving.
             log.exception("command=failed name=%s", spec.name)
             await deliver_text(target, messages.turn_failed(lang))
-
-
-def default_registry() -> CommandRegistry:
-    """The registry with every built-in command."""
-    from bot.commands.builtin import register_all
-
-    registry = CommandRegistry()
-    register_all(registry)
-    return registry

@@ -1,4 +1,4 @@
-"""The languages the bot speaks: message catalogues (bot/locales/<code>.toml) and the language of one turn."""
+"""The message catalogues, one per language the bot speaks (bot/words/locales/<code>.toml), loaded once."""
 
 from __future__ import annotations
 
@@ -10,12 +10,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
 
-from rag.fallback import is_mainly_chinese
-
 DEFAULT_LANGUAGE: Final = "en"
-# What detection can tell apart: Chinese when the text is mainly Han characters, English otherwise. A language
-# with a catalogue but no detection (another file in bot/locales) is reached through a chat's `/lang` override.
-DETECTED: Final = ("en", "zh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +75,3 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]
 def placeholders(template: str) -> frozenset[str]:
     """The names of a template's {placeholders}."""
     return frozenset(name for _text, name, _spec, _conv in string.Formatter().parse(template) if name)
-
-
-def detect(text: str) -> str:
-    """The language of a message as detection sees it: zh when mainly Chinese characters, else en."""
-    return "zh" if is_mainly_chinese(text) else "en"
-
-
-def turn_language(text: str, override: str = "") -> str:
-    """The language to reply in: the chat's override when it has a catalogue, else the language of `text`."""
-    return override if override in languages() else detect(text)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.eval.metrics import mrr_at_k, ndcg_at_k, recall_at_k
+from rag.eval.scores import mrr_at_k, ndcg_at_k, recall_at_k
 from rag.retrieval import Mode, Retriever
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.eval.metrics import exact_match, token_f1
+from rag.eval.scores import exact_match, token_f1
 from rag.rewrite import Rewriter, Round
 from rag.rewrite_rules import RuleRewriter
 

@@ -11,9 +11,10 @@ from rag.faq.candidate import faq_candidate
 from rag.faq.distinctive import FaqWords, carried, distinctive_terms, faq_words, written_names
 from rag.fusion import RRF_K, cosine, rrf
 from rag.ingest.faq_sheet import question_key
+from rag.language import Language, language_of
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder
-from rag.retrieval import FusionWeights, Language, SearchIndex, query_language
+from rag.retrieval import FusionWeights, SearchIndex
 from rag.types import Candidate, Vector
 from storage.records import FaqRecord
 from storage.repos.faqs import FaqRepo
@@ -108,7 +109,7 @@ class FaqSearch:
         evidence = await self._evidence(query, vector, kb_ids)
         records = {faq.id: faq for faq in await self._faqs.by_ids(list(evidence))}
         evidence = await self._complete(vector, evidence, records)
-        language = query_language(query)
+        language = language_of(query)
         kept = {
             faq_id: faq
             for faq_id, found in evidence.items()
@@ -150,7 +151,7 @@ class FaqSearch:
                 if (rank := found.vector_rank if leg == "vector" else found.bm25_rank) is not None
             ]
             rankings[leg] = [faq_id for _, faq_id in sorted(ranked)]
-        weights = self.config.weights[query_language(query)]
+        weights = self.config.weights[language_of(query)]
         fused = [faq_id for faq_id, _ in rrf(rankings, k=self.config.rrf_k, weights=weights)]
         # FAQs no weighted leg found (say, vector-only while the vector leg weighs 0) keep their confidence order.
         rest = sorted(set(evidence) - set(fused), key=lambda faq_id: -(evidence[faq_id].positive or 0.0))

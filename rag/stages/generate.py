@@ -11,9 +11,9 @@ from rag.errors import ModelError
 from rag.extractive import Terms, passage_units, plain_terms, score_units, select_answer
 from rag.fallback import extractive_answer, faq_answers, fixed_answer, no_answer_text
 from rag.faq.candidate import answers_directly
+from rag.language import language_of
 from rag.pipeline import TurnContext, answer_once
 from rag.ports import ChatModel, Embedder
-from rag.retrieval import query_language
 from rag.stream_filter import StreamFilter
 from rag.types import ChatMessage, Vector
 
@@ -74,7 +74,7 @@ class Generate:
         config = self._config.extractive
         units = passage_units(turn.selected, config.max_chars)
         vectors: Sequence[Vector | None] | None = None
-        served = config.embed_languages is None or query_language(turn.query) in config.embed_languages
+        served = config.embed_languages is None or language_of(turn.query) in config.embed_languages
         if self._embedder is not None and turn.query_vector is not None and served and units:
             vectors = await self._embedder.embed([unit.text for unit in units])  # one batch for all sentences
         scores = await asyncio.to_thread(

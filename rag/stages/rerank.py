@@ -8,11 +8,11 @@ from dataclasses import replace
 
 from rag.errors import RerankerError
 from rag.fusion import lenient_to_history, mmr, rescore, select_above
+from rag.language import language_of
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import TurnContext
 from rag.ports import Reranker
 from rag.relevance import RerankConfig, model_score, model_scores
-from rag.retrieval import query_language
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Rerank:
         if not turn.candidates:
             return "skipped=no_candidates"
         config = self._config
-        language = query_language(turn.search_query)
+        language = language_of(turn.search_query)
         if config.languages is not None and language not in config.languages:
             return f"skipped=language_{language}"
         try:

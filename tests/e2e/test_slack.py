@@ -19,10 +19,10 @@ from pydantic import SecretStr
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from adapters.slack.render import FEEDBACK_ACTION
+from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
-from bot.cli.main import chat_policy
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
@@ -134,8 +134,8 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
         async with build_services(settings) as services:
             kb = await services.knowledge.create("handbook", {})
             await services.ingestor.ingest(kb, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
-            manager = ConversationManager(services, chat_policy(settings))
-            adapter = create_slack(manager, settings)
+            manager = build_manager(services, chat_policy(settings))
+            adapter = create_slack(manager, settings, services.db)
             assert isinstance(adapter, SlackAdapter)
             runner, url = await _serve(adapter)
             await services.jobs.start()
@@ -359,7 +359,7 @@ async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slac
     settings = slack.settings.model_copy(
         update={"SLACK_APP_TOKEN": SecretStr("xapp-socket"), "SLACK_SIGNING_SECRET": None}
     )
-    adapter = create_slack(slack.manager, settings)
+    adapter = create_slack(slack.manager, settings, slack.services.db)
     assert isinstance(adapter, SlackAdapter)
     await adapter.start()
     try:

@@ -13,9 +13,8 @@ import pytest_asyncio
 
 from adapters.slack.app import BOT_SCOPES, INSTALL_PATH, REDIRECT_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
+from bot.app.manager import build_manager, chat_policy
 from bot.app.services import build_services
-from bot.chat.manager import ConversationManager
-from bot.cli.main import chat_policy
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
@@ -48,8 +47,8 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
             await services.ingestor.ingest(handbook, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
             garden = await services.knowledge.create("garden", {})
             await services.ingestor.ingest(garden, SourceFile(GARDEN, "upload:garden.md", "garden.md"))
-            manager = ConversationManager(services, chat_policy(settings))
-            adapter = create_slack(manager, settings)
+            manager = build_manager(services, chat_policy(settings))
+            adapter = create_slack(manager, settings, services.db)
             assert isinstance(adapter, SlackAdapter)
             runner, url = await _serve(adapter)
             await adapter.start()

@@ -15,7 +15,7 @@ from adapters.slack.budget import Pacer
 from adapters.slack.native import NativeReplyStream
 from adapters.slack.render import MAX_MARKDOWN, feedback_block
 from adapters.slack.reply import SlackTarget
-from bot.chat_metrics import ChatMetrics
+from bot.metrics import ChatMetrics
 from bot.ports import ReplyStream
 from bot.types import Answer, SourceLink
 from tests.fakes.slack_api import FakeSlackAPI, Shown

@@ -17,10 +17,10 @@ from aiohttp import web
 from adapters.telegram.app import WEBHOOK_PATH, TelegramAdapter
 from adapters.telegram.app import create as create_telegram
 from adapters.telegram.render import to_telegram_html
+from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
-from bot.cli.main import chat_policy
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
@@ -63,8 +63,8 @@ async def telegram(tmp_path_factory: pytest.TempPathFactory, embedded_settings: 
         async with build_services(settings) as services:
             kb = await services.knowledge.create("handbook", {})
             await services.ingestor.ingest(kb, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
-            manager = ConversationManager(services, chat_policy(settings))
-            adapter = create_telegram(manager, settings)
+            manager = build_manager(services, chat_policy(settings))
+            adapter = create_telegram(manager, settings, services.db)
             assert isinstance(adapter, TelegramAdapter)
             await services.jobs.start()
             await adapter.start()
@@ -221,7 +221,7 @@ async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTele
                 "TELEGRAM_FILE_BASE_URL": fake.base_file_url,
             }
         )
-        adapter = create_telegram(telegram.manager, settings)
+        adapter = create_telegram(telegram.manager, settings, telegram.services.db)
         assert adapter is not None
         app = web.Application()
         adapter.mount(app)
@@ -285,7 +285,7 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
 async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(
     telegram: Bot, caplog: pytest.LogCaptureFixture
 ) -> None:
-    second = create_telegram(telegram.manager, telegram.settings)
+    second = create_telegram(telegram.manager, telegram.settings, telegram.services.db)
     assert second is not None
     with caplog.at_level("ERROR", logger="adapters.telegram.app"):
         await second.start()

@@ -18,13 +18,13 @@ import pytest_asyncio
 from aiohttp import web
 
 from adapters.web.app import create as create_web
+from bot.app.manager import build_manager, chat_policy
+from bot.app.preflight import check_exposure
 from bot.app.server import create_app
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
-from bot.chat.manager import ConversationManager
-from bot.chat_metrics import ChatMetrics
-from bot.cli.main import chat_policy, check_exposure
 from bot.errors import StartupError
+from bot.metrics import ChatMetrics
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
@@ -65,9 +65,9 @@ async def served(
                 kb, SourceFile(b"# Lunch\n\nLunch is served from noon in the atrium.", "upload:lunch.md", "lunch.md")
             )
             metrics = ChatMetrics()
-            manager = ConversationManager(services, chat_policy(settings), metrics=metrics)
+            manager = build_manager(services, chat_policy(settings), metrics=metrics)
             app = create_app(services, metrics)
-            adapter = create_web(manager, settings)
+            adapter = create_web(manager, settings, services.db)
             assert adapter is not None
             adapter.mount(app)
             runner = web.AppRunner(app)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from bot.app.manager import build_manager
 from bot.app.services import Services, build_services
 from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
@@ -63,7 +64,7 @@ async def chats(
         policy = ChatPolicy(admins={"test": frozenset({ADMIN.id})})
         await services.jobs.start()
         try:
-            yield Chats(services, ConversationManager(services, policy), kb_a.id, kb_b.id)
+            yield Chats(services, build_manager(services, policy), kb_a.id, kb_b.id)
         finally:
             await services.jobs.stop()
 

@@ -16,6 +16,9 @@ import pytest_asyncio
 from bot.app.settings import Settings
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
+from bot.chat.parts import ChatParts
+from bot.chat.sources import SourceBook
+from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
 from bot.types import Command, ConversationKey, IncomingMessage, UserRef
@@ -54,6 +57,32 @@ class ChatWorld:
     jobs: JobRunner
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
+    index_lock: Any = None
+
+    def chat_parts(self) -> ChatParts:
+        """The manager's parts over these repositories and the current answerer."""
+        return ChatParts(
+            conversations=self.conversations,
+            settings=self.bindings,
+            knowledge=self.knowledge,
+            answerer=self.answerer,
+            jobs=self.jobs,
+            sources=SourceBook(self.documents, self.faqs),
+        )
+
+    def command_parts(self) -> CommandParts:
+        """The commands' parts over these repositories."""
+        limits = self.settings.ingestion_limits()
+        return CommandParts(
+            knowledge=self.knowledge,
+            bindings=self.bindings,
+            faqs=self.faqs,
+            faq_importer=self.faq_importer,
+            jobs=self.jobs,
+            job_repo=self.job_repo,
+            index_lock=self.index_lock,
+            uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
+        )
 
 
 async def _no_work(job: Any, progress: Any) -> dict[str, Any]:
@@ -84,7 +113,7 @@ def _manager(world: ChatWorld, **policy: Any) -> ConversationManager:
         "queue_notice_after": 5.0,
         "default_kbs": ("handbook",),
     }
-    return ConversationManager(world, ChatPolicy(**{**defaults, **policy}))  # type: ignore[arg-type]
+    return ConversationManager(world.chat_parts(), ChatPolicy(**{**defaults, **policy}), world.command_parts())
 
 
 def _message(text: str, *, key: ConversationKey = DM, user: UserRef = ALICE, **fields: Any) -> IncomingMessage:
@@ -217,8 +246,9 @@ async def test_a_person_over_the_rate_limit_is_answered_politely_and_others_are_
 ) -> None:
     now = [0.0]
     manager = ConversationManager(
-        world,  # type: ignore[arg-type]
+        world.chat_parts(),
         ChatPolicy(rate_limit=RateLimit(count=2, window=60.0), default_kbs=("handbook",)),
+        world.command_parts(),
         clock=lambda: now[0],
     )
     target = RecordingTarget()

@@ -8,9 +8,10 @@ import tiktoken
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.faq_sheet import FaqEntry
+from rag.language import language_of
 from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import OnnxEmbedder
-from rag.retrieval import Retriever, query_language
+from rag.retrieval import Retriever
 from storage.db import Database
 from storage.records import ChunkRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
@@ -144,4 +145,4 @@ async def test_faq_hits_name_the_faq_and_the_kind_of_variant_matched(
     ],
 )
 def test_query_language_follows_the_share_of_chinese_letters(text: str, language: str) -> None:
-    assert query_language(text) == language
+    assert language_of(text) == language

@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from adapters.slack.render import sources_block
-from bot.commands.registry import default_registry
+from bot.commands.builtin import default_registry
 from bot.types import Answer, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
-from rag.fallback import NO_ANSWER_EN, NO_ANSWER_ZH, is_mainly_chinese
+from bot.words.language import turn_language
+from rag.fallback import NO_ANSWER_EN, NO_ANSWER_ZH
 from rag.input_check import REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE
+from rag.language import language_of
 from storage.records import JobRecord, JobStatus
 
 ENGLISH = i18n.catalogue("en")
@@ -159,7 +161,7 @@ def test_nothing_found_is_the_same_text_rag_says_without_a_chat(language: str, e
 @pytest.mark.parametrize("refusal", [REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE])
 def test_the_input_checks_refusals_are_translated_at_the_turn(refusal: str) -> None:
     assert messages.translated(refusal, "en") == refusal
-    assert is_mainly_chinese(messages.translated(refusal, "zh"))
+    assert language_of(messages.translated(refusal, "zh")) == "zh"
 
 
 def test_the_index_rebuilding_refusal_raised_in_english_is_translated_at_the_command() -> None:
@@ -197,7 +199,7 @@ def test_every_built_in_command_has_its_help_and_usage_in_the_catalogue() -> Non
 def test_a_turn_is_in_the_chats_language_else_in_the_language_of_the_message(
     text: str, override: str, language: str
 ) -> None:
-    assert i18n.turn_language(text, override) == language
+    assert turn_language(text, override) == language
 
 
 def test_the_sources_heading_follows_the_answers_language_in_markdown_and_on_slack() -> None:

@@ -1,4 +1,4 @@
-"""rag.eval.metrics: ranking metrics on hand-computed examples and properties; SQuAD/CMRC-style answer metrics."""
+"""rag.eval.scores: ranking metrics on hand-computed examples and properties; SQuAD/CMRC-style answer metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.eval.metrics import exact_match, hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k, token_f1
+from rag.eval.scores import exact_match, hit_at_k, mrr_at_k, ndcg_at_k, recall_at_k, token_f1
 
 # --- nDCG ------------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,67 @@
+"""The conversation manager as the service runs it: its policy from the settings, its parts from the services."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.app.services import Services
+from bot.app.settings import Settings
+from bot.chat.limits import RateLimit
+from bot.chat.manager import ChatPolicy, ConversationManager
+from bot.chat.parts import ChatParts
+from bot.chat.sources import SourceBook
+from bot.commands.parts import CommandParts, Uploads
+from bot.metrics import ChatMetrics
+
+
+def chat_policy(settings: Settings) -> ChatPolicy:
+    """Who may do what where, from the settings."""
+    return ChatPolicy(
+        default_kbs=settings.default_knowledge_bases(),
+        allowed_kbs={"web": settings.web_knowledge_bases()},
+        admins={"telegram": settings.telegram_admins(), "slack": settings.slack_admins()},
+        group_answer_mode=settings.CHAT_ANSWER_MODE,
+        rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
+        max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,
+    )
+
+
+def chat_parts(services: Services) -> ChatParts:
+    """What the conversation manager uses, from the running services."""
+    return ChatParts(
+        conversations=services.conversations,
+        settings=services.bindings,
+        knowledge=services.knowledge,
+        answerer=services.answerer,
+        jobs=services.jobs,
+        sources=SourceBook(services.documents, services.faqs),
+    )
+
+
+def command_parts(services: Services) -> CommandParts:
+    """What the built-in commands use, from the running services."""
+    settings = services.settings
+    return CommandParts(
+        knowledge=services.knowledge,
+        bindings=services.bindings,
+        faqs=services.faqs,
+        faq_importer=services.faq_importer,
+        jobs=services.jobs,
+        job_repo=services.job_repo,
+        index_lock=services.index_lock,
+        uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
+    )
+
+
+def build_manager(
+    services: Services,
+    policy: ChatPolicy,
+    *,
+    metrics: ChatMetrics | None = None,
+    clock: Callable[[], float] | None = None,
+) -> ConversationManager:
+    """The conversation manager over the running services."""
+    parts, commands = chat_parts(services), command_parts(services)
+    if clock is None:
+        return ConversationManager(parts, policy, commands, metrics=metrics)
+    return ConversationManager(parts, policy, commands, metrics=metrics, clock=clock)

@@ -1,0 +1,161 @@
+"""What the conversation manager works with: protocols its parts meet, and the parts themselves in one bundle.
+
+The storage repositories, the answerer and the job runner meet these structurally; a test hands the manager plain
+stand-ins instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.chat.sources import SourceBook
+from rag.pipeline import Pipeline, TurnContext
+from storage.records import (
+    ChatSettingRecord,
+    ConversationRecord,
+    JobRecord,
+    KnowledgeBaseRecord,
+    MessageRecord,
+    MessageRole,
+    MessageStatus,
+)
+
+
+class Conversations(Protocol):
+    """Stored conversations and their messages (met by storage.repos.conversations.ConversationRepo)."""
+
+    async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
+        """The conversation, created when new."""
+        ...
+
+    async def find(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord | None:
+        """The conversation, or None."""
+        ...
+
+    async def add_message(
+        self,
+        conversation_id: str,
+        request_id: str,
+        role: MessageRole,
+        text: str,
+        status: MessageStatus = "done",
+        meta: Mapping[str, Any] | None = None,
+        *,
+        platform_message_id: str = "",
+        author: str = "",
+        event_key: str | None = None,
+    ) -> MessageRecord:
+        """Store one message; DuplicateEvent for an event stored before."""
+        ...
+
+    async def finish_message(
+        self,
+        message_id: str,
+        *,
+        text: str,
+        status: MessageStatus = "done",
+        meta: Mapping[str, Any] | None = None,
+        platform_message_id: str | None = None,
+    ) -> MessageRecord:
+        """Complete a message stored while its answer streamed."""
+        ...
+
+    async def recent(self, conversation_id: str, limit: int) -> list[MessageRecord]:
+        """The newest messages since the last reset, oldest first."""
+        ...
+
+    async def reset(self, conversation_id: str) -> None:
+        """Start the conversation over."""
+        ...
+
+    async def set_feedback(self, message_id: str, value: str, *, conversation_id: str | None = None) -> MessageRecord:
+        """Record feedback on an answer; NotFound when it is not one of the conversation's."""
+        ...
+
+    async def last_answer(self, conversation_id: str) -> MessageRecord | None:
+        """The newest answer, or None."""
+        ...
+
+
+class ChatSettings(Protocol):
+    """What each chat reads and how it behaves (met by storage.repos.bindings.BindingRepo)."""
+
+    async def kb_ids(self, platform: str, workspace: str, chat: str) -> list[str]:
+        """The knowledge bases bound to the chat."""
+        ...
+
+    async def setting(self, platform: str, workspace: str, chat: str) -> ChatSettingRecord:
+        """The chat's stored behaviour (defaults when none)."""
+        ...
+
+
+class KnowledgeNames(Protocol):
+    """Knowledge bases by name (met by bot.knowledge.bases.KnowledgeBases)."""
+
+    async def named(self, name: str) -> KnowledgeBaseRecord | None:
+        """By name, or None."""
+        ...
+
+    async def all(self) -> list[KnowledgeBaseRecord]:
+        """Every knowledge base."""
+        ...
+
+
+class Answering(Protocol):
+    """Runs a question through a pipeline (met by bot.chat.answerer.Answerer)."""
+
+    @property
+    def rag_stream(self) -> Pipeline:
+        """The pipeline over knowledge bases."""
+        ...
+
+    @property
+    def chat_stream(self) -> Pipeline:
+        """The pipeline of a chat that reads no knowledge base."""
+        ...
+
+    def prepare(
+        self,
+        question: str,
+        kb_ids: Sequence[str],
+        *,
+        conversation_id: str = "",
+        document_ids: Sequence[str] = (),
+        history: Sequence[tuple[str, str]] = (),
+        on_text: Callable[[str], Awaitable[None]] | None = None,
+        stop: asyncio.Event | None = None,
+        fallback_text: str = "",
+        language: str | None = None,
+    ) -> TurnContext:
+        """A new turn for the question."""
+        ...
+
+    async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
+        """Run the turn to its delivered end."""
+        ...
+
+
+JobListener = Callable[[JobRecord], Awaitable[None]]
+
+
+class JobFeed(Protocol):
+    """Where job changes are heard (met by bot.knowledge.jobs.JobRunner)."""
+
+    def subscribe(self, listener: JobListener) -> None:
+        """Call `listener` on every job change."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChatParts:
+    """Everything the conversation manager uses, passed explicitly."""
+
+    conversations: Conversations
+    settings: ChatSettings
+    knowledge: KnowledgeNames
+    answerer: Answering
+    jobs: JobFeed
+    sources: SourceBook

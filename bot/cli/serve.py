@@ -1,0 +1,63 @@
+"""`ragbot serve`: every part and the chat platforms, served over HTTP until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from bot.app.manager import build_manager, chat_policy
+from bot.app.platforms import load_adapters
+from bot.app.preflight import check_exposure
+from bot.app.server import create_app
+from bot.app.services import build_services
+from bot.app.settings import Settings, is_loopback
+from bot.cli.signals import wait_for_stop_signal
+from bot.metrics import ChatMetrics
+
+log = logging.getLogger("ragbot")
+
+
+async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+async def serve(settings: Settings) -> None:
+    """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
+    check_exposure(settings)
+    async with build_services(settings, serving=True) as services:
+        services.ensure_vectors_match()
+        chat_metrics = ChatMetrics()
+        manager = build_manager(services, chat_policy(settings), metrics=chat_metrics)
+        adapters = load_adapters(manager, settings, services.db)
+        public = not is_loopback(settings.RAGBOT_HOST)
+        app = create_app(services, chat_metrics, public=public)
+        for adapter in adapters:
+            adapter.mount(app)
+        runners: list[web.AppRunner] = []
+        # Jobs queued or interrupted before this start are picked up here.
+        await services.jobs.start()
+        try:
+            runners.append(await _start_site(app, settings.RAGBOT_HOST, settings.RAGBOT_PORT))
+            if public:
+                internal = create_app(services, chat_metrics)
+                runners.append(await _start_site(internal, "127.0.0.1", settings.internal_port()))
+                log.info("serve=internal url=http://127.0.0.1:%s/metrics", settings.internal_port())
+            for adapter in adapters:
+                await adapter.start()
+            log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+            await wait_for_stop_signal()
+            log.info("serve=stopping")
+        finally:
+            for adapter in reversed(adapters):
+                await adapter.stop()
+            for runner in reversed(runners):
+                await runner.cleanup()
+            await services.jobs.stop()

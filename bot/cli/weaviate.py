@@ -1,0 +1,23 @@
+"""`ragbot weaviate`: the local Weaviate server in the foreground, with its log on the terminal."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.app.settings import Settings
+from bot.cli.signals import wait_for_stop_signal
+from storage.weaviate.server import WeaviateServer
+
+
+async def run_weaviate(settings: Settings) -> None:
+    """Run the local Weaviate in the foreground until interrupted."""
+    server = WeaviateServer(settings.weaviate_server(), log_to_terminal=True)
+    endpoint = await server.start()
+    print(f"weaviate ready: http {endpoint.http_url}  grpc {endpoint.grpc_host}:{endpoint.grpc_port}", flush=True)
+    try:
+        stop = asyncio.create_task(wait_for_stop_signal())
+        exited = asyncio.create_task(server.wait())
+        await asyncio.wait({stop, exited}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+    finally:
+        await server.stop()

@@ -1,0 +1,79 @@
+"""What a command may do: act on its chat (ChatControl, met by the conversation manager) and use the parts it names.
+
+Commands never see the manager or the service bundle; the composition root builds CommandParts once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from bot.knowledge.bases import KnowledgeBases
+from bot.knowledge.index_lock import IndexLock
+from bot.knowledge.jobs import JobRunner
+from bot.types import ConversationKey, SourceLink
+from rag.ingest.faq_index import FaqImporter
+from storage.records import ConversationRecord, JobRecord
+from storage.repos.bindings import BindingRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.jobs import JobRepo
+
+
+class ChatControl(Protocol):
+    """What a command may do to the chat it was sent in."""
+
+    async def conversation(self, key: ConversationKey) -> ConversationRecord:
+        """The stored conversation (created when new)."""
+        ...
+
+    async def reset(self, key: ConversationKey) -> None:
+        """Start the conversation over (`/new`)."""
+        ...
+
+    def stop(self, key: ConversationKey, conversation_id: str) -> bool:
+        """Stop the answer being written; False when none is."""
+        ...
+
+    async def readable_kb_ids(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases the chat reads."""
+        ...
+
+    def may_read(self, platform: str, kb_name: str) -> bool:
+        """Whether chats on `platform` may be bound to `kb_name`."""
+        ...
+
+    def allowed_kbs(self, platform: str) -> tuple[str, ...] | None:
+        """The only knowledge bases `platform`'s chats may read, or None when any."""
+        ...
+
+    async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
+        """The sources of the conversation's last answer."""
+        ...
+
+    def watch_jobs(self, watcher: Callable[[JobRecord], None]) -> Callable[[], None]:
+        """Call `watcher` on every job change until the returned function is called."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Uploads:
+    """Where files sent with a command are kept, and how large one may be."""
+
+    folder: Path
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommandParts:
+    """The parts the built-in commands use."""
+
+    knowledge: KnowledgeBases
+    bindings: BindingRepo
+    faqs: FaqRepo
+    faq_importer: FaqImporter
+    jobs: JobRunner
+    job_repo: JobRepo
+    index_lock: IndexLock
+    uploads: Uploads
