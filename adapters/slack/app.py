@@ -22,6 +22,7 @@ from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.render import FEEDBACK_ACTION
+from adapters.slack.settings import SlackSettings
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
 from adapters.slack.translate import PLATFORM
 from bot.app.settings import Settings
@@ -199,24 +200,24 @@ class SlackAdapter:
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: on when SLACK_BOT_TOKEN (or SLACK_CLIENT_ID for installs) is set."""
-    oauth = settings.SLACK_CLIENT_ID is not None and settings.SLACK_CLIENT_SECRET is not None
-    if settings.SLACK_BOT_TOKEN is None and not oauth:
+    slack = SlackSettings.of(settings)
+    if slack.SLACK_BOT_TOKEN is None and not slack.oauth:
         return None
 
     def secret(value: Any) -> str | None:
         return value.get_secret_value() if value is not None else None
 
     config = SlackConfig(
-        bot_token=secret(settings.SLACK_BOT_TOKEN),
-        signing_secret=secret(settings.SLACK_SIGNING_SECRET),
-        app_token=secret(settings.SLACK_APP_TOKEN),
-        admins=settings.slack_admins(),
-        command=settings.SLACK_COMMAND,
-        native_streaming=settings.SLACK_STREAMING == "native",
-        base_url=settings.SLACK_API_BASE_URL,
-        client_id=settings.SLACK_CLIENT_ID,
-        client_secret=secret(settings.SLACK_CLIENT_SECRET),
-        redirect_url=settings.SLACK_REDIRECT_URL,
+        bot_token=secret(slack.SLACK_BOT_TOKEN),
+        signing_secret=secret(slack.SLACK_SIGNING_SECRET),
+        app_token=secret(slack.SLACK_APP_TOKEN),
+        admins=slack.admins(),
+        command=slack.SLACK_COMMAND,
+        native_streaming=slack.SLACK_STREAMING == "native",
+        base_url=slack.SLACK_API_BASE_URL,
+        client_id=slack.SLACK_CLIENT_ID,
+        client_secret=secret(slack.SLACK_CLIENT_SECRET),
+        redirect_url=slack.SLACK_REDIRECT_URL,
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
     return SlackAdapter(manager, config, SlackInstallRepo(database))

@@ -17,6 +17,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
+from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
@@ -235,18 +236,19 @@ class TelegramAdapter:
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: on when TELEGRAM_BOT_TOKEN is set."""
-    if settings.TELEGRAM_BOT_TOKEN is None:
+    telegram = TelegramSettings.of(settings)
+    if telegram.TELEGRAM_BOT_TOKEN is None:
         return None
     config = TelegramConfig(
-        token=settings.TELEGRAM_BOT_TOKEN.get_secret_value(),
-        admins=settings.telegram_admins(),
-        mode=settings.TELEGRAM_MODE,
-        webhook_url=settings.TELEGRAM_WEBHOOK_URL,
-        webhook_secret=settings.TELEGRAM_WEBHOOK_SECRET.get_secret_value()
-        if settings.TELEGRAM_WEBHOOK_SECRET
+        token=telegram.TELEGRAM_BOT_TOKEN.get_secret_value(),
+        admins=telegram.admins(),
+        mode=telegram.TELEGRAM_MODE,
+        webhook_url=telegram.TELEGRAM_WEBHOOK_URL,
+        webhook_secret=telegram.TELEGRAM_WEBHOOK_SECRET.get_secret_value()
+        if telegram.TELEGRAM_WEBHOOK_SECRET
         else None,
-        base_url=settings.TELEGRAM_API_BASE_URL,
-        base_file_url=settings.TELEGRAM_FILE_BASE_URL,
-        download_limit=int(settings.TELEGRAM_DOWNLOAD_LIMIT_MB * 1_000_000),
+        base_url=telegram.TELEGRAM_API_BASE_URL,
+        base_file_url=telegram.TELEGRAM_FILE_BASE_URL,
+        download_limit=int(telegram.TELEGRAM_DOWNLOAD_LIMIT_MB * 1_000_000),
     )
     return TelegramAdapter(manager, config)

@@ -21,6 +21,7 @@ from adapters.web.session import (
     load_key,
     token_matches,
 )
+from adapters.web.settings import WebSettings
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
@@ -344,9 +345,10 @@ def _history_entry(entry: TranscriptEntry) -> dict[str, Any]:
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
     """The `ragbot.adapters` entry point: the web chat is always on (it is what `make run` opens)."""
+    web = WebSettings.of(settings)
     config = WebConfig(
-        admin_token=settings.WEB_ADMIN_TOKEN.get_secret_value() if settings.WEB_ADMIN_TOKEN else None,
-        access_token=settings.WEB_ACCESS_TOKEN.get_secret_value() if settings.WEB_ACCESS_TOKEN else None,
+        admin_token=web.WEB_ADMIN_TOKEN.get_secret_value() if web.WEB_ADMIN_TOKEN else None,
+        access_token=web.WEB_ACCESS_TOKEN.get_secret_value() if web.WEB_ACCESS_TOKEN else None,
         upload_limit=settings.ingestion_limits().max_file_bytes,
     )
     return WebChat(manager, config, SessionSigner(load_key(settings.data_dir)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.app.services import Services
-from bot.app.settings import Settings
+from bot.app.settings import Settings, platform_settings
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
@@ -16,10 +16,12 @@ from bot.metrics import ChatMetrics
 
 def chat_policy(settings: Settings) -> ChatPolicy:
     """Who may do what where, from the settings."""
+    defaults = settings.default_knowledge_bases()
+    platforms = [model.of(settings) for model in platform_settings()]
     return ChatPolicy(
-        default_kbs=settings.default_knowledge_bases(),
-        allowed_kbs={"web": settings.web_knowledge_bases()},
-        admins={"telegram": settings.telegram_admins(), "slack": settings.slack_admins()},
+        default_kbs=defaults,
+        allowed_kbs={p.platform: allowed for p in platforms if (allowed := p.allowed_kbs(defaults)) is not None},
+        admins={p.platform: admins for p in platforms if (admins := p.admins())},
         group_answer_mode=settings.CHAT_ANSWER_MODE,
         rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
         max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,

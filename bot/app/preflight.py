@@ -7,7 +7,7 @@ import os
 import socket
 from pathlib import Path
 
-from bot.app.settings import Settings, is_loopback
+from bot.app.settings import Settings, platform_settings
 from bot.errors import StartupError
 
 
@@ -73,53 +73,12 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
         raise StartupError(
             "ANSWER_FALLBACK", "is model but no CHAT_MODEL is configured", "set CHAT_MODEL or use extractive"
         )
-    if settings.TELEGRAM_BOT_TOKEN is not None and settings.TELEGRAM_MODE == "webhook":
-        if not settings.TELEGRAM_WEBHOOK_URL:
-            raise StartupError(
-                "TELEGRAM_WEBHOOK_URL",
-                "not set while TELEGRAM_MODE=webhook",
-                "set the public HTTPS URL, or use polling",
-            )
-        if settings.TELEGRAM_WEBHOOK_SECRET is None:
-            raise StartupError(
-                "TELEGRAM_WEBHOOK_SECRET",
-                "not set while TELEGRAM_MODE=webhook",
-                "set a secret so forged deliveries are refused",
-            )
-    _check_slack(settings)
+    check_platforms(settings, serving=serving)
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)
 
 
-def _check_slack(settings: Settings) -> None:
-    """The Slack settings that only make sense together."""
-    oauth = settings.SLACK_CLIENT_ID is not None or settings.SLACK_CLIENT_SECRET is not None
-    if oauth and (settings.SLACK_CLIENT_ID is None or settings.SLACK_CLIENT_SECRET is None):
-        missing = "SLACK_CLIENT_SECRET" if settings.SLACK_CLIENT_SECRET is None else "SLACK_CLIENT_ID"
-        raise StartupError(missing, "not set while the other OAuth setting is", "set both, or neither")
-    if not (oauth or settings.SLACK_BOT_TOKEN is not None):
-        if settings.SLACK_APP_TOKEN is not None:
-            raise StartupError(
-                "SLACK_BOT_TOKEN", "not set while SLACK_APP_TOKEN is", "set the bot token (xoxb-…) as well"
-            )
-        return
-    if settings.SLACK_APP_TOKEN is None and settings.SLACK_SIGNING_SECRET is None:
-        raise StartupError(
-            "SLACK_SIGNING_SECRET",
-            "not set, so requests posted to /slack/events cannot be verified",
-            "copy it from the app's Basic Information page, or set SLACK_APP_TOKEN to use Socket Mode",
-        )
-    if oauth and settings.SLACK_SIGNING_SECRET is None:
-        raise StartupError(
-            "SLACK_SIGNING_SECRET", "not set while SLACK_CLIENT_ID is", "the install pages need it: set it"
-        )
-
-
-def check_exposure(settings: Settings) -> None:
-    """Refuse to serve the chat to a network without an access token."""
-    if not is_loopback(settings.RAGBOT_HOST) and settings.WEB_ACCESS_TOKEN is None:
-        raise StartupError(
-            "RAGBOT_HOST",
-            f"{settings.RAGBOT_HOST} is reachable from the network and no WEB_ACCESS_TOKEN is set",
-            "set WEB_ACCESS_TOKEN (people open /?access=TOKEN once), or serve on 127.0.0.1 behind your proxy",
-        )
+def check_platforms(settings: Settings, *, serving: bool) -> None:
+    """Each chat platform's own checks of its settings (a webhook without its secret, a public chat without a token)."""
+    for model in platform_settings():
+        model.of(settings).check(serving=serving, host=settings.RAGBOT_HOST)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
-import re
+from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from bot.knowledge.ingestion import IngestionLimits
+from bot.settings_base import PlatformSettings, is_loopback, names
 from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
 from rag.extractive import ExtractiveConfig
 from rag.faq.search import FaqSearchConfig
@@ -35,8 +36,8 @@ _SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
 _WeightTable = dict[Literal["chunks", "faqs"], dict[Language, dict[Literal["vector", "bm25"], float]]]
 
 
-class Settings(BaseSettings):
-    """Every setting ragbot reads; field names are the environment variable names."""
+class CoreSettings(BaseSettings):
+    """The settings of ragbot itself; field names are the environment variable names."""
 
     # env_ignore_empty: `NAME=` (as .env.example writes every unset option) means "use the default";
     # without it `EMBEDDING_DIMENSION=` fails to parse and `EMBEDDING_MODEL_DIR=` becomes Path(".").
@@ -115,61 +116,6 @@ class Settings(BaseSettings):
     CHAT_MAX_CONCURRENT_TURNS: int = Field(default=64, ge=1, le=10_000)
     CHAT_MAX_CONCURRENT_MODEL_CALLS: int = Field(default=16, ge=1, le=10_000)
     RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
-    WEB_KNOWLEDGE_BASES: str = ""
-    WEB_ADMIN_TOKEN: SecretStr | None = None
-    WEB_ACCESS_TOKEN: SecretStr | None = None
-
-    TELEGRAM_BOT_TOKEN: SecretStr | None = None
-    TELEGRAM_ADMINS: str = ""
-    TELEGRAM_MODE: Literal["polling", "webhook"] = "polling"
-    TELEGRAM_WEBHOOK_URL: str | None = None
-    TELEGRAM_WEBHOOK_SECRET: SecretStr | None = None
-    TELEGRAM_API_BASE_URL: str | None = None
-    TELEGRAM_FILE_BASE_URL: str | None = None
-    TELEGRAM_DOWNLOAD_LIMIT_MB: float = Field(default=20.0, gt=0, le=100_000)
-
-    SLACK_BOT_TOKEN: SecretStr | None = None
-    SLACK_SIGNING_SECRET: SecretStr | None = None
-    SLACK_APP_TOKEN: SecretStr | None = None
-    SLACK_ADMINS: str = ""
-    SLACK_COMMAND: str = "/kb"
-    SLACK_STREAMING: Literal["native", "edit"] = "native"
-    SLACK_API_BASE_URL: str | None = None
-    SLACK_CLIENT_ID: str | None = None
-    SLACK_CLIENT_SECRET: SecretStr | None = None
-    SLACK_REDIRECT_URL: str | None = None
-
-    @field_validator("TELEGRAM_ADMINS")
-    @classmethod
-    def _telegram_admins_are_ids(cls, value: str) -> str:
-        bad = [name for name in _names(value) if not name.lstrip("-").isdigit()]
-        if bad:
-            raise ValueError(f"must be numeric Telegram user ids (ask @userinfobot), not {', '.join(bad)}")
-        return value
-
-    @field_validator("SLACK_ADMINS")
-    @classmethod
-    def _slack_admins_are_ids(cls, value: str) -> str:
-        bad = [name for name in _names(value) if not re.fullmatch(r"[UW][A-Z0-9]{2,}", name)]
-        if bad:
-            raise ValueError(
-                f"must be Slack member ids like U012ABCDEF (profile → ⋮ → Copy member ID), not {', '.join(bad)}"
-            )
-        return value
-
-    @field_validator("SLACK_COMMAND")
-    @classmethod
-    def _slack_command_shape(cls, value: str) -> str:
-        if not re.fullmatch(r"/[a-z0-9_\-]{1,31}", value):
-            raise ValueError("must be a slash command like /kb (lower case letters, digits, - and _)")
-        return value
-
-    @field_validator("TELEGRAM_WEBHOOK_SECRET")
-    @classmethod
-    def _webhook_secret_charset(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
-            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
-        return value
 
     @field_validator("DATABASE_URL")
     @classmethod
@@ -371,37 +317,37 @@ class Settings(BaseSettings):
 
     def default_knowledge_bases(self) -> tuple[str, ...]:
         """DEFAULT_KNOWLEDGE_BASES as names."""
-        return _names(self.DEFAULT_KNOWLEDGE_BASES)
-
-    def web_knowledge_bases(self) -> tuple[str, ...]:
-        """The knowledge bases the web chat may read: WEB_KNOWLEDGE_BASES, else the defaults."""
-        return _names(self.WEB_KNOWLEDGE_BASES) or self.default_knowledge_bases()
-
-    def telegram_admins(self) -> frozenset[str]:
-        """TELEGRAM_ADMINS as user ids (numbers: usernames can change hands)."""
-        return frozenset(_names(self.TELEGRAM_ADMINS))
-
-    def slack_admins(self) -> frozenset[str]:
-        """SLACK_ADMINS as member ids."""
-        return frozenset(_names(self.SLACK_ADMINS))
+        return names(self.DEFAULT_KNOWLEDGE_BASES)
 
     def internal_port(self) -> int:
         """Where /metrics and health details listen when RAGBOT_HOST faces a network: loopback, this port."""
         return self.RAGBOT_INTERNAL_PORT or (self.RAGBOT_PORT % 65535) + 1
 
 
-def is_loopback(host: str) -> bool:
-    """Whether a listen address is reachable from this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+PLATFORM_SETTINGS = "ragbot.settings"
 
 
-def _names(value: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+@cache
+def platform_settings() -> tuple[type[PlatformSettings], ...]:
+    """Every chat platform's settings model, from the `ragbot.settings` entry points, in name order."""
+    return tuple(entry.load() for entry in sorted(entry_points(group=PLATFORM_SETTINGS), key=lambda e: e.name))
+
+
+def _with_platforms() -> type[CoreSettings]:
+    # One class holding ragbot's fields and every platform's: the environment and .env are read once, a name no
+    # part declares is still refused, and each platform reads its own through PlatformSettings.of.
+    # Fields come in reverse base order: ragbot's own first, then each platform's in entry-point name order.
+    bases = (*reversed(platform_settings()), CoreSettings)
+    return type("Settings", bases, {"__doc__": "Every setting ragbot reads."})
+
+
+# Type checkers see the core fields; platforms' fields are read through their own models (PlatformSettings.of).
+if TYPE_CHECKING:
+    Settings = CoreSettings
+else:
+    Settings = _with_platforms()
+
+__all__ = ["CoreSettings", "Settings", "describe_validation_error", "is_loopback", "platform_settings"]
 
 
 def describe_validation_error(error: ValidationError) -> list[str]:

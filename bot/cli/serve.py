@@ -8,11 +8,10 @@ from aiohttp import web
 
 from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
-from bot.app.preflight import check_exposure
 from bot.app.server import create_app
 from bot.app.services import build_services
 from bot.app.settings import Settings, is_loopback
-from bot.cli.signals import wait_for_stop_signal
+from bot.cli.signals import stop_requested
 from bot.metrics import ChatMetrics
 
 log = logging.getLogger("ragbot")
@@ -31,7 +30,7 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
 
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
-    check_exposure(settings)
+    stop = stop_requested()
     async with build_services(settings, serving=True) as services:
         services.ensure_vectors_match()
         chat_metrics = ChatMetrics()
@@ -53,7 +52,7 @@ async def serve(settings: Settings) -> None:
             for adapter in adapters:
                 await adapter.start()
             log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
-            await wait_for_stop_signal()
+            await stop.wait()
             log.info("serve=stopping")
         finally:
             for adapter in reversed(adapters):

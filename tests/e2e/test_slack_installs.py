@@ -17,6 +17,7 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.services import build_services
 from bot.words import messages
 from rag.ingest.documents import SourceFile
+from storage.repos.slack_installs import SlackInstallRepo
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import HANDBOOK, SECRET, Slack, _serve
 from tests.fakes import slack_events as events
@@ -105,7 +106,7 @@ async def test_a_second_workspace_installs_and_answers_from_its_own_bindings(sla
         scope=",".join(BOT_SCOPES),
     )
     assert await _install(slack, "code-beta") == 200
-    installed = await slack.services.slack_installs.find(CLIENT_ID, "", BETA)
+    installed = await SlackInstallRepo(slack.services.db).find(CLIENT_ID, "", BETA)
     assert installed is not None
     assert (installed.bot_token, installed.installer_user_id) == (BETA_TOKEN, BETA_ADMIN)
     # The installer is an admin in the new workspace without being listed in SLACK_ADMINS; others are not.
@@ -144,7 +145,7 @@ async def test_an_uninstalled_workspaces_events_are_dropped_harmlessly(slack: Sl
 
     async def removed() -> None:
         while True:
-            if await slack.services.slack_installs.find(CLIENT_ID, "", "T0GAMMA") is None:
+            if await SlackInstallRepo(slack.services.db).find(CLIENT_ID, "", "T0GAMMA") is None:
                 return
             await asyncio.sleep(0.05)
 

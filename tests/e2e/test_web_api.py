@@ -19,7 +19,7 @@ from aiohttp import web
 
 from adapters.web.app import create as create_web
 from bot.app.manager import build_manager, chat_policy
-from bot.app.preflight import check_exposure
+from bot.app.preflight import check_platforms
 from bot.app.server import create_app
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
@@ -265,9 +265,11 @@ async def test_a_tab_closed_mid_answer_still_gets_its_answer_stored_whole(
 
 def test_serving_to_a_network_without_an_access_token_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StartupError, match="WEB_ACCESS_TOKEN"):
-        check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0"))
-    check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t"))
-    check_exposure(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="127.0.0.1"))
+        check_platforms(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0"), serving=True)
+    check_platforms(
+        Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t"), serving=True
+    )
+    check_platforms(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="127.0.0.1"), serving=True)
 
 
 async def test_a_public_listener_shows_no_details_and_no_metrics_while_the_internal_one_does(

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
+from adapters.slack.settings import SlackSettings
 from bench.fusion_weights import GRID, settings_line
 from bot.app.settings import Settings, describe_validation_error
 
@@ -208,7 +209,7 @@ def test_bad_slack_settings_name_the_variable(name: str, value: str, problem: st
 
 def test_slack_admins_are_member_ids() -> None:
     settings = Settings(_env_file=None, SLACK_ADMINS="U012ABC, W0456DEF")  # type: ignore[call-arg]
-    assert settings.slack_admins() == frozenset({"U012ABC", "W0456DEF"})
+    assert SlackSettings.of(settings).admins() == frozenset({"U012ABC", "W0456DEF"})
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,61 @@
+"""The README's other `ragbot` commands as a user runs them: stats after a few questions, the local Weaviate in the
+foreground, and the FAQ template."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import signal
+from pathlib import Path
+
+from tests.e2e.cli import ragbot, run_ragbot
+
+
+async def test_stats_counts_the_questions_asked_and_lists_what_found_nothing(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = shared_weaviate_env
+    (tmp_path / "hours.md").write_text("# Hours\n\nThe office is open from 9 to 17 on weekdays.\n")
+    for args in (("kb", "create", "hr"), ("ingest", "hours.md", "--kb", "hr")):
+        code, _, err = await run_ragbot(env, tmp_path, *args)
+        assert code == 0, err
+    code, _, err = await run_ragbot(env, tmp_path, "ask", "When does the office open?", "--kb", "hr")
+    assert code == 0, err
+    code, _, err = await run_ragbot(env, tmp_path, "ask", "公司的停车场在哪里？", "--kb", "hr")
+    assert code == 1, "nothing found"
+
+    code, out, err = await run_ragbot(env, tmp_path, "stats", "--days", "7")
+    assert code == 0, err
+    assert out.startswith("Last 7 days: 2 questions\n")
+    assert "Feedback: 0 helpful, 0 not helpful" in out
+    assert "Asked, and nothing was found" in out, out
+    nothing_found = out.split("Asked, and nothing was found (make these FAQs or add documents):\n")[1]
+    assert "公司的停车场在哪里？" in nothing_found
+
+    code, _, err = await run_ragbot(env, tmp_path, "stats", "--days", "0")
+    assert code == 1
+    assert err.strip() == "ragbot: --days must be 1 or more."
+
+
+async def test_weaviate_runs_in_the_foreground_until_interrupted(user_env: dict[str, str], tmp_path: Path) -> None:
+    process = await ragbot(user_env, tmp_path, "weaviate")
+    try:
+        assert process.stdout is not None
+        ready = await asyncio.wait_for(process.stdout.readline(), 120)
+        assert ready.decode().startswith("weaviate ready: http http://127.0.0.1:")
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode()
+    assert not (Path(user_env["RAGBOT_DATA_DIR"]) / "weaviate" / "ragbot-weaviate.pid").exists()
+
+
+async def test_faq_template_prints_a_sheet_that_imports_as_it_is(user_env: dict[str, str], tmp_path: Path) -> None:
+    code, out, err = await run_ragbot(user_env, tmp_path, "faq", "template")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows
+    assert {"question", "answer"} <= set(rows[0])
+    assert all(row["question"] and row["answer"] for row in rows)
