@@ -58,9 +58,9 @@ from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream
 from bot.types import Answer, ConversationKey, IncomingMessage, MessageRef, SourceLink, UserRef
 from bot.words.messages import answer_with_sources
+from fakes.openai_api import FakeOpenAI, StreamedReply
 from rag.ingest.documents import SourceFile
 from tests.e2e.cli import SETTINGS_PREFIXES, free_port, wait_until_ready
-from tests.fakes.openai_api import FakeOpenAI, StreamedReply
 
 KB = "handbook"
 DOCUMENT_NAME = "vpn.md"

@@ -35,9 +35,9 @@ from adapters.slack.app import EVENTS_PATH
 from adapters.slack.render import sources_block
 from bench import concurrency as core
 from bot.types import SourceLink
-from tests.fakes import slack_events as events
-from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.slack_api import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text
+from fakes import slack_events as events
+from fakes.openai_api import FakeOpenAI
+from fakes.slack_api import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text
 
 TEAM = "T0BENCH"
 TOKEN = "xoxb-bench"

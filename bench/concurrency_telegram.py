@@ -56,8 +56,8 @@ from bench.concurrency import (
 from bot.types import Answer, SourceLink
 from bot.words import messages
 from bot.words.messages import answer_with_sources
-from tests.fakes.openai_api import FakeOpenAI, StreamedReply
-from tests.fakes.telegram_api import (
+from fakes.openai_api import FakeOpenAI, StreamedReply
+from fakes.telegram_api import (
     BotMessage,
     BotRequest,
     Draft,

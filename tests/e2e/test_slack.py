@@ -24,11 +24,11 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.cli.main import chat_policy
 from bot.words import messages
+from fakes import slack_events as events
+from fakes.slack_api import FakeSlackAPI, Shown
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
-from tests.fakes import slack_events as events
-from tests.fakes.slack_api import FakeSlackAPI, Shown
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.base import FakeAPI, RecordedRequest
+from fakes.base import FakeAPI, RecordedRequest
 
 __all__ = ["FakeOpenAI", "RecordedRequest", "StreamedReply", "fake_embedding"]
 

@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp import web
 from multidict import MultiMapping
 
-from tests.fakes.base import FakeAPI, Handler
+from fakes.base import FakeAPI, Handler
 
 __all__ = [
     "BotMessage",

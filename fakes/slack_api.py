@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.base import FakeAPI, Handler
+from fakes.base import FakeAPI, Handler
 
 __all__ = [
     "DEFAULT_LIMITS",
