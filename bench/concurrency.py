@@ -59,8 +59,8 @@ from bot.reply.stream import EditingReplyStream
 from bot.types import Answer, ConversationKey, IncomingMessage, MessageRef, SourceLink, UserRef
 from bot.words.messages import answer_with_sources
 from fakes.openai_api import FakeOpenAI, StreamedReply
+from harness.processes import SETTINGS_PREFIXES, free_port, wait_until_ready
 from rag.ingest.documents import SourceFile
-from tests.e2e.cli import SETTINGS_PREFIXES, free_port, wait_until_ready
 
 KB = "handbook"
 DOCUMENT_NAME = "vpn.md"

@@ -26,9 +26,9 @@ from bot.cli.main import chat_policy
 from bot.words import messages
 from fakes import slack_events as events
 from fakes.slack_api import FakeSlackAPI, Shown
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"

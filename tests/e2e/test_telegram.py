@@ -23,9 +23,9 @@ from bot.chat.manager import ConversationManager
 from bot.cli.main import chat_policy
 from bot.words import messages
 from fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}

@@ -27,9 +27,9 @@ from bot.cli.main import chat_policy, check_exposure
 from bot.errors import StartupError
 from bot.words import messages
 from fakes.openai_api import FakeOpenAI
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
 
 ADMIN_TOKEN = "let-me-in"
 UPLOAD_LIMIT_MB = 0.05

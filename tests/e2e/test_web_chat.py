@@ -25,9 +25,9 @@ from playwright.async_api import Browser, Dialog, Locator, Page, async_playwrigh
 
 from bot.words import messages
 from fakes.openai_api import FakeOpenAI
+from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
-from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
 
 ADMIN_TOKEN = "e2e-admin-token-7f3a"
 KB = "handbook"
