@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import itertools
 import json
 import math
 import re
 import time
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -22,6 +20,7 @@ from urllib.parse import quote
 from aiohttp import WSMsgType, web
 
 from fakes.base import FakeAPI, Handler
+from fakes.limits import SlidingWindow, TokenBucket
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -282,14 +281,13 @@ class FakeSlackAPI(FakeAPI):
         self._files: dict[str, _File] = {}
         self._hooks: dict[str, _Hook] = {}
         self._codes: dict[str, _OAuthCode] = {}
-        self._windows: dict[tuple[str, str], deque[float]] = {}
-        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        self._windows: dict[tuple[str, str], SlidingWindow] = {}
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self._tickets: set[str] = set()
         self._sockets: list[web.WebSocketResponse] = []
         self._acks: dict[str, asyncio.Future[Json]] = {}
         self._epoch = int(time.time())
         self._seq = itertools.count(1)
-        self._changed = asyncio.Event()
         self._methods: dict[str, tuple[_MethodHandler, str | None]] = {
             "auth.test": (self._auth_test, "bot"),
             "chat.postMessage": (self._post_message, "bot"),
@@ -514,22 +512,7 @@ class FakeSlackAPI(FakeAPI):
         """Hold the next call (of `method`, or of any method) this long (or until the fake closes) first."""
         self._scripted.append(_Scripted(method, 0, "", None, delay=seconds))
 
-    # --- Waiting and looking ----------------------------------------------------------------------------------------
-
-    # A timeout argument reads best in tests (`await fake.wait_for(pred, timeout=5)`); it is asyncio.timeout inside.
-    async def wait_for(self, predicate: Callable[[], object], timeout: float = 10.0) -> None:  # noqa: ASYNC109
-        """Return once `predicate()` is truthy, checked again on every change the fake sees; TimeoutError after."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    changed = self._changed
-                    if predicate():
-                        return
-                    await changed.wait()
-        except TimeoutError as exc:
-            calls = ", ".join(call.method for call in self.requests[-10:])
-            exc.add_note(f"FakeSlackAPI: condition not met after {timeout}s; last calls: {calls}")
-            raise
+    # --- Looking ----------------------------------------------------------------------------------------
 
     def calls(self, method: str | None = None) -> list[SlackCall]:
         """The recorded Web API calls (of one method), oldest first."""
@@ -649,10 +632,6 @@ class FakeSlackAPI(FakeAPI):
 
     # --- The Web API pipeline ---------------------------------------------------------------------------------------
 
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         authorization = request.headers.get("Authorization", "")
@@ -709,8 +688,7 @@ class FakeSlackAPI(FakeAPI):
             return
         self._scripted.remove(fault)
         if fault.delay is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), fault.delay)
+            await self._hold(fault.delay)
             return
         wait = max(1, math.ceil(fault.retry_after or 1))
         if fault.status == 429:
@@ -723,22 +701,19 @@ class FakeSlackAPI(FakeAPI):
             return
         now = self._clock()
         limit = self._limits.get(method)
-        window: deque[float] | None = None
+        window: SlidingWindow | None = None
         if limit is not None:
-            window = self._windows.setdefault((workspace.team_id, method), deque())
-            while window and window[0] <= now - limit.per:
-                window.popleft()
-            if len(window) >= limit.count:
-                self._throttle(method, workspace, None, "workspace", window[0] + limit.per - now)
+            window = self._windows.setdefault((workspace.team_id, method), SlidingWindow(limit.count, limit.per))
+            if (wait := window.wait(now)) is not None:
+                self._throttle(method, workspace, None, "workspace", wait)
         channel = str(params.get("channel", ""))
         if method == "chat.postMessage" and channel:
-            tokens, counted = self._buckets.get((workspace.team_id, channel), (float(self._burst), now))
-            tokens = min(float(self._burst), tokens + (now - counted) * self._rate)
-            if tokens < 1.0:
-                self._throttle(method, workspace, channel, "channel", (1.0 - tokens) / self._rate)
-            self._buckets[(workspace.team_id, channel)] = (tokens - 1.0, now)
+            bucket = self._buckets.setdefault((workspace.team_id, channel), TokenBucket(self._burst, 1 / self._rate))
+            if (wait := bucket.wait(now)) is not None:
+                self._throttle(method, workspace, channel, "channel", wait)
+            bucket.count(now)
         if window is not None:
-            window.append(now)
+            window.count(now)
 
     def _throttle(self, method: str, workspace: Workspace | None, channel: str | None, scope: str, wait: float) -> None:
         seconds = max(1, math.ceil(wait))  # Retry-After is whole seconds

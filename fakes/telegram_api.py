@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import copy
 import itertools
 import json
 import math
 import re
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -22,6 +20,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from fakes.base import FakeAPI, Handler
+from fakes.limits import SlidingWindow, TokenBucket
 
 __all__ = [
     "BotMessage",
@@ -454,44 +453,34 @@ class _FloodControl:
         self._interval = chat_interval
         self._burst = chat_burst
         self._group_limit = group_per_minute
-        self._global_limit = global_per_second
         self._clock = clock
-        self._buckets: dict[int | str, tuple[float, float]] = {}  # chat -> (tokens, when counted)
-        self._groups: dict[int | str, deque[float]] = {}
-        self._global: deque[float] = deque()
+        self._chats: dict[int | str, TokenBucket] = {}
+        self._groups: dict[int | str, SlidingWindow] = {}
+        self._global = SlidingWindow(global_per_second, 1.0)
 
     def admit(self, chat_id: int | str | None) -> tuple[str, int] | None:
         """None, counting the message, when every limit has room; else the limit hit and seconds to wait."""
         now = self._clock()
         waits: list[tuple[float, str]] = []
-        _expire(self._global, now - 1.0)
-        if len(self._global) >= self._global_limit:
-            waits.append((self._global[0] + 1.0 - now, "global"))
-        tokens = float(self._burst)
+        if (wait := self._global.wait(now)) is not None:
+            waits.append((wait, "global"))
         if chat_id is not None:
-            tokens, counted = self._buckets.get(chat_id, (float(self._burst), now))
-            tokens = min(float(self._burst), tokens + (now - counted) / self._interval)
-            if tokens < 1.0:
-                waits.append(((1.0 - tokens) * self._interval, "chat"))
+            bucket = self._chats.setdefault(chat_id, TokenBucket(self._burst, self._interval))
+            if (wait := bucket.wait(now)) is not None:
+                waits.append((wait, "chat"))
             if _is_group(chat_id):
-                window = self._groups.setdefault(chat_id, deque())
-                _expire(window, now - 60.0)
-                if len(window) >= self._group_limit:
-                    waits.append((window[0] + 60.0 - now, "group"))
+                window = self._groups.setdefault(chat_id, SlidingWindow(self._group_limit, 60.0))
+                if (wait := window.wait(now)) is not None:
+                    waits.append((wait, "group"))
         if waits:
             wait, scope = max(waits)
             return scope, max(1, math.ceil(wait))  # Telegram's retry_after is whole seconds
-        self._global.append(now)
+        self._global.count(now)
         if chat_id is not None:
-            self._buckets[chat_id] = (tokens - 1.0, now)
+            self._chats[chat_id].count(now)
             if _is_group(chat_id):
-                self._groups[chat_id].append(now)
+                self._groups[chat_id].count(now)
         return None
-
-
-def _expire(window: deque[float], before: float) -> None:
-    while window and window[0] <= before:
-        window.popleft()
 
 
 def _is_group(chat_id: int | str) -> bool:
@@ -574,7 +563,6 @@ class FakeTelegramBotAPI(FakeAPI):
         self._allowed_updates: set[str] | None = None
         self._poll: _Poll | None = None
         self._ids = itertools.count(1)
-        self._changed = asyncio.Event()
         self._methods: dict[str, Callable[[Json], Awaitable[Any]]] = {
             name.lower(): handler
             for name, handler in {
@@ -668,27 +656,6 @@ class FakeTelegramBotAPI(FakeAPI):
     def block_chat(self, chat_id: int) -> None:
         """From now on sends to this chat fail with 403: kicked from a group, blocked by a private user."""
         self._blocked.add(chat_id)
-
-    # --- Waiting on state -------------------------------------------------------------------------------------------
-
-    # A timeout argument reads best in tests (`await fake.wait_for(pred, timeout=5)`); it is asyncio.timeout inside.
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:  # noqa: ASYNC109
-        """Return once `predicate()` holds; it is checked again on every change the fake sees. TimeoutError after."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    changed = self._changed
-                    if predicate():
-                        return
-                    await changed.wait()
-        except TimeoutError as exc:
-            calls = ", ".join(request.method for request in self.requests[-10:])
-            exc.add_note(f"FakeTelegramBotAPI: condition not met after {timeout}s; last calls: {calls}")
-            raise
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
 
     # --- Transcript -------------------------------------------------------------------------------------------------
 
@@ -1026,8 +993,7 @@ class FakeTelegramBotAPI(FakeAPI):
         if scripted is not None:
             self._scripted.remove(scripted)
             if scripted.delay is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), scripted.delay)
+                await self._hold(scripted.delay)
             elif scripted.status == 429:
                 wait = scripted.retry_after or 1
                 self._throttle(method, params.get("chat_id"), "scripted", wait)
