@@ -35,9 +35,8 @@ from adapters.slack.app import EVENTS_PATH
 from adapters.slack.render import sources_block
 from bench import concurrency as core
 from bot.types import SourceLink
-from fakes import slack_events as events
 from fakes.openai_api import FakeOpenAI
-from fakes.slack_api import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text
+from fakes.slack import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text, events
 
 TEAM = "T0BENCH"
 TOKEN = "xoxb-bench"

@@ -57,7 +57,7 @@ from bot.types import Answer, SourceLink
 from bot.words import messages
 from bot.words.messages import answer_with_sources
 from fakes.openai_api import FakeOpenAI, StreamedReply
-from fakes.telegram_api import (
+from fakes.telegram import (
     BotMessage,
     BotRequest,
     Draft,

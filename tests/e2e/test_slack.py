@@ -24,8 +24,7 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.cli.main import chat_policy
 from bot.words import messages
-from fakes import slack_events as events
-from fakes.slack_api import FakeSlackAPI, Shown
+from fakes.slack import FakeSlackAPI, Shown, events
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings

@@ -17,8 +17,7 @@ from bot.app.services import build_services
 from bot.chat.manager import ConversationManager
 from bot.cli.main import chat_policy
 from bot.words import messages
-from fakes import slack_events as events
-from fakes.slack_api import FakeSlackAPI
+from fakes.slack import FakeSlackAPI, events
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import HANDBOOK, SECRET, Slack, _serve

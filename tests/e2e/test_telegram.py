@@ -22,7 +22,7 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.cli.main import chat_policy
 from bot.words import messages
-from fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
+from fakes.telegram import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
