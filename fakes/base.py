@@ -15,6 +15,8 @@ from aiohttp.typedefs import Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A JSON object as the fakes read and write them.
+Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
