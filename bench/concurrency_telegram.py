@@ -40,6 +40,7 @@ from bench.report import ms_at, spread, top
 from bench.serving import log_since, serving, warning_key
 from bot.types import Answer, SourceLink
 from bot.words import messages
+from bot.words.catalogue import languages
 from bot.words.messages import answer_with_sources
 from fakes.openai_api import FakeOpenAI, StreamedReply
 from fakes.telegram import (
@@ -253,7 +254,7 @@ class _TelegramScenario:
             ]
 
         # "Yours is number N in line" (plain mentions queue in their group's one conversation) is not an end.
-        notices = {messages.queued(place) for place in range(len(places) + 1)}
+        notices = {messages.queued(place, lang) for place in range(len(places) + 1) for lang in languages()}
 
         def settled(place: Place) -> bool:
             shown = [message.text for message in answers(place) if message.text not in notices]
