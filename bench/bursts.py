@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from bench.conversations import RUN_TIMEOUT, streams_by_ticket
-from bench.figures import Figures, Memory, Seen, merge_runs, record_timings
-from bench.process_stats import LoopLag, process_cpu, reset_peak, status_mb
+from bench.figures import Figures, Seen, merge_runs, record_timings
+from bench.process_stats import BurstWatch
 from bench.report import ms_at
 from fakes.openai_api import FakeOpenAI
 
@@ -21,7 +19,6 @@ class Scenario(Protocol):
 
     process: str
     edited: bool
-    lifetime_peak: float
 
     @property
     def pid(self) -> int | str:
@@ -84,42 +81,30 @@ async def run_all(converse: Callable[[Seen], Coroutine[Any, Any, None]], seen: l
             person.error = repr(exc)
 
 
-async def burst(name: str, scenario: Scenario, fake: FakeOpenAI, numbers: list[int]) -> Figures:
+async def burst(name: str, scenario: Scenario, watch: BurstWatch, fake: FakeOpenAI, numbers: list[int]) -> Figures:
     """Start one conversation per number at once and measure them."""
     await scenario.prepare(numbers)
     fake.streamed.clear()
     seen = [Seen(number) for number in numbers]
-    pid = scenario.pid
-    before = status_mb(pid, "VmRSS")
-    # The peak so far (ru_maxrss for this process), kept before the reset that lets this burst's peak be read.
-    so_far = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if pid == "self" else status_mb(pid, "VmHWM")
-    scenario.lifetime_peak = max(scenario.lifetime_peak, so_far)
-    reset_peak(pid)
-    lag = LoopLag()
-    lag.start()
-    cpu, wall = process_cpu(pid), time.monotonic()
+    watch.start()
     await run_all(scenario.converse, seen)
     figures = Figures(name, len(seen))
-    figures.wall, figures.cpu_seconds = time.monotonic() - wall, process_cpu(pid) - cpu
-    await lag.stop()
-    figures.loop_lag = lag.delays
-    peak = status_mb(pid, "VmHWM")
-    scenario.lifetime_peak = max(scenario.lifetime_peak, peak)
-    figures.memory = Memory(before, peak, scenario.lifetime_peak, scenario.process)
+    await watch.stop(figures)
     analyse(figures, seen, fake, scenario.expected, edited=scenario.edited)
     return figures
 
 
 async def bursts(label: str, scenario: Scenario, fake: FakeOpenAI, args: argparse.Namespace) -> list[Figures]:
     """A warm-up turn, one conversation alone, then `repeats` bursts of `conversations`, merged."""
-    warm = await burst("warm-up", scenario, fake, [0])
+    watch = BurstWatch(scenario.pid, scenario.process)
+    warm = await burst("warm-up", scenario, watch, fake, [0])
     if warm.exact != 1:
         raise SystemExit(f"the warm-up turn of {label} was not answered as expected: {warm.mismatches}")
-    alone = await burst(f"{label}, 1 alone", scenario, fake, [1])
+    alone = await burst(f"{label}, 1 alone", scenario, watch, fake, [1])
     runs = []
     for repeat in range(args.repeats):
         first = 2 + repeat * args.conversations
-        runs.append(await burst(label, scenario, fake, list(range(first, first + args.conversations))))
+        runs.append(await burst(label, scenario, watch, fake, list(range(first, first + args.conversations))))
         print(f"  burst {repeat + 1}: lag p95 {ms_at(runs[-1].lags, 0.95)} ms", flush=True)
     return [alone, _merged(f"{label}, {args.conversations} at once", runs)]
 

@@ -122,7 +122,6 @@ class ManagerScenario:
     process = "this process (with the fake model)"
     pid = "self"
     edited = True
-    lifetime_peak = 0.0
 
     def __init__(self, services: Services) -> None:
         self._manager = ConversationManager(services, chat_policy(services.settings))

@@ -34,8 +34,8 @@ import aiohttp
 from adapters.slack.app import EVENTS_PATH
 from adapters.slack.render import sources_block
 from bench.conversations import SOURCE_TITLE, known_answer, question, streams_by_ticket
-from bench.figures import Figures, Memory, Seen, merge_runs, record_timings
-from bench.process_stats import LoopLag, process_cpu, reset_peak, status_mb
+from bench.figures import Figures, Seen, merge_runs, record_timings
+from bench.process_stats import BurstWatch
 from bench.report import ms_at, spread, top
 from bench.serving import log_since, serving, warning_key
 from bot.types import SourceLink
@@ -215,9 +215,8 @@ class _SlackScenario:
         self.fake = fake
         self.model = model
         self.url = url
-        self.pid = pid
         self.channels = channels
-        self.lifetime_peak = 0.0
+        self._watch = BurstWatch(pid, "the `ragbot serve` process")
         self._log = log
 
     async def burst(self, name: str, numbers: list[int]) -> SlackFigures:
@@ -227,22 +226,12 @@ class _SlackScenario:
         threads = [Thread(number, f"C0BENCH{index % self.channels:02d}") for index, number in enumerate(numbers)]
         self.model.streamed.clear()
         marks = len(fake.requests), len(fake.throttled), self._log.stat().st_size
-        before = status_mb(self.pid, "VmRSS")
-        self.lifetime_peak = max(self.lifetime_peak, status_mb(self.pid, "VmHWM"))
-        reset_peak(self.pid)
-        lag = LoopLag()
-        lag.start()
-        cpu, started = process_cpu(self.pid), time.monotonic()
+        self._watch.start()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             await asyncio.gather(*(self._mention(session, thread) for thread in threads))
         await self._settle(threads)
         figures = SlackFigures(name, len(threads))
-        figures.wall, figures.cpu_seconds = time.monotonic() - started, process_cpu(self.pid) - cpu
-        await lag.stop()
-        figures.loop_lag = lag.delays
-        peak = status_mb(self.pid, "VmHWM")
-        self.lifetime_peak = max(self.lifetime_peak, peak)
-        figures.memory = Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        await self._watch.stop(figures)
         self._analyse(figures, threads, marks)
         return figures
 

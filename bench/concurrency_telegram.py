@@ -24,7 +24,6 @@ import asyncio
 import bisect
 import contextlib
 import itertools
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,8 +33,8 @@ from typing import Any, ClassVar
 from adapters.telegram.render import to_telegram_html
 from adapters.telegram.reply import GROUP_LIMITS, PRIVATE_LIMITS
 from bench.conversations import RUN_TIMEOUT, SOURCE_TITLE, known_answer, question, streams_by_ticket
-from bench.figures import Figures, Memory, Seen, merge_runs, record_timings
-from bench.process_stats import LoopLag, process_cpu, reset_peak, status_mb
+from bench.figures import Figures, Seen, merge_runs, record_timings
+from bench.process_stats import BurstWatch
 from bench.report import ms_at, spread, top
 from bench.serving import log_since, serving, warning_key
 from bot.types import Answer, SourceLink
@@ -188,9 +187,8 @@ class _TelegramScenario:
     def __init__(self, fake: FakeTelegramBotAPI, model: FakeOpenAI, pid: int, layout: str, log: Path) -> None:
         self.fake = fake
         self.model = model
-        self.pid = pid
         self.layout = layout
-        self.lifetime_peak = 0.0
+        self._watch = BurstWatch(pid, "the `ragbot serve` process")
         self._log = log
 
     def places(self, numbers: list[int], private: int, groups: int) -> list[Place]:
@@ -222,23 +220,13 @@ class _TelegramScenario:
             place.question_id = update["message"]["message_id"]
         self.model.streamed.clear()
         marks = len(fake.requests), len(fake.throttled), len(fake.draft_log), self._log.stat().st_size
-        before = status_mb(self.pid, "VmRSS")
-        self.lifetime_peak = max(self.lifetime_peak, status_mb(self.pid, "VmHWM"))
-        reset_peak(self.pid)
-        lag = LoopLag()
-        lag.start()
-        cpu = process_cpu(self.pid)
-        started = time.monotonic()
+        self._watch.start()
+        started = self._watch.started
         for update in updates:
             fake.queue_update(update)
         await self._settle(places)
         figures = TelegramFigures(name, len(places), layout=self.layout)
-        figures.wall, figures.cpu_seconds = time.monotonic() - started, process_cpu(self.pid) - cpu
-        await lag.stop()
-        figures.loop_lag = lag.delays
-        peak = status_mb(self.pid, "VmHWM")
-        self.lifetime_peak = max(self.lifetime_peak, peak)
-        figures.memory = Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        await self._watch.stop(figures)
         self._analyse(figures, places, started, marks)
         return figures
 

@@ -25,7 +25,6 @@ class WebScenario:
 
     process = "the `ragbot serve` process"
     edited = False
-    lifetime_peak = 0.0
 
     def __init__(self, url: str, pid: int) -> None:
         self._url = url

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import time
 from pathlib import Path
+
+from bench.figures import Figures, Memory
 
 
 class LoopLag:
@@ -49,3 +52,39 @@ def process_cpu(pid: int | str) -> float:
     """CPU seconds (user + system) the process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class BurstWatch:
+    """One process watched burst by burst: its RSS before and at the burst's peak, CPU and wall seconds, loop lag."""
+
+    def __init__(self, pid: int | str, process: str) -> None:
+        self.pid = pid
+        self.process = process
+        self.lifetime_peak = 0.0
+        self.started = 0.0
+        self._before = 0.0
+        self._cpu = 0.0
+        self._lag = LoopLag()
+
+    def start(self) -> None:
+        """A burst begins: RSS now, the peak so far (then reset, so the burst's own peak can be read), CPU, time."""
+        self._before = status_mb(self.pid, "VmRSS")
+        # The peak so far (ru_maxrss for this process), kept before the reset that lets this burst's peak be read.
+        if self.pid == "self":
+            so_far = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        else:
+            so_far = status_mb(self.pid, "VmHWM")
+        self.lifetime_peak = max(self.lifetime_peak, so_far)
+        reset_peak(self.pid)
+        self._lag = LoopLag()
+        self._lag.start()
+        self._cpu, self.started = process_cpu(self.pid), time.monotonic()
+
+    async def stop(self, figures: Figures) -> None:
+        """The burst is over: its wall and CPU seconds, the loop's lag and the memory figures, into `figures`."""
+        figures.wall, figures.cpu_seconds = time.monotonic() - self.started, process_cpu(self.pid) - self._cpu
+        await self._lag.stop()
+        figures.loop_lag = self._lag.delays
+        peak = status_mb(self.pid, "VmHWM")
+        self.lifetime_peak = max(self.lifetime_peak, peak)
+        figures.memory = Memory(self._before, peak, self.lifetime_peak, self.process)
