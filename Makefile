@@ -49,8 +49,8 @@ run: install weaviate demo
 	else DEFAULT_KNOWLEDGE_BASES="$${DEFAULT_KNOWLEDGE_BASES:-demo}" exec $(BIN)/ragbot serve; fi
 
 lint: install
-	$(BIN)/ruff check bot rag adapters storage tests bench
-	$(BIN)/ruff format --check bot rag adapters storage tests bench
+	$(BIN)/ruff check bot rag adapters storage tests bench fakes harness
+	$(BIN)/ruff format --check bot rag adapters storage tests bench fakes harness
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -33,11 +33,17 @@ import aiohttp
 
 from adapters.slack.app import EVENTS_PATH
 from adapters.slack.render import sources_block
-from bench import concurrency as core
+from bench.conversations import SOURCE_TITLE, known_answer, question, streams_by_ticket
+from bench.figures import Figures, Seen, merge_runs, record_timings
+from bench.process_stats import BurstWatch
+from bench.report import ms_at, spread, top
+from bench.serving import log_since, serving, warning_key
 from bot.types import SourceLink
-from tests.fakes import slack_events as events
-from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.slack_api import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text
+from fakes.openai_api import FakeOpenAI
+from fakes.slack import FakeSlackAPI, Shown, SlackCall, Throttle, blocks_text, events
+from fakes.slack.content import reads
+from fakes.slack.records import Message
+from fakes.slack.wire import opt
 
 TEAM = "T0BENCH"
 TOKEN = "xoxb-bench"
@@ -50,8 +56,7 @@ WINDOW = 60.0
 _WINDOWED = ("chat.update", "chat.appendStream")
 _CREATES = frozenset({"chat.postMessage", "chat.startStream"})
 _WRITES = _CREATES | {"chat.update", "chat.appendStream", "chat.stopStream"}
-# bot.main's log format: "date time LEVEL logger turn=ID message"; counted by level, logger and first word.
-_LOG_KEY = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) (\S+) turn=\S+ (\S+)")
+# Where a new line of the service's log starts (the lines between belong to a traceback).
 _LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:")
 
 Json = dict[str, Any]
@@ -59,9 +64,9 @@ Json = dict[str, Any]
 
 def expected_text(number: int) -> str:
     """Ticket `number`'s final as a person reads it in Slack: the answer, then the sources context block's line."""
-    block = sources_block((SourceLink(1, core.SOURCE_TITLE),))
+    block = sources_block((SourceLink(1, SOURCE_TITLE),))
     assert block is not None
-    return f"{core.known_answer(number)}\n{blocks_text([block])}"
+    return f"{known_answer(number)}\n{blocks_text([block])}"
 
 
 @dataclass(slots=True)
@@ -77,7 +82,7 @@ class Thread:
 
 
 @dataclass
-class SlackFigures(core.Figures):
+class SlackFigures(Figures):
     """One Slack scenario's results: Figures, and what the Web API saw."""
 
     rows: ClassVar[list[tuple[str, Callable[[Any], str]]]]
@@ -95,12 +100,8 @@ class SlackFigures(core.Figures):
     log_examples: list[str] = field(default_factory=list)
 
 
-def _top(counter: Counter[str], count: int = 8) -> str:
-    return ", ".join(f"{key} {value}" for key, value in counter.most_common(count)) or "0"
-
-
 def _with_max(values: list[float]) -> str:
-    return f"{core.spread(values)} / {core.ms_at(values, 1.0)}"
+    return f"{spread(values)} / {ms_at(values, 1.0)}"
 
 
 def _minute(f: SlackFigures, method: str) -> str:
@@ -114,25 +115,25 @@ def _rss(f: SlackFigures) -> str:
 
 SlackFigures.rows = [
     ("conversations (bursts)", lambda f: f"{f.conversations} ({len(f.repeats) or 1})"),
-    ("first visible text after the event POST, p50 / p95 (ms)", lambda f: core.spread(f.first_from_event)),
-    ("... after the model's first token, p50 / p95 (ms)", lambda f: core.spread(f.first_after_model)),
-    ("event POST -> request at the model, p50 / p95 (ms)", lambda f: core.spread(f.to_model)),
+    ("first visible text after the event POST, p50 / p95 (ms)", lambda f: spread(f.first_from_event)),
+    ("... after the model's first token, p50 / p95 (ms)", lambda f: spread(f.first_after_model)),
+    ("event POST -> request at the model, p50 / p95 (ms)", lambda f: spread(f.to_model)),
     ("model token -> visible, p50 / p95 / max (ms)", lambda f: _with_max(f.lags)),
-    ("... p95 of each burst (ms)", lambda f: ", ".join(core.ms_at(run.lags, 0.95) for run in f.repeats or [f])),
-    ("... while turns still queued or retrieving, p50 / p95", lambda f: core.spread(f.lags_retrieving)),
-    ("... once every turn was streaming, p50 / p95", lambda f: core.spread(f.lags_streaming)),
+    ("... p95 of each burst (ms)", lambda f: ", ".join(ms_at(run.lags, 0.95) for run in f.repeats or [f])),
+    ("... while turns still queued or retrieving, p50 / p95", lambda f: spread(f.lags_retrieving)),
+    ("... once every turn was streaming, p50 / p95", lambda f: spread(f.lags_streaming)),
     ("tokens never shown", lambda f: str(f.missing_tokens)),
     ("model's last token -> complete final, p50 / p95 / max (ms)", lambda f: _with_max(f.to_final)),
     ("answers first seen whole, as their final", lambda f: str(f.whole_at_once)),
     ("finals complete and exact / mismatches", lambda f: f"{f.exact} / {f.conversations} ({len(f.mismatches)})"),
-    ("Web API calls by method", lambda f: _top(f.calls)),
-    ("429s by limit and method", lambda f: _top(f.throttles)),
+    ("Web API calls by method", lambda f: top(f.calls, 8)),
+    ("429s by limit and method", lambda f: top(f.throttles, 8)),
     ("calls of a 429's limit made inside its Retry-After", lambda f: str(f.inside_wait)),
     ("chat.update accepted: most in any 60 s / per minute, each burst", lambda f: _minute(f, "chat.update")),
     ("chat.appendStream accepted: most in any 60 s / per minute", lambda f: _minute(f, "chat.appendStream")),
-    ("model's TTFT measured at the fake, p50 / p95 (ms)", lambda f: core.spread(f.model_ttft)),
-    ("fake's deltas late on their 50/s schedule, p95 (ms)", lambda f: core.ms_at(f.pace, 0.95)),
-    ("service log lines WARNING+", lambda f: _top(f.log_lines, 4)),
+    ("model's TTFT measured at the fake, p50 / p95 (ms)", lambda f: spread(f.model_ttft)),
+    ("fake's deltas late on their 50/s schedule, p95 (ms)", lambda f: ms_at(f.pace, 0.95)),
+    ("service log lines WARNING+", lambda f: top(f.log_lines, 4)),
     ("RSS before / burst peak / process peak (MB)", _rss),
     ("service CPU s / wall s of the bursts", lambda f: f"{f.cpu_seconds:.1f} / {f.wall:.1f}"),
     ("wall s of each burst", lambda f: ", ".join(f"{run.wall:.0f}" for run in f.repeats or [f])),
@@ -143,48 +144,26 @@ SlackFigures.rows = [
 # --- replaying what the fake accepted -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Replayed:
-    """One bot message rebuilt from the calls the fake accepted (FakeSlackAPI's _Message, what a person reads)."""
-
-    deltas: list[str] | None = None
-    markdown: str | None = None
-    blocks: list[Json] = field(default_factory=list)
-    text: str | None = None
-
-    def apply(self, call: SlackCall) -> None:
-        """Change the message as the fake did for this accepted call."""
-        params = call.params
-        markdown = _text(params, "markdown_text")
-        blocks = _blocks(params.get("blocks"))
-        if call.method == "chat.postMessage":
-            self.text, self.markdown, self.blocks = _text(params, "text"), markdown, blocks or []
-        elif call.method == "chat.update":
-            if markdown is not None:
-                self.text, self.markdown, self.blocks = None, markdown, []
-            else:
-                self.text = _text(params, "text") or self.text
-                self.blocks = blocks if blocks is not None else self.blocks
-                self.markdown = None
-            self.deltas = None
-        else:  # a stream's start, append or stop (the adapter sends markdown_text, never chunks)
-            self.deltas = self.deltas if self.deltas is not None else []
-            if markdown:
-                self.deltas.append(markdown)
-            self.blocks += blocks or []
-
-    def reads(self) -> str:
-        """What a person reads (FakeSlackAPI's _reads)."""
-        if self.deltas is not None:
-            return "\n".join(part for part in ("".join(self.deltas), blocks_text(self.blocks)) if part)
-        if self.markdown is not None:
-            return self.markdown
-        return blocks_text(self.blocks) if self.blocks else self.text or ""
-
-
-def _text(params: Json, name: str) -> str | None:
-    value = params.get(name)
-    return None if value is None else str(value)
+def _replay(message: Message, call: SlackCall) -> None:
+    """Change a bot message, rebuilt as the fake keeps it, as the fake did for this accepted call."""
+    params = call.params
+    markdown = opt(params, "markdown_text")
+    blocks = _blocks(params.get("blocks"))
+    if call.method == "chat.postMessage":
+        message.text, message.markdown, message.blocks = opt(params, "text"), markdown, blocks or []
+    elif call.method == "chat.update":
+        if markdown is not None:
+            message.text, message.markdown, message.blocks = None, markdown, []
+        else:
+            message.text = opt(params, "text") or message.text
+            message.blocks = blocks if blocks is not None else message.blocks
+            message.markdown = None
+        message.deltas = None
+    else:  # a stream's start, append or stop (the adapter sends markdown_text, never chunks)
+        message.deltas = message.deltas if message.deltas is not None else []
+        if markdown:
+            message.deltas.append(markdown)
+        message.blocks += blocks or []
 
 
 def _blocks(value: Any) -> list[Json] | None:
@@ -200,7 +179,7 @@ def timelines(calls: list[SlackCall], threads: list[Thread]) -> dict[int, list[t
     by_root = {(thread.channel, thread.ts): thread for thread in threads}
     by_message = {(thread.channel, reply.ts): thread for thread in threads for reply in thread.replies}
     made: Counter[int] = Counter()
-    messages: dict[int, dict[str, _Replayed]] = {}
+    messages: dict[int, dict[str, Message]] = {}
     shown: dict[int, list[tuple[float, str]]] = {}
     for call in calls:
         if call.error is not None or call.method not in _WRITES:
@@ -218,8 +197,8 @@ def timelines(calls: list[SlackCall], threads: list[Thread]) -> dict[int, list[t
             if owner is None:
                 continue
         mine = messages.setdefault(owner.number, {})
-        mine.setdefault(ts, _Replayed()).apply(call)
-        text = "".join(message.reads() for message in mine.values())
+        _replay(mine.setdefault(ts, Message(channel, ts, "")), call)
+        text = "".join(reads(message) for message in mine.values())
         line = shown.setdefault(owner.number, [])
         if not line or line[-1][1] != text:
             line.append((call.time, text))
@@ -236,9 +215,8 @@ class _SlackScenario:
         self.fake = fake
         self.model = model
         self.url = url
-        self.pid = pid
         self.channels = channels
-        self.lifetime_peak = 0.0
+        self._watch = BurstWatch(pid, "the `ragbot serve` process")
         self._log = log
 
     async def burst(self, name: str, numbers: list[int]) -> SlackFigures:
@@ -248,22 +226,12 @@ class _SlackScenario:
         threads = [Thread(number, f"C0BENCH{index % self.channels:02d}") for index, number in enumerate(numbers)]
         self.model.streamed.clear()
         marks = len(fake.requests), len(fake.throttled), self._log.stat().st_size
-        before = core.status_mb(self.pid, "VmRSS")
-        self.lifetime_peak = max(self.lifetime_peak, core.status_mb(self.pid, "VmHWM"))
-        core.reset_peak(self.pid)
-        lag = core.LoopLag()
-        lag.start()
-        cpu, started = core.process_cpu(self.pid), time.monotonic()
+        self._watch.start()
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             await asyncio.gather(*(self._mention(session, thread) for thread in threads))
         await self._settle(threads)
         figures = SlackFigures(name, len(threads))
-        figures.wall, figures.cpu_seconds = time.monotonic() - started, core.process_cpu(self.pid) - cpu
-        await lag.stop()
-        figures.loop_lag = lag.delays
-        peak = core.status_mb(self.pid, "VmHWM")
-        self.lifetime_peak = max(self.lifetime_peak, peak)
-        figures.memory = core.Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        await self._watch.stop(figures)
         self._analyse(figures, threads, marks)
         return figures
 
@@ -276,7 +244,7 @@ class _SlackScenario:
 
     async def _mention(self, session: aiohttp.ClientSession, thread: Thread) -> None:
         user = f"U0P{thread.number:06d}"
-        text = core.question(thread.number)
+        text = question(thread.number)
         thread.ts = self.fake.user_message(TEAM, thread.channel, user, f"<@{events.BOT_USER_ID}> {text}")
         event = events.app_mention(channel=thread.channel, user=user, text=text, team=TEAM, ts=thread.ts)
         body = events.json_body(events.envelope(event, team_id=TEAM))
@@ -321,17 +289,17 @@ class _SlackScenario:
         _rates(figures, calls)
         _read_log(figures, self._log, marks[2])
         shown = timelines(calls, threads)
-        records = core.streams_by_ticket(self.model)
+        records = streams_by_ticket(self.model)
         interval = 1 / self.model.tokens_per_second
         last_request = max((record.received for record in records.values()), default=0.0)
         for thread in threads:
-            person = core.Seen(thread.number, started=thread.started, shown=shown.get(thread.number, []))
+            person = Seen(thread.number, started=thread.started, shown=shown.get(thread.number, []))
             person.final = "".join(reply.text for reply in thread.replies) if thread.replies else None
             record = records.get(thread.number)
             if record is None:
                 figures.mismatches.append(f"#{thread.number}: the model was never asked (POST {thread.status})")
                 continue
-            core.record_timings(figures, person, record, interval=interval, last_request=last_request, edited=True)
+            record_timings(figures, person, record, interval=interval, last_request=last_request, edited=True)
             want = expected_text(thread.number)
             if person.shown:
                 figures.first_from_event.append(person.shown[0][0] - thread.started)
@@ -376,13 +344,10 @@ def _rates(figures: SlackFigures, calls: list[SlackCall]) -> None:
 def _read_log(figures: SlackFigures, log: Path, offset: int) -> None:
     """The service's WARNING and worse lines since `offset`, counted by level, logger and first word; the first
     few kept whole, with the traceback lines under them (lines that do not start like a log line)."""
-    with log.open("rb") as handle:
-        handle.seek(offset)
-        lines = handle.read().decode(errors="replace").splitlines()
     keeping = False
-    for line in lines:
-        if match := _LOG_KEY.match(line):
-            figures.log_lines[f"{match[1]} {match[2]} {match[3]}"] += 1
+    for line in log_since(log, offset):
+        if (key := warning_key(line)) is not None:
+            figures.log_lines[key] += 1
             keeping = len(figures.log_examples) < 3
             if keeping:
                 figures.log_examples.append(line)
@@ -394,7 +359,7 @@ def _read_log(figures: SlackFigures, log: Path, offset: int) -> None:
 
 def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
     """The bursts' figures as one: lists joined, counts added, the memory peaks kept."""
-    return core.merge_runs(SlackFigures(name, sum(run.conversations for run in runs), repeats=list(runs)), runs)
+    return merge_runs(SlackFigures(name, sum(run.conversations for run in runs), repeats=list(runs)), runs)
 
 
 # --- the run --------------------------------------------------------------------------------------------------
@@ -402,13 +367,13 @@ def _merged(name: str, runs: list[SlackFigures]) -> SlackFigures:
 
 async def _mode_run(
     mode: str, env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path
-) -> list[core.Figures]:
+) -> list[Figures]:
     """One streaming mode in a `ragbot serve` of its own against a fresh fake: warm-up, 1 alone, the bursts."""
     count = args.conversations
     async with FakeSlackAPI() as fake:
         fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id="B0BENCH")
         slack = {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_BASE_URL": fake.base_url}
-        async with core.serving({**env, **slack, "SLACK_STREAMING": mode}, work) as (url, process):
+        async with serving({**env, **slack, "SLACK_STREAMING": mode}, work) as (url, process):
             scenario = _SlackScenario(fake, model, url, process.pid, args.channels, work / "serve.log")
             warm = await scenario.burst("warm-up", [0])
             if warm.exact != 1:
@@ -421,7 +386,7 @@ async def _mode_run(
                 runs.append(await scenario.burst(label, list(range(first, first + count))))
                 run = runs[-1]
                 print(
-                    f"  {mode} burst {repeat + 1}: {run.wall:.0f} s, lag p95 {core.ms_at(run.lags, 0.95)} ms, "
+                    f"  {mode} burst {repeat + 1}: {run.wall:.0f} s, lag p95 {ms_at(run.lags, 0.95)} ms, "
                     f"final p50/p95/max {_with_max(run.to_final)} ms, exact {run.exact}/{run.conversations}, "
                     f"429s {sum(run.throttles.values())}",
                     flush=True,
@@ -429,10 +394,10 @@ async def _mode_run(
     return [alone, _merged(f"{label}, {count} at once in {args.channels} channels", runs)]
 
 
-async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[core.Figures]:
+async def slack_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[Figures]:
     """Scenario (s): both streaming modes, each in its own `ragbot serve` against a fresh fake."""
     print(f"(s) {args.conversations} Slack threads, one workspace, {args.channels} channels, limits on", flush=True)
-    figures: list[core.Figures] = []
+    figures: list[Figures] = []
     for mode in MODES:
         figures += await _mode_run(mode, env, model, args, work)
     for result in figures:

@@ -24,8 +24,6 @@ import asyncio
 import bisect
 import contextlib
 import itertools
-import re
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,30 +32,17 @@ from typing import Any, ClassVar
 
 from adapters.telegram.render import to_telegram_html
 from adapters.telegram.reply import GROUP_LIMITS, PRIVATE_LIMITS
-from bench.concurrency import (
-    RUN_TIMEOUT,
-    SOURCE_TITLE,
-    Figures,
-    LoopLag,
-    Memory,
-    Seen,
-    known_answer,
-    merge_runs,
-    ms_at,
-    process_cpu,
-    question,
-    record_timings,
-    reset_peak,
-    serving,
-    spread,
-    status_mb,
-    streams_by_ticket,
-)
+from bench.conversations import RUN_TIMEOUT, SOURCE_TITLE, known_answer, question, streams_by_ticket
+from bench.figures import Figures, Seen, merge_runs, record_timings
+from bench.process_stats import BurstWatch
+from bench.report import ms_at, spread, top
+from bench.serving import log_since, serving, warning_key
 from bot.types import Answer, SourceLink
 from bot.words import messages
+from bot.words.catalogue import languages
 from bot.words.messages import answer_with_sources
-from tests.fakes.openai_api import FakeOpenAI, StreamedReply
-from tests.fakes.telegram_api import (
+from fakes.openai_api import FakeOpenAI, StreamedReply
+from fakes.telegram import (
     BotMessage,
     BotRequest,
     Draft,
@@ -76,8 +61,6 @@ _FLOODED = frozenset({"sendmessage", "editmessagetext", "editmessagereplymarkup"
 _BUTTONS_WAIT = 40.0
 _FIRST_USER = 50_000_000
 _FIRST_GROUP = -1_009_000_000_000
-# bot.main's log format: "date time LEVEL logger turn=ID message"; counted by level, logger and first word.
-_LOG_KEY = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) (\S+) turn=\S+ (\S+)")
 
 
 @dataclass(slots=True)
@@ -127,10 +110,6 @@ def _within(lags: list[float], goal: float) -> str:
     return f"{sum(lag <= goal for lag in lags) / len(lags):.0%}" if lags else "n/a"
 
 
-def _top(counter: Counter[str], count: int = 6) -> str:
-    return ", ".join(f"{key} {value}" for key, value in counter.most_common(count)) or "0"
-
-
 def _rate(busy: list[int] | list[float]) -> str:
     return f"{sum(busy) / len(busy):.1f} / {max(busy):g}" if busy else "n/a"
 
@@ -158,22 +137,22 @@ TelegramFigures.rows = [
     ("finals without feedback buttons", lambda f: str(f.missing_buttons)),
     ("other bot messages (not the answer)", lambda f: str(sum(f.extra_messages.values()))),
     ("Bot API calls, all", lambda f: str(sum(f.calls.values()))),
-    ("... by method", lambda f: _top(f.calls)),
+    ("... by method", lambda f: top(f.calls, 6)),
     ("answers being written at once, mean / max", lambda f: _rate(f.streaming)),
     ("... edits/drafts their intervals ask for per second, mean / max", lambda f: _rate(f.wanted_per_second)),
     ("private chat's draft tries while the model writes, gap p50 / p95 (ms)", lambda f: spread(f.draft_gaps)),
     ("flood-counted calls tried per second, mean / max", lambda f: _rate(f.attempted_per_second)),
     ("... accepted per second, mean / max", lambda f: _rate(f.accepted_per_second)),
     ("429s, all", lambda f: str(sum(f.throttles.values()))),
-    ("... by limit and method", lambda f: _top(f.throttles)),
+    ("... by limit and method", lambda f: top(f.throttles, 6)),
     ("calls by the conversation that got a 429, before its retry_after", lambda f: str(sum(f.not_waited.values()))),
-    ("... by 429 -> next call", lambda f: _top(f.not_waited, 4)),
+    ("... by 429 -> next call", lambda f: top(f.not_waited, 4)),
     ("calls by other topics of a chat inside its chat/group 429 wait", lambda f: str(f.others_inside)),
     (
         "calls by anyone during a bot-wide (global) 429 wait / of them refused",
         lambda f: f"{f.in_global_wait} / {f.in_global_wait_refused}",
     ),
-    ("service log lines WARNING+", lambda f: _top(f.log_lines)),
+    ("service log lines WARNING+", lambda f: top(f.log_lines, 6)),
     ("RSS before the burst (MB)", lambda f: f"{f.memory.before:.0f}" if f.memory else "n/a"),
     ("peak RSS during the burst (MB)", lambda f: f"{f.memory.burst_peak:.0f}" if f.memory else "n/a"),
     ("peak RSS, whole process life (MB)", lambda f: f"{f.memory.lifetime_peak:.0f}" if f.memory else "n/a"),
@@ -208,9 +187,8 @@ class _TelegramScenario:
     def __init__(self, fake: FakeTelegramBotAPI, model: FakeOpenAI, pid: int, layout: str, log: Path) -> None:
         self.fake = fake
         self.model = model
-        self.pid = pid
         self.layout = layout
-        self.lifetime_peak = 0.0
+        self._watch = BurstWatch(pid, "the `ragbot serve` process")
         self._log = log
 
     def places(self, numbers: list[int], private: int, groups: int) -> list[Place]:
@@ -242,23 +220,13 @@ class _TelegramScenario:
             place.question_id = update["message"]["message_id"]
         self.model.streamed.clear()
         marks = len(fake.requests), len(fake.throttled), len(fake.draft_log), self._log.stat().st_size
-        before = status_mb(self.pid, "VmRSS")
-        self.lifetime_peak = max(self.lifetime_peak, status_mb(self.pid, "VmHWM"))
-        reset_peak(self.pid)
-        lag = LoopLag()
-        lag.start()
-        cpu = process_cpu(self.pid)
-        started = time.monotonic()
+        self._watch.start()
+        started = self._watch.started
         for update in updates:
             fake.queue_update(update)
         await self._settle(places)
         figures = TelegramFigures(name, len(places), layout=self.layout)
-        figures.wall, figures.cpu_seconds = time.monotonic() - started, process_cpu(self.pid) - cpu
-        await lag.stop()
-        figures.loop_lag = lag.delays
-        peak = status_mb(self.pid, "VmHWM")
-        self.lifetime_peak = max(self.lifetime_peak, peak)
-        figures.memory = Memory(before, peak, self.lifetime_peak, "the `ragbot serve` process")
+        await self._watch.stop(figures)
         self._analyse(figures, places, started, marks)
         return figures
 
@@ -274,7 +242,7 @@ class _TelegramScenario:
             ]
 
         # "Yours is number N in line" (plain mentions queue in their group's one conversation) is not an end.
-        notices = {messages.queued(place) for place in range(len(places) + 1)}
+        notices = {messages.queued(place, lang) for place in range(len(places) + 1) for lang in languages()}
 
         def settled(place: Place) -> bool:
             shown = [message.text for message in answers(place) if message.text not in notices]
@@ -307,7 +275,7 @@ class _TelegramScenario:
         requests = fake.requests[marks[0] :]
         drafts = fake.draft_log[marks[2] :]
         figures.calls = Counter(request.method for request in requests)
-        figures.log_lines = _log_lines(self._log, marks[3])
+        figures.log_lines = Counter(key for line in log_since(self._log, marks[3]) if (key := warning_key(line)))
         owners = _owners(requests, places)
         rejected = _match_throttles(requests, fake.throttled[marks[1] :])
         _check_waits(figures, requests, rejected, owners, started)
@@ -485,18 +453,6 @@ def _per_second(times: list[float], started: float) -> list[int]:
     for at in times:
         counts[int(at - started)] += 1
     return counts
-
-
-def _log_lines(log: Path, offset: int) -> Counter[str]:
-    """The service's WARNING and worse lines since `offset`, by level and their first key=value."""
-    with log.open("rb") as handle:
-        handle.seek(offset)
-        lines = handle.read().decode(errors="replace").splitlines()
-    found: Counter[str] = Counter()
-    for line in lines:
-        if match := _LOG_KEY.match(line):
-            found[f"{match[1]} {match[2]} {match[3]}"] += 1
-    return found
 
 
 def _merged(name: str, runs: list[TelegramFigures]) -> TelegramFigures:

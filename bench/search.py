@@ -36,6 +36,7 @@ import numpy as np
 from sqlalchemy import event
 
 from bench.common import commit, local_stack, machine, parse_arguments, percentile
+from fakes.openai_api import FakeOpenAI
 from rag.config import ChatModelConfig
 from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor, SourceFile
@@ -62,7 +63,6 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.merge_reads import MergeReadRepo
 from storage.weaviate.schema import Collection
 from storage.weaviate.store import WeaviateStore
-from tests.fakes.openai_api import FakeOpenAI
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 POOL = 2000

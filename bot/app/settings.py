@@ -337,7 +337,7 @@ def _with_platforms() -> type[CoreSettings]:
     # One class holding ragbot's fields and every platform's: the environment and .env are read once, a name no
     # part declares is still refused, and each platform reads its own through PlatformSettings.of.
     # Fields come in reverse base order: ragbot's own first, then each platform's in entry-point name order.
-    bases = (*reversed(platform_settings()), CoreSettings)
+    bases: tuple[type, ...] = (*reversed(platform_settings()), CoreSettings)
     return type("Settings", bases, {"__doc__": "Every setting ragbot reads."})
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.processes import ROOT, SETTINGS_PREFIXES, free_port
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
-from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port
 
 
 @pytest.fixture

@@ -16,13 +16,13 @@ import pytest_asyncio
 
 from bot.app.services import Services, build_services
 from bot.cli.ask import answer_turn, cli_manager, new_conversation_key
+from fakes.openai_api import FakeOpenAI
+from fakes.rerank_api import FakeRerankAPI
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry
 from rag.pipeline import TurnContext
 from storage.records import MessageRecord
 from tests.conftest import EmbeddedSettings
-from tests.fakes.openai_api import FakeOpenAI
-from tests.fakes.rerank_api import FakeRerankAPI
 
 HANDBOOK = (
     "# Refunds\n\nRefunds are paid to the original card within five working days of the return.\n\n"

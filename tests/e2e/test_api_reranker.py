@@ -6,13 +6,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from fakes.rerank_api import FakeRerankAPI, overlap_score
 from rag.errors import RerankerError
 from rag.lexical import LexicalAnalyzer
 from rag.models.rerankers import ApiReranker, RerankerConfig
 from rag.pipeline import TurnContext
 from rag.stages.rerank import Rerank
 from rag.types import Candidate
-from tests.fakes.rerank_api import FakeRerankAPI, overlap_score
 
 QUERY = "how long do refunds take"
 TEXTS = ["the office opens at nine", "how long refunds take: fourteen days", "how long is the warranty"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.e2e.cli import ragbot, wait_until_ready
+from harness.processes import ragbot, wait_until_ready
 
 
 async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(

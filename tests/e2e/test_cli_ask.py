@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.cli import run_ragbot
+from harness.processes import run_ragbot
 
 
 async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from tests.e2e.cli import run_ragbot
+from harness.processes import run_ragbot
 
 VPN = "# VPN\n\nThe VPN client is installed from the Software Center app on your laptop.\n"
 PRINTERS = "# Printers\n\nTo install a printer, open Settings, choose Printers and add the one named on its sticker.\n"

@@ -9,7 +9,7 @@ import io
 import signal
 from pathlib import Path
 
-from tests.e2e.cli import ragbot, run_ragbot
+from harness.processes import ragbot, run_ragbot
 
 
 async def test_stats_counts_the_questions_asked_and_lists_what_found_nothing(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from tests.e2e.cli import ragbot, run_ragbot, wait_until_ready
+from harness.processes import ragbot, run_ragbot, wait_until_ready
 
 _run = run_ragbot
 
@@ -114,7 +114,7 @@ async def test_serve_resumes_a_job_that_a_crash_left_running(
 ) -> None:
     import sqlite3
 
-    from tests.e2e.cli import free_port
+    from harness.processes import free_port
 
     (tmp_path / "hours.txt").write_text("The office is open from 9 to 17 on weekdays.\n")
     code, _, err = await run_ragbot(shared_weaviate_env, tmp_path, "kb", "create", "office")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.cli import run_ragbot
+from harness.processes import run_ragbot
 
 
 async def test_reindex_rebuilds_a_knowledge_base_and_it_answers_as_before(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from tests.e2e.cli import ragbot, run_ragbot, wait_until_ready
+from harness.processes import ragbot, run_ragbot, wait_until_ready
 
 
 @pytest_asyncio.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakes.openai_api import FakeOpenAI, fake_embedding
+from fakes.openai_api import FakeOpenAI, fake_embedding
 
 AUTH = {"Authorization": "Bearer test-key"}
 CHAT = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}

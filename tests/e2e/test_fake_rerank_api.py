@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.fakes.rerank_api import FakeRerankAPI, overlap_score
+from fakes.rerank_api import FakeRerankAPI, overlap_score
 
 AUTH = {"Authorization": "Bearer test-key"}
 BODY = {"model": "m", "query": "red apples", "documents": ["green pears", "red apples", "red cars"]}

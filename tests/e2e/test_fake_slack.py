@@ -24,8 +24,8 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from tests.fakes import slack_events
-from tests.fakes.slack_api import LOGIN_PAGE, FakeSlackAPI, Limit
+from fakes.slack import LOGIN_PAGE, FakeSlackAPI, Limit
+from fakes.slack import events as slack_events
 
 TEAM = "T0TEAM"
 TOKEN = "xoxb-fake-team-token"

@@ -23,7 +23,7 @@ from telegram.error import BadRequest, Conflict, EndPointNotFound, Forbidden, In
 from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
 from telegram.warnings import PTBDeprecationWarning
 
-from tests.fakes.telegram_api import DEFAULT_GROUP, FakeTelegramBotAPI, parse_html
+from fakes.telegram import DEFAULT_GROUP, FakeTelegramBotAPI, parse_html
 
 ALICE = 1001
 KEYBOARD = InlineKeyboardMarkup([[InlineKeyboardButton("Sources", callback_data="sources")]])

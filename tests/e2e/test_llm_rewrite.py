@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from fakes.openai_api import FakeOpenAI
 from rag.config import ChatModelConfig
 from rag.models.chat import OpenAIChatModel
 from rag.rewrite import LlmRewriter, RewriteResult
-from tests.fakes.openai_api import FakeOpenAI
 
 HISTORY = [("Who founded Tesla?", "Tesla was founded in 2003 by Martin Eberhard and Marc Tarpenning.")]
 QUERY = "When did it go public?"

@@ -23,7 +23,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port
+from harness.processes import ROOT, SETTINGS_PREFIXES, free_port
 
 # Building the demo knowledge base starts Weaviate twice and embeds the README; on 2 busy cores that is slow.
 _START_SECONDS = 300

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from fakes.openai_api import FakeOpenAI, fake_embedding
 from rag.config import ChatModelConfig, EmbedderConfig
 from rag.errors import ModelError, ModelTimeout
 from rag.models.chat import OpenAIChatModel
 from rag.models.embedders import OpenAIEmbedder
 from rag.types import ChatMessage
-from tests.fakes.openai_api import FakeOpenAI, fake_embedding
 
 MESSAGES = [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="Hi?")]
 

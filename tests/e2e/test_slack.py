@@ -24,11 +24,10 @@ from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.words import messages
+from fakes.slack import FakeSlackAPI, Shown, events
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
-from tests.fakes import slack_events as events
-from tests.fakes.slack_api import FakeSlackAPI, Shown
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"

@@ -16,12 +16,11 @@ from adapters.slack.app import create as create_slack
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import build_services
 from bot.words import messages
+from fakes.slack import FakeSlackAPI, events
 from rag.ingest.documents import SourceFile
 from storage.repos.slack_installs import SlackInstallRepo
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import HANDBOOK, SECRET, Slack, _serve
-from tests.fakes import slack_events as events
-from tests.fakes.slack_api import FakeSlackAPI
 
 CLIENT_ID = "111.222"
 CLIENT_SECRET = "client-secret"

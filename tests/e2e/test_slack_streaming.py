@@ -18,7 +18,7 @@ from adapters.slack.reply import SlackTarget
 from bot.metrics import ChatMetrics
 from bot.ports import ReplyStream
 from bot.types import Answer, SourceLink
-from tests.fakes.slack_api import FakeSlackAPI, Shown
+from fakes.slack import FakeSlackAPI, Shown
 
 TEAM = "T0STREAM"
 CHANNEL = "C0STREAM"

@@ -22,10 +22,10 @@ from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.words import messages
+from fakes.telegram import DEFAULT_USER, FakeTelegramBotAPI, parse_html
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
-from tests.fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}

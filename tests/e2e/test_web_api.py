@@ -26,10 +26,10 @@ from bot.app.settings import Settings
 from bot.errors import StartupError
 from bot.metrics import ChatMetrics
 from bot.words import messages
+from fakes.openai_api import FakeOpenAI
+from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
-from tests.e2e.cli import free_port
-from tests.fakes.openai_api import FakeOpenAI
 
 ADMIN_TOKEN = "let-me-in"
 UPLOAD_LIMIT_MB = 0.05

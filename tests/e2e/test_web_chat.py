@@ -24,10 +24,10 @@ from aiohttp import web
 from playwright.async_api import Browser, Dialog, Locator, Page, async_playwright, expect
 
 from bot.words import messages
+from fakes.openai_api import FakeOpenAI
+from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
-from tests.e2e.cli import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
-from tests.fakes.openai_api import FakeOpenAI
 
 ADMIN_TOKEN = "e2e-admin-token-7f3a"
 KB = "handbook"

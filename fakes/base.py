@@ -1,4 +1,4 @@
-"""What every local fake API shares: a loopback aiohttp server, a request log, Bearer auth, scripted faults."""
+"""What every local fake API shares: a loopback aiohttp server, a request log, Bearer auth, scripted faults, waiting."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from aiohttp.typedefs import Middleware
 from multidict import CIMultiDict, CIMultiDictProxy
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A JSON object as the fakes read and write them.
+Json = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ class FakeAPI:
         self._api_key = api_key
         self._faults: deque[object] = deque()
         self._closing = asyncio.Event()
+        self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._port = 0
 
@@ -67,6 +70,31 @@ class FakeAPI:
     def delay_next(self, seconds: float) -> None:
         """Hold the next request for `seconds` (or until the fake closes) before answering it."""
         self._faults.append(Delay(seconds))
+
+    # A timeout argument reads best in tests (`await fake.wait_for(pred, timeout=5)`); it is asyncio.timeout inside.
+    async def wait_for(self, predicate: Callable[[], object], timeout: float = 10.0) -> None:  # noqa: ASYNC109
+        """Return once `predicate()` is truthy, checked again on every change the fake sees; TimeoutError after."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    changed = self._changed
+                    if predicate():
+                        return
+                    await changed.wait()
+        except TimeoutError as exc:
+            calls = ", ".join(request.method for request in self.requests[-10:])
+            exc.add_note(f"{type(self).__name__}: condition not met after {timeout}s; last calls: {calls}")
+            raise
+
+    def _notify(self) -> None:
+        """Wake every wait_for: the fake's state has changed."""
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _hold(self, seconds: float) -> None:
+        """Wait `seconds`, or less if the fake closes meanwhile (so shutdown does not wait for a scripted delay)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
 
     def add_routes(self, app: web.Application) -> None:
         """Register the fake's endpoints."""
@@ -113,13 +141,13 @@ class FakeAPI:
         self.requests.append(
             RecordedRequest(request.method, request.path, CIMultiDictProxy(CIMultiDict(request.headers)), body)
         )
+        self._notify()
         if request.headers.get("Authorization") != f"Bearer {self._api_key}":
             return self.error(401, self.auth_error)
         fault = self._faults.popleft() if self._faults else None
         if isinstance(fault, Fail):
             return self.error(fault.status, f"Scripted failure {fault.status}.", retry_after=fault.retry_after)
         if isinstance(fault, Delay):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), fault.seconds)
+            await self._hold(fault.seconds)
         answer = await self.admit(request, body, fault)
         return answer if answer is not None else await handler(request)

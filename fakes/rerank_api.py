@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.base import FakeAPI
+from fakes.base import FakeAPI
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 
 from slack_sdk.signature import SignatureVerifier
 
+from fakes.base import Json
+
 __all__ = [
     "APP_ID",
     "BOT_USER_ID",
@@ -34,7 +36,6 @@ __all__ = [
     "url_verification",
 ]
 
-Json = dict[str, Any]
 
 APP_ID = "A0FAKEAPP"
 BOT_USER_ID = "U0FAKEBOT"

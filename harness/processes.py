@@ -1,4 +1,4 @@
-"""Running the `ragbot` command as a user would, for the end-to-end tests."""
+"""The `ragbot` command as a subprocess: a free port, the settings to keep out of its environment, start, ready."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+# The names ragbot's settings read, by prefix: a child process gets none of them from the shell that runs it.
 SETTINGS_PREFIXES = (
     "RAGBOT_",
     "DATABASE_",

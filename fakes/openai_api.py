@@ -9,14 +9,14 @@ import json
 import re
 import struct
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.base import FakeAPI, RecordedRequest
+from fakes.base import FakeAPI, RecordedRequest
+from fakes.limits import SlidingWindow
 
 __all__ = ["FakeOpenAI", "RecordedRequest", "StreamedReply", "fake_embedding"]
 
@@ -71,9 +71,8 @@ class FakeOpenAI(FakeAPI):
         # Every streamed answer, with the time each of its content deltas was written.
         self.streamed: list[StreamedReply] = []
         self._dimension = dimension
-        self._rate_limit = rate_limit
+        self._window = SlidingWindow(*rate_limit) if rate_limit is not None else None
         self._clock = clock
-        self._accepted: deque[float] = deque()
         self._ids = 0
 
     def malformed_stream_next(self) -> None:
@@ -102,16 +101,13 @@ class FakeOpenAI(FakeAPI):
 
     def _rate_limit_wait(self) -> float | None:
         """None when the request fits in the window (and is counted), else seconds until a slot frees."""
-        if self._rate_limit is None:
+        if self._window is None:
             return None
-        limit, window = self._rate_limit
         now = self._clock()
-        while self._accepted and self._accepted[0] <= now - window:
-            self._accepted.popleft()
-        if len(self._accepted) >= limit:
-            return self._accepted[0] + window - now
-        self._accepted.append(now)
-        return None
+        wait = self._window.wait(now)
+        if wait is None:
+            self._window.count(now)
+        return wait
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         received = time.monotonic()

@@ -1,0 +1,57 @@
+"""The concurrency benchmarks' conversations: one document, numbered questions, the fake model's known answers."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from fakes.openai_api import FakeOpenAI, StreamedReply
+
+KB = "handbook"
+
+DOCUMENT_NAME = "vpn.md"
+
+DOCUMENT = (
+    "# VPN client\n\nThe VPN client is installed from the Software Center app on your laptop. Open the Software "
+    "Center, search for VPN and press Install. Sign in with your company account when the client first starts.\n"
+)
+
+# The one source under every answer, named by the document's file name.
+SOURCE_TITLE = DOCUMENT_NAME
+
+MODEL_TTFT = 0.2
+
+ANSWER_WORDS = 120
+
+RUN_TIMEOUT = 180.0
+
+_TICKET = re.compile(r"[Tt]icket (\d+)")
+
+# The answers' words: the document's own, so they read like answers about it.
+_VOCABULARY = tuple(dict.fromkeys(re.findall(r"[a-z]+", DOCUMENT.lower())))
+
+
+def question(number: int) -> str:
+    """Conversation `number`'s question: the same topic for all, a ticket number of its own."""
+    return f"How do I install the VPN client on my laptop? This is ticket {number}."
+
+
+def known_answer(number: int) -> str:
+    """The fake model's answer to ticket `number`: ANSWER_WORDS words, distinct per ticket, plain text."""
+    rng = random.Random(number)
+    words = ["Ticket", f"{number}:", *(rng.choice(_VOCABULARY) for _ in range(ANSWER_WORDS - 3)), "done."]
+    for at in range(12, len(words) - 1, 12):
+        words[at] += "."
+    return " ".join(words)
+
+
+def reply_for(body: Any) -> str:
+    last = str(body.get("messages", [{}])[-1].get("content", ""))
+    found = _TICKET.findall(last)
+    return known_answer(int(found[-1])) if found else "No ticket number in the question."
+
+
+def streams_by_ticket(fake: FakeOpenAI) -> dict[int, StreamedReply]:
+    """The fake model's streamed answers that wrote anything, by the ticket number they answer."""
+    return {int(_TICKET.findall(record.reply)[0]): record for record in fake.streamed if record.sent}

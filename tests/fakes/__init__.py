@@ -1,1 +1,0 @@
-"""Local fakes of the external APIs, speaking their wire protocols."""
