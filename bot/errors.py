@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class StartupError(Exception):
     """Start-up cannot go on; names the setting to change and how."""
@@ -14,11 +16,17 @@ class StartupError(Exception):
 
 
 class UserFacingError(Exception):
-    """An error whose `user_message` may be shown to the person who caused it."""
+    """An error whose `user_message` may be shown to the person who caused it.
 
-    def __init__(self, user_message: str) -> None:
+    `message_id` (with `values`) names the same text in the chat's catalogues (bot/words), so a chat sees it in
+    its own language; `user_message` is the English the terminal and the logs show.
+    """
+
+    def __init__(self, user_message: str, *, message_id: str = "", values: Mapping[str, object] | None = None):
         super().__init__(user_message)
         self.user_message = user_message
+        self.message_id = message_id
+        self.values: Mapping[str, object] = values or {}
 
 
 class PlatformError(Exception):

@@ -60,7 +60,7 @@ class Command:
     name: str
     args: tuple[str, ...] = ()
     raw: str = ""
-    # Why the arguments could not be read (an unclosed quote); empty when they were.
+    # The catalogue id (bot/words) of why the arguments could not be read (an unclosed quote); empty when they were.
     error: str = ""
 
 

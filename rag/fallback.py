@@ -6,13 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from rag.language import language_of
 from rag.types import Candidate
 
-NO_ANSWER_EN: Final = "Sorry, I couldn't find anything about that in the knowledge base."
-NO_ANSWER_ZH: Final = "抱歉，我在知识库中没有找到与这个问题相关的内容。"
-
-_TITLE_CHARS: Final = 120  # a source line stays one readable line in any chat client
 # A sentence ends after ASCII . ! ? or an ellipsis followed by whitespace, after full-width 。！？, or at a line end.
 _SENTENCE: Final = re.compile(r".*?(?:[.!?…](?=\s|$)|[。！？]|\n|$)", re.DOTALL)
 
@@ -23,11 +18,6 @@ def fixed_answer(text: str) -> str:
     if not answer:
         raise ValueError("the fixed fallback answer is empty")
     return answer
-
-
-def no_answer_text(language_hint: str) -> str:
-    """A short apology for finding nothing: in Chinese when `language_hint` (the question) is mainly Chinese."""
-    return NO_ANSWER_ZH if language_of(language_hint) == "zh" else NO_ANSWER_EN
 
 
 def faq_answers(candidate: Candidate) -> list[str]:
@@ -78,8 +68,8 @@ def extractive_answer(query: str, passages: Sequence[Candidate], *, max_chars: i
 
     When the top passage is an FAQ, its first answer verbatim and whole (curated text is never cut).
     Otherwise the top passages as blockquotes cut at sentence ends, each followed by its source number ([1]
-    is `passages[0]`, as in `format_sources`), `max_chars` at most in all. With nothing to quote, the
-    no-answer apology in the question's language.
+    is `passages[0]`), `max_chars` at most in all. With nothing to quote, "" (the caller says nothing was found,
+    in its own words).
     """
     if passages and (answers := faq_answers(passages[0])):
         return answers[0]
@@ -102,29 +92,4 @@ def extractive_answer(query: str, passages: Sequence[Candidate], *, max_chars: i
             break
         blocks.append(block)
         used += separator + len(block)
-    return "\n\n".join(blocks) if blocks else no_answer_text(query)
-
-
-def format_sources(passages: Sequence[Candidate]) -> list[str]:
-    """One line per passage, numbered as cited: "[1] Title or file name, p. 3"."""
-    lines = []
-    for number, candidate in enumerate(passages, start=1):
-        meta = candidate.metadata
-        name = next(
-            (
-                " ".join(value.split())
-                for key in ("title", "filename")
-                if isinstance(value := meta.get(key), str) and value.strip()
-            ),
-            None,
-        )
-        if name is None and candidate.kind == "faq" and isinstance(question := meta.get("question"), str):
-            name = "FAQ: " + " ".join(question.split())
-        if not name:
-            name = candidate.document_id or candidate.id
-        if len(name) > _TITLE_CHARS:
-            name = name[: _TITLE_CHARS - 1].rstrip() + "…"
-        page = meta.get("page")
-        suffix = f", p. {page}" if isinstance(page, int | str) and str(page).strip() else ""
-        lines.append(f"[{number}] {name}{suffix}")
-    return lines
+    return "\n\n".join(blocks)

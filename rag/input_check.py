@@ -5,15 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
-REFUSE_EMPTY: Final = "Please type your question as text, and I'll look it up."
-REFUSE_NO_WORDS: Final = "I can only answer questions written in words. What would you like to know?"
-REFUSE_UNREADABLE: Final = (
-    "Part of your message arrived garbled (invalid characters), so I can't read it. Please send it again as text."
-)
-TRUNCATED_NOTICE: Final = "Your question was very long, so I answered from its first {max_chars} characters."
-"""For the bot to show beside an answer when `QuestionCheck.truncated` is set (format with max_chars)."""
+Refusal = Literal["empty", "no_words", "unreadable"]
+"""Why a question cannot be answered: nothing but whitespace or controls, no word at all, or garbled bytes. The bot
+words each reason in the asker's language."""
 
 _REPLACEMENT: Final = "\ufffd"
 _BOM: Final = "\ufeff"
@@ -25,7 +21,7 @@ _WHITESPACE: Final = re.compile(r"\s")
 
 @dataclass(frozen=True, slots=True)
 class QuestionCheck:
-    """The verdict on one question: the cleaned text to use, or a one-line refusal to send instead.
+    """The verdict on one question: the cleaned text to use, or why it is refused.
 
     `truncated` means the question was over the length cap and `text` holds only its start; the question is
     still answered (a person who pasted a 20,000-character question gets an answer and a notice, not a wall).
@@ -33,7 +29,7 @@ class QuestionCheck:
 
     ok: bool
     text: str
-    refusal: str | None = None
+    refusal: Refusal | None = None
     truncated: bool = False
 
 
@@ -41,7 +37,7 @@ def decode_user_bytes(data: bytes) -> str:
     """Decodes bytes from a platform as UTF-8, dropping a leading BOM and turning invalid bytes into U+FFFD.
 
     It never raises: invalid input is replaced rather than rejected here so that `check_question` gives the
-    person one clear refusal (REFUSE_UNREADABLE) instead of the turn failing with a decoding error.
+    person one clear refusal ("unreadable") instead of the turn failing with a decoding error.
     """
     return data.decode("utf-8-sig", errors="replace")
 
@@ -61,12 +57,12 @@ def check_question(text: str, *, max_chars: int = 4000) -> QuestionCheck:
     # U+FFFD marks bytes that were not valid UTF-8; lone surrogates come from bad JSON escapes ("\ud800").
     # Either way part of the message is lost, and answering a question we cannot read would mislead.
     if any(ch == _REPLACEMENT or "\ud800" <= ch <= "\udfff" for ch in text):
-        return QuestionCheck(ok=False, text="", refusal=REFUSE_UNREADABLE)
+        return QuestionCheck(ok=False, text="", refusal="unreadable")
     cleaned = clean_question(text)
     if not cleaned:
-        return QuestionCheck(ok=False, text="", refusal=REFUSE_EMPTY)
+        return QuestionCheck(ok=False, text="", refusal="empty")
     if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
-        return QuestionCheck(ok=False, text=cleaned, refusal=REFUSE_NO_WORDS)
+        return QuestionCheck(ok=False, text=cleaned, refusal="no_words")
     if len(cleaned) <= max_chars:
         return QuestionCheck(ok=True, text=cleaned)
     return QuestionCheck(ok=True, text=truncate_text(cleaned, max_chars), truncated=True)

@@ -53,7 +53,8 @@ class TurnContext:
     reports: list[StageReport] = field(default_factory=list)
     # The question was over the length cap and only its start was answered.
     truncated: bool = False
-    # What this chat says when nothing fits (set per chat by an admin); empty: the configured fallback.
+    # What to say when nothing fits, in the asker's words (a chat's own text, or its apology); empty: the configured
+    # fallback text.
     fallback_text: str = ""
     # The answer as delivered (STREAM_ANSWER), each piece also handed to `on_text` as it comes.
     text: str = ""

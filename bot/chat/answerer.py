@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from bot.words import messages
+from bot.words.language import detect
 from rag.input_check import check_question
 from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext, answer_once
@@ -46,13 +47,13 @@ class Answerer:
         """A new turn for `question`; a question that fails the input check carries its refusal as answer.
 
         With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
-        `history`); store the question first, as it is not a round yet. With `language` (a bot.i18n code), the
-        refusal and the "nothing found" apology are in that language; without, rag picks it from the question.
+        `history`); store the question first, as it is not a round yet. The refusal and the "nothing found" apology
+        are in `language` (a bot.words code), else in the question's own.
         """
         check = check_question(question)
-        if language is not None and not fallback_text and self.parts.answer.fallback != "fixed":
-            # rag says "nothing found" in the question's language; the chat may have chosen another (/lang).
-            fallback_text = messages.no_answer(language)
+        lang = language or detect(question)
+        if not fallback_text and self.parts.answer.fallback != "fixed":
+            fallback_text = messages.no_answer(lang)
         turn = TurnContext(
             query=check.text,
             kb_ids=tuple(kb_ids),
@@ -64,10 +65,9 @@ class Answerer:
             stop=stop,
             fallback_text=fallback_text,
         )
-        if not check.ok:
+        if check.refusal is not None:
             turn.outcome = "refused"
-            refusal = check.refusal or ""
-            turn.answer = answer_once(messages.translated(refusal, language) if language else refusal)
+            turn.answer = answer_once(messages.refusal(check.refusal, lang))
         return turn
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:

@@ -236,7 +236,7 @@ class ConversationManager:
             _log_failure(exc, conversation.id, opened.request_id)
             text = turn.text if turn is not None else ""
             await self._record_failure(opened, exc, turn, text)
-            ref = await stream.fail(messages.translated(apology(exc), lang))
+            ref = await stream.fail(apology(exc, lang))
             answer = Answer(text=text, outcome="failed", message_id=opened.answer_id, language=lang)
         finally:
             if self._stops.get(conversation.id) is stop:

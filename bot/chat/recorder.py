@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from bot.chat.parts import Conversations
 from bot.errors import UserFacingError
-from bot.words.messages import TURN_FAILED
+from bot.words import messages
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
 from rag.pipeline import TurnContext
 from rag.types import Candidate
@@ -34,9 +34,9 @@ def shown_sources(turn: TurnContext) -> list[Candidate]:
     return [] if turn.outcome in _NO_SOURCES_SHOWN else list(turn.selected)
 
 
-def apology(error: BaseException) -> str:
-    """What the person is told when their turn failed: the error's own user message, else TURN_FAILED."""
-    return error.user_message if isinstance(error, UserFacingError) else TURN_FAILED
+def apology(error: BaseException, lang: str) -> str:
+    """What the person is told when their turn failed, in `lang`: the error's own message, else the apology."""
+    return messages.user_message(error, lang) if isinstance(error, UserFacingError) else messages.turn_failed(lang)
 
 
 def _source(candidate: Candidate) -> dict[str, Any]:

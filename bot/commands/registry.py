@@ -14,6 +14,7 @@ from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
 from bot.types import Command, IncomingMessage
 from bot.words import messages
+from bot.words.catalogue import catalogue
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def parse_command(text: str, bot_username: str = "") -> Command | None:
     try:
         args = tuple(shlex.split(_straight_quotes(rest))) if rest else ()
     except ValueError:
-        return Command(name=name, raw=rest, error=messages.UNCLOSED_QUOTE)
+        return Command(name=name, raw=rest, error="command.unclosed_quote")
     return Command(name=name, args=args, raw=rest)
 
 
@@ -130,13 +131,13 @@ class CommandRegistry:
             return
         if message.command.error:
             how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)
-            await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
+            await deliver_text(target, f"{catalogue(lang).text(message.command.error)} {how}")
             return
         context = CommandContext(message, message.command, target, chat, parts, self, is_admin, lang)
         try:
             await spec.handler(context)
         except UserFacingError as exc:
-            await deliver_text(target, messages.translated(exc.user_message, lang))
+            await deliver_text(target, messages.user_message(exc, lang))
         except Exception:
             # The command boundary is a turn boundary too: log it, apologise, keep serving.
             log.exception("command=failed name=%s", spec.name)

@@ -1,47 +1,35 @@
 """Every fixed thing the bot says to a person, in the language of the turn, and how sources are written under it.
 
-The texts of chat replies live in the catalogues (bot/locales/<code>.toml, read through bot.i18n); each function
-here takes the turn's language code (`lang`) and fills one in. What only an operator reads (CLI output, logs,
-HTTP errors of the web API) stays English and is written here directly.
+The texts of chat replies live in the catalogues (bot/words/locales/<code>.toml, read through
+bot.words.catalogue); each function here takes the turn's language code (`lang`) and fills one in. What only an
+operator reads (CLI output, logs, HTTP errors of the web API) stays English and is written here directly.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from bot.errors import UserFacingError
 from bot.types import Answer, SourceLink, web_url
-from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, languages, placeholders
+from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, languages
+from rag.input_check import Refusal
 from storage.records import JobRecord
 
-# English texts for callers that reply before any turn has a language (adapters, command parsing).
+# English texts for callers that reply before any turn has a language (adapters).
 TURN_FAILED: Final = catalogue(DEFAULT_LANGUAGE).text("turn.failed")
-UNCLOSED_QUOTE: Final = catalogue(DEFAULT_LANGUAGE).text("command.unclosed_quote")
 
 
-def translated(text: str, lang: str) -> str:
-    """`text` in `lang` when it is one of the English catalogue's fixed texts (said by a lower layer), else as is.
-
-    Lower layers know no languages: rag's input check refuses in English, command parsing flags an unclosed quote
-    in English. The turn boundary hands their texts through here, so they reach the person in the turn's language.
-    """
-    message_id = _fixed_ids().get(text)
-    return catalogue(lang).text(message_id) if message_id else text
+def refusal(reason: Refusal, lang: str) -> str:
+    """Why a question cannot be answered (rag.input_check's reason), in `lang`."""
+    return catalogue(lang).text(f"refusal.{reason}")
 
 
-# The sections whose whole sentences lower layers say; short words ("done", "Sources") are never looked up.
-_SAID_BELOW: Final = ("turn.", "refusal.", "command.")
-
-
-@functools.cache
-def _fixed_ids() -> dict[str, str]:
-    english = catalogue(DEFAULT_LANGUAGE).entries
-    return {
-        template: message_id
-        for message_id, template in english.items()
-        if message_id.startswith(_SAID_BELOW) and not placeholders(template)
-    }
+def user_message(error: UserFacingError, lang: str) -> str:
+    """What a person is told of an error raised for them: its catalogue text in `lang` when it names one."""
+    if error.message_id:
+        return catalogue(lang).text(error.message_id, **error.values)
+    return error.user_message
 
 
 # Turns
@@ -513,8 +501,7 @@ def reindex_running(owner: str) -> str:
 
 
 def index_rebuilding(lang: str = DEFAULT_LANGUAGE) -> str:
-    """Said to a chat that tries to change the index while `ragbot reindex` rebuilds it (raised in English below
-    the command boundary, which translates it)."""
+    """Said to a chat that tries to change the index while `ragbot reindex` rebuilds it."""
     return catalogue(lang).text("command.index_rebuilding")
 
 

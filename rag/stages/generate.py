@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from rag.config import AnswerConfig
 from rag.errors import ModelError
 from rag.extractive import Terms, passage_units, plain_terms, score_units, select_answer
-from rag.fallback import extractive_answer, faq_answers, fixed_answer, no_answer_text
+from rag.fallback import extractive_answer, faq_answers, fixed_answer
 from rag.faq.candidate import answers_directly
 from rag.language import language_of
 from rag.pipeline import TurnContext, answer_once
@@ -86,15 +86,12 @@ class Generate:
             if turn.outcome == "extractive":
                 turn.outcome = "no_match"
             return self._nothing_found(turn)
-        return select_answer(units, scores, config) or no_answer_text(turn.query)
+        return select_answer(units, scores, config) or self._nothing_found(turn)
 
     def _nothing_found(self, turn: TurnContext) -> str:
-        """The chat's own fallback text when it has one, else the configured fixed text or the apology."""
-        if turn.fallback_text.strip():
-            return turn.fallback_text.strip()
-        if self._config.fallback == "fixed":
-            return fixed_answer(self._config.fallback_text)
-        return no_answer_text(turn.query)
+        """What the caller says when nothing fits (its chat's own text, or its apology in the chat's language), else
+        the configured text: rag has no words of its own for a person."""
+        return turn.fallback_text.strip() or fixed_answer(self._config.fallback_text)
 
     async def _stream(self, turn: TurnContext, model: ChatModel) -> AsyncIterator[str]:
         visible = StreamFilter()
@@ -125,7 +122,7 @@ class Generate:
     async def _no_match_answer(self, turn: TurnContext, model: ChatModel) -> str:
         if self._config.fallback == "model":
             reply = await model.complete([ChatMessage("user", turn.query)])
-            return StreamFilter().feed(reply) or no_answer_text(turn.query)
+            return StreamFilter().feed(reply) or self._nothing_found(turn)
         if self._config.fallback == "extractive" and turn.selected:
             return await self._extractive(turn)
         return self._nothing_found(turn)

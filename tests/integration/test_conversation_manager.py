@@ -23,6 +23,7 @@ from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
 from bot.types import Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
+from bot.words.catalogue import catalogue
 from bot.words.messages import TURN_FAILED
 from storage.db import Database
 from storage.errors import StorageError
@@ -41,6 +42,7 @@ DM = ConversationKey("test", "team", "dm-alice")
 FAQ_USAGE = '/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID'
 FAQ_SHORT_USAGE = '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID'
 GROUP = ConversationKey("test", "team", "group-1")
+UNCLOSED_QUOTE = catalogue("en").text("command.unclosed_quote")
 
 
 @dataclass
@@ -297,7 +299,7 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
     ("text", "reply"),
     [
         ('/faq add "Only a question"', messages.usage(FAQ_SHORT_USAGE, "en")),
-        ('/faq add "unclosed', f"{messages.UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE, 'en')}"),
+        ('/faq add "unclosed', f"{UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE, 'en')}"),
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
@@ -385,7 +387,7 @@ def test_parse_command_reads_quotes_bot_names_and_leaves_other_text_alone() -> N
     assert parse_command("/kb@otherbot list", "ragbot") is None
     assert parse_command("what is /kb?") is None
     assert parse_command("/") is None
-    assert parse_command("/faq add 'open").error == messages.UNCLOSED_QUOTE  # type: ignore[union-attr]
+    assert parse_command("/faq add 'open").error == "command.unclosed_quote"  # type: ignore[union-attr]
 
 
 async def test_every_log_line_of_a_turn_carries_its_turn_id(world: ChatWorld, caplog: pytest.LogCaptureFixture) -> None:

@@ -146,5 +146,7 @@ async def test_an_answer_stored_while_streaming_is_completed_in_place(repo: Conv
 
 
 def test_the_apology_is_the_errors_own_user_message_when_it_has_one() -> None:
-    assert apology(UserFacingError("That knowledge base is being rebuilt; try again in a minute.")).startswith("That")
-    assert apology(RuntimeError("secret internals")) == TURN_FAILED
+    assert apology(UserFacingError("That knowledge base is being rebuilt; try again in a minute."), "en").startswith(
+        "That"
+    )
+    assert apology(RuntimeError("secret internals"), "en") == TURN_FAILED

@@ -5,18 +5,19 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from adapters.slack.render import sources_block
 from bot.commands.builtin import default_registry
+from bot.commands.registry import parse_command
+from bot.errors import UserFacingError
 from bot.types import Answer, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
 from bot.words.language import turn_language
-from rag.fallback import NO_ANSWER_EN, NO_ANSWER_ZH
-from rag.input_check import REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE
+from rag.input_check import Refusal
 from rag.language import language_of
 from storage.records import JobRecord, JobStatus
 
@@ -55,6 +56,11 @@ FIXED: dict[str, Callable[[str], str]] = {
     "stopping": messages.stopping,
     "new_conversation": messages.new_conversation,
     "no_answer": messages.no_answer,
+    "refusal:empty": lambda lang: messages.refusal("empty", lang),
+    "refusal:unreadable": lambda lang: messages.refusal("unreadable", lang),
+    "user_message": lambda lang: messages.user_message(
+        UserFacingError(messages.index_rebuilding(), message_id="command.index_rebuilding"), lang
+    ),
     "rate_limited": lambda lang: messages.rate_limited(12.4, lang),
     "queued:next": lambda lang: messages.queued(1, lang),
     "queued": lambda lang: messages.queued(3, lang),
@@ -136,7 +142,7 @@ def test_every_function_of_messages_that_takes_a_language_is_tested_here() -> No
         and "lang" in inspect.signature(function).parameters
     }
     tested = {case.split(":")[0] for case in FIXED}
-    assert speaking - {"translated"} == tested
+    assert speaking == tested
 
 
 @pytest.mark.parametrize("message", sorted(FIXED))
@@ -153,25 +159,24 @@ def test_a_message_of_a_language_without_a_catalogue_is_in_english() -> None:
     assert messages.stopping("xx") == messages.stopping("en")
 
 
-@pytest.mark.parametrize(("language", "expected"), [("en", NO_ANSWER_EN), ("zh", NO_ANSWER_ZH)])
-def test_nothing_found_is_the_same_text_rag_says_without_a_chat(language: str, expected: str) -> None:
-    assert messages.no_answer(language) == expected
+@pytest.mark.parametrize("reason", get_args(Refusal))
+def test_each_reason_the_input_check_refuses_is_worded_in_every_language(reason: Refusal) -> None:
+    assert not _han(messages.refusal(reason, "en"))
+    assert language_of(messages.refusal(reason, "zh")) == "zh"
 
 
-@pytest.mark.parametrize("refusal", [REFUSE_EMPTY, REFUSE_NO_WORDS, REFUSE_UNREADABLE])
-def test_the_input_checks_refusals_are_translated_at_the_turn(refusal: str) -> None:
-    assert messages.translated(refusal, "en") == refusal
-    assert language_of(messages.translated(refusal, "zh")) == "zh"
-
-
-def test_the_index_rebuilding_refusal_raised_in_english_is_translated_at_the_command() -> None:
-    assert messages.translated(messages.index_rebuilding(), "zh") == messages.index_rebuilding("zh")
+def test_an_error_that_names_its_text_is_told_in_the_chats_language_and_one_that_does_not_as_it_is() -> None:
+    rebuilding = UserFacingError(messages.index_rebuilding(), message_id="command.index_rebuilding")
+    assert messages.user_message(rebuilding, "zh") == messages.index_rebuilding("zh")
     assert _han(messages.index_rebuilding("zh"))
+    assert messages.user_message(UserFacingError("No document 'x' in 'kb'."), "zh") == "No document 'x' in 'kb'."
 
 
-def test_an_unclosed_quote_is_translated_and_other_text_passes_as_it_is() -> None:
-    assert _han(messages.translated(messages.UNCLOSED_QUOTE, "zh"))
-    assert messages.translated("No document 'x' in 'kb'.", "zh") == "No document 'x' in 'kb'."
+def test_an_unclosed_quote_is_told_in_the_chats_language() -> None:
+    command = parse_command("/faq add 'open")
+    assert command is not None
+    assert not _han(ENGLISH.text(command.error))
+    assert _han(i18n.catalogue("zh").text(command.error))
 
 
 def test_every_built_in_command_has_its_help_and_usage_in_the_catalogue() -> None:
