@@ -294,6 +294,10 @@ class ConversationManager:
         self._kb_ids[key] = (self._clock(), tuple(ids))
         return ids
 
+    def knowledge_changed(self) -> None:
+        """Forget the resolved knowledge-base names: one created now is read at once, not after `_KB_ID_TTL`."""
+        self._kb_ids.clear()
+
     async def readable_kb_names(self, key: ConversationKey) -> list[str]:
         """The names of the knowledge bases this chat reads."""
         ids = await self.readable_kb_ids(key)

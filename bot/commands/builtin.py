@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.commands.registry import CommandContext, CommandRegistry
-from bot.errors import UserFacingError
+from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
@@ -54,7 +54,12 @@ def register_all(registry: CommandRegistry) -> None:
     async def sources(context: CommandContext) -> None:
         await context.reply(await _last_sources(context))
 
-    @registry.register("kb", admin=False, usage="/kb list | /kb use NAME | /kb info [NAME]", help="knowledge bases")
+    @registry.register(
+        "kb",
+        admin=False,
+        usage="/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]",
+        help="knowledge bases",
+    )
     async def kb(context: CommandContext) -> None:
         args = context.command.args
         if args[:1] == ("list",) and len(args) == 1:
@@ -63,6 +68,8 @@ def register_all(registry: CommandRegistry) -> None:
             await context.reply(await _kb_use(context, " ".join(args[1:])))
         elif args[:1] == ("info",) and len(args) <= 2:
             await context.reply(await _kb_info(context, args[1] if len(args) == 2 else None))
+        elif args[:1] == ("create",) and len(args) >= 2:
+            await context.reply(await _kb_create(context, args[1], " ".join(args[2:])))
         else:
             raise _usage_error(context, "kb")
 
@@ -188,6 +195,27 @@ async def _kb_use(context: CommandContext, name: str) -> str:
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
+
+
+async def _kb_create(context: CommandContext, name: str, description: str) -> str:
+    """A new knowledge base (admins), named by the rules of `ragbot kb create`, within the chat's allowance."""
+    lang = context.lang
+    if not context.is_admin:
+        raise UserFacingError(messages.admins_only("kb create", lang))
+    allowed = context.chat.allowed_kbs(context.message.key.platform)
+    if allowed is not None and name.strip() and name.strip() not in allowed:
+        # A knowledge base the chat could never read would be one more dead end.
+        raise UserFacingError(messages.kb_create_not_allowed(name.strip(), allowed, lang))
+    try:
+        kb = await context.parts.knowledge.create(name, {}, description)
+    except InvalidKnowledgeBaseName as exc:
+        raise UserFacingError(messages.kb_bad_name(exc.max_length, lang)) from exc
+    except KnowledgeBaseExists as exc:
+        raise UserFacingError(messages.kb_exists(exc.name, lang)) from exc
+    context.chat.knowledge_changed()
+    log.info("kb=created id=%s by=%s platform=%s", kb.id, context.message.user.id, context.message.key.platform)
+    reading = kb.id in await context.chat.readable_kb_ids(context.message.key)
+    return messages.kb_created(kb.name, lang, reading=reading)
 
 
 async def _kb_info(context: CommandContext, name: str | None) -> str:

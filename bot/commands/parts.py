@@ -48,6 +48,10 @@ class ChatControl(Protocol):
         """The only knowledge bases `platform`'s chats may read, or None when any."""
         ...
 
+    def knowledge_changed(self) -> None:
+        """A knowledge base was created: names resolved before are resolved again."""
+        ...
+
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         """The sources of the conversation's last answer."""
         ...

@@ -248,6 +248,29 @@ def kb_info(name: str, description: str, counts: dict[str, int], lang: str) -> s
     return words.text("kb.info", name=name, description=described, figures=figures)
 
 
+def kb_created(name: str, lang: str, *, reading: bool) -> str:
+    """Confirms `/kb create`, with the next step: add documents (the chat reads it already) or `/kb use` it."""
+    return catalogue(lang).text("kb_create.created_reading" if reading else "kb_create.created", name=name)
+
+
+def kb_exists(name: str, lang: str) -> str:
+    """`/kb create` of a name taken already."""
+    return catalogue(lang).text("kb_create.exists", name=name)
+
+
+def kb_bad_name(max_length: int, lang: str) -> str:
+    """`/kb create` of a name that is empty, too long or more than one line."""
+    return catalogue(lang).text("kb_create.bad_name", max=max_length)
+
+
+def kb_create_not_allowed(name: str, allowed: Sequence[str], lang: str) -> str:
+    """`/kb create` of a knowledge base this chat could not read (the web chat reads only those it is allowed)."""
+    words = catalogue(lang)
+    if not allowed:
+        return words.text("kb_create.none_allowed", name=name)
+    return words.text("kb_create.not_allowed", name=name, allowed=words.text("kb.separator").join(allowed))
+
+
 def source_detail(number: int, title: str, uri: str, text: str) -> str:
     """One source of /sources: its number and title (a link for web pages) and a snippet."""
     label = f"[{title}]({uri})" if web_url(uri) else title

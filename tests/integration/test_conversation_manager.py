@@ -41,6 +41,9 @@ DM = ConversationKey("test", "team", "dm-alice")
 FAQ_USAGE = '/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID'
 FAQ_SHORT_USAGE = '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID'
 GROUP = ConversationKey("test", "team", "group-1")
+WEB = ConversationKey("web", "", "s1")
+KB_USAGE = "/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]"
+WEB_ADMIN = UserRef("s1", verified_admin=True)
 
 
 @dataclass
@@ -281,8 +284,9 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
         ("/faq list", messages.admins_only("faq", "en")),
         ("/jobs", messages.admins_only("jobs", "en")),
         ("/kb use other", messages.admins_only("kb use", "en")),
-        ("/kb", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
-        ("/kb list extra", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
+        ("/kb", messages.usage(KB_USAGE, "en")),
+        ("/kb list extra", messages.usage(KB_USAGE, "en")),
+        ("/kb create manual", messages.admins_only("kb create", "en")),
         ("/sources", messages.no_sources("en")),
     ],
 )
@@ -351,6 +355,61 @@ async def test_kb_use_binds_the_chat_for_admins_and_for_people_choosing_among_th
     await manager.handle(_message("/kb list", key=web), target)
     assert "**b** (in use here)" in target.replies()[-1]
     assert a.id != b.id
+
+
+async def test_an_admin_creates_the_missing_default_knowledge_base_in_the_chat_and_it_is_read_at_once(
+    world: ChatWorld,
+) -> None:
+    manager, target = _manager(world, default_kbs=("manual",)), RecordingTarget()
+    await manager.handle(_message("Which VPN client?"), target)  # resolves the defaults: "manual" is missing
+    assert world.answerer.asked[-1][1] == ()
+    await manager.handle(_message("/kb create manual Staff rules and forms", user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("manual", "en", reading=True)
+    manual = await world.knowledge.named("manual")
+    assert manual is not None
+    assert manual.description == "Staff rules and forms"
+    await manager.handle(_message("Which VPN client?"), target)
+    assert world.answerer.asked[-1][1] == (manual.id,)
+    await manager.handle(_message('/kb create "IT desk"', user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("IT desk", "en", reading=False)
+    await manager.handle(_message("/kb create 员工手册", user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("员工手册", "zh", reading=False)
+
+
+@pytest.mark.parametrize(
+    ("text", "reply"),
+    [
+        ("/kb create", messages.usage(KB_USAGE, "en")),
+        ('/kb create ""', messages.kb_bad_name(64, "en")),
+        ("/kb create " + "x" * 65, messages.kb_bad_name(64, "en")),
+        ("/kb create handbook", messages.kb_exists("handbook", "en")),
+        ("/kb create 手册 说明", messages.kb_created("手册", "zh", reading=False)),
+    ],
+)
+async def test_kb_create_names_follow_the_cli_rules(world: ChatWorld, text: str, reply: str) -> None:
+    target = RecordingTarget()
+    await _manager(world).handle(_message(text, user=ADMIN), target)
+    assert target.replies() == [reply]
+    assert [kb.name for kb in await world.knowledge.all()].count("handbook") == 1
+
+
+@pytest.mark.parametrize(
+    ("allowed", "name", "reply"),
+    [
+        (("a", "b"), "c", messages.kb_create_not_allowed("c", ("a", "b"), "en")),
+        ((), "c", messages.kb_create_not_allowed("c", (), "en")),
+        (("a", "b"), "b", messages.kb_created("b", "en", reading=False)),
+        (("a", "b"), "a", messages.kb_created("a", "en", reading=True)),
+    ],
+)
+async def test_on_the_web_an_admin_creates_only_knowledge_bases_the_web_chat_may_read(
+    world: ChatWorld, allowed: tuple[str, ...], name: str, reply: str
+) -> None:
+    manager, target = _manager(world, default_kbs=("a",), allowed_kbs={"web": allowed}), RecordingTarget()
+    await manager.handle(_message(f"/kb create {name}", key=WEB, user=WEB_ADMIN), target)
+    assert target.replies() == [reply]
+    created = await world.knowledge.named(name)
+    assert (created is not None) == (name in allowed)
 
 
 async def test_new_starts_the_conversation_over(world: ChatWorld) -> None:

@@ -127,6 +127,7 @@ def test_workspace_keys_carry_the_enterprise_when_there_is_one() -> None:
         ("help", Command("help")),
         ("list", Command("kb", ("list",), "list")),
         ("use handbook", Command("kb", ("use", "handbook"), "use handbook")),
+        ("create handbook HR rules", Command("kb", ("create", "handbook", "HR", "rules"), "create handbook HR rules")),
         ("jobs", Command("jobs")),
         ("ingest https://example.com", Command("ingest", ("https://example.com",), "https://example.com")),
         ("how do I reset my password?", None),
