@@ -13,7 +13,9 @@ from bot.app.server import create_app
 from bot.app.services import build_services
 from bot.app.settings import Settings, is_loopback
 from bot.cli.signals import wait_for_stop_signal
+from bot.knowledge.bases import KnowledgeBases
 from bot.metrics import ChatMetrics
+from bot.words.messages import knowledge_bases_missing
 
 log = logging.getLogger("ragbot")
 
@@ -29,11 +31,33 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
     return runner
 
 
+async def _warn_of_missing_knowledge_bases(settings: Settings, knowledge: KnowledgeBases) -> None:
+    """One line naming the knowledge bases the settings name that do not exist, and how to create them."""
+    named = {
+        setting: names
+        for setting, names in (
+            ("DEFAULT_KNOWLEDGE_BASES", settings.default_knowledge_bases()),
+            ("WEB_KNOWLEDGE_BASES", settings.web_knowledge_bases() if settings.WEB_KNOWLEDGE_BASES else ()),
+        )
+        if names
+    }
+    wanted = dict.fromkeys(name for names in named.values() for name in names)
+    missing = [name for name in wanted if await knowledge.named(name) is None]
+    if missing:
+        settings_naming = [setting for setting, names in named.items() if set(names) & set(missing)]
+        log.warning(
+            "knowledge_bases=missing names=%s note=%r",
+            ",".join(missing),
+            knowledge_bases_missing(missing, settings_naming),
+        )
+
+
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
     check_exposure(settings)
     async with build_services(settings, serving=True) as services:
         services.ensure_vectors_match()
+        await _warn_of_missing_knowledge_bases(settings, services.knowledge)
         chat_metrics = ChatMetrics()
         manager = build_manager(services, chat_policy(settings), metrics=chat_metrics)
         adapters = load_adapters(manager, settings, services.db)

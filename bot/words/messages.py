@@ -8,6 +8,7 @@ HTTP errors of the web API) stays English and is written here directly.
 from __future__ import annotations
 
 import functools
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -476,6 +477,20 @@ def slack_file_login_page(name: str) -> str:
 def slack_file_missing(name: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
     return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."
+
+
+# Knowledge bases at start-up
+def knowledge_bases_missing(names: Sequence[str], settings: Sequence[str]) -> str:
+    """Told when `ragbot serve` starts: knowledge bases the settings name that do not exist, and how to make them."""
+    several = len(names) > 1
+    commands = " and ".join(f"`ragbot kb create {shlex.quote(name)}`" for name in names)
+    return (
+        f"{', '.join(settings)} {'name' if len(settings) > 1 else 'names'} "
+        f"{'knowledge bases that do' if several else 'a knowledge base that does'} not exist yet "
+        f"({', '.join(names)}), so chats that read {'them' if several else 'it'} find nothing: create "
+        f"{'them' if several else 'it'} with {commands}, or as an admin send "
+        f"/kb create {shlex.quote(names[0]) if not several else 'NAME'} in a chat"
+    )
 
 
 # The search index
