@@ -103,7 +103,8 @@ class ConversationManager:
         self._gate = TurnGate(policy.max_turns)
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
-        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
+        # Names from the settings resolved a while ago: (when, their ids, the names that do not exist).
+        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...], tuple[str, ...]]] = {}
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         parts.jobs.subscribe(self._job_changed)
 
@@ -170,12 +171,19 @@ class ConversationManager:
             log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
             return None
         readable = list(kb_ids) if kb_ids is not None else await self.readable_kb_ids(message.key)
+        notice = ""
+        if not readable and kb_ids is None and (missing := await self.missing_kb_names(message.key)):
+            # The answer cannot come from the knowledge base the chat should read: say which, and how to make it.
+            admin = self.policy.is_admin(message.key.platform, message.user)
+            notice = messages.no_kb_bound(missing, lang, admin=admin)
 
         async def tell_place(place: int) -> None:
             await self._say(target, messages.queued(place, lang))
 
         async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
-            return await self._turn(message, target, conversation, opened, readable, document_ids, setting, lang)
+            return await self._turn(
+                message, target, conversation, opened, readable, document_ids, setting, lang, notice
+            )
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
@@ -195,6 +203,7 @@ class ConversationManager:
         document_ids: Sequence[str],
         setting: ChatSettingRecord,
         lang: str,
+        notice: str = "",
     ) -> TurnResult:
         started = time.perf_counter()
         opened = await self._recorder.streaming(opened)
@@ -223,7 +232,7 @@ class ConversationManager:
             )
             pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
             await answerer.execute(turn, pipeline)
-            answer = await self._answer(turn, opened, lang)
+            answer = await self._answer(turn, opened, lang, notice)
             ref = await stream.finish(answer)
             await self._recorder.finish(
                 opened,
@@ -251,8 +260,8 @@ class ConversationManager:
             # The store itself is down: the apology must still reach the person.
             log.exception("turn=unrecorded request=%s", opened.request_id)
 
-    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str) -> Answer:
-        notices = []
+    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str, notice: str = "") -> Answer:
+        notices = [notice] if notice else []
         if turn.truncated:
             notices.append(messages.question_cut(lang))
         if turn.outcome == "stopped":
@@ -279,20 +288,32 @@ class ConversationManager:
         return [kb_id for kb_id in bound if kb_id in allowed_ids]
 
     async def _ids_of(self, names: Sequence[str]) -> list[str]:
+        return list((await self._resolve(names))[0])
+
+    async def _resolve(self, names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         # The names come from the settings and are read on every turn: resolved once a while, not per turn.
         key = tuple(names)
         cached = self._kb_ids.get(key)
         if cached is not None and self._clock() - cached[0] < _KB_ID_TTL:
-            return list(cached[1])
-        ids = []
+            return cached[1], cached[2]
+        ids, missing = [], []
         for name in names:
             kb = await self._parts.knowledge.named(name)
             if kb is None:
                 log.warning("knowledge_base=missing name=%s (named in the settings)", name)
+                missing.append(name)
             else:
                 ids.append(kb.id)
-        self._kb_ids[key] = (self._clock(), tuple(ids))
-        return ids
+        self._kb_ids[key] = (self._clock(), tuple(ids), tuple(missing))
+        return tuple(ids), tuple(missing)
+
+    async def missing_kb_names(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases this chat reads by default (none bound to it) that do not exist."""
+        chat = key.chat_key
+        if await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat):
+            return []
+        _, missing = await self._resolve(self.policy.default_kbs)
+        return [name for name in missing if self.may_read(key.platform, name)]
 
     def knowledge_changed(self) -> None:
         """Forget the resolved knowledge-base names: one created now is read at once, not after `_KB_ID_TTL`."""

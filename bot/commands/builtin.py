@@ -166,8 +166,14 @@ async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
 async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
     kbs = await _chat_kbs(context)
     if not kbs:
-        raise UserFacingError(messages.no_kb_bound(context.lang))
+        raise await _no_kb(context)
     return kbs[0]
+
+
+async def _no_kb(context: CommandContext) -> UserFacingError:
+    """What a chat that reads no knowledge base is told: the missing default by name, or how to get one."""
+    missing = await context.chat.missing_kb_names(context.message.key)
+    return UserFacingError(messages.no_kb_bound(missing, context.lang, admin=context.is_admin))
 
 
 async def _kb_list(context: CommandContext) -> str:
@@ -178,6 +184,9 @@ async def _kb_list(context: CommandContext) -> str:
         for kb in await context.parts.knowledge.all()
         if context.chat.may_read(platform, kb.name)
     ]
+    if not names:
+        missing = await context.chat.missing_kb_names(context.message.key)
+        return messages.kb_list_empty(missing, context.lang, admin=context.is_admin)
     return messages.kb_list(names, context.lang)
 
 
@@ -191,7 +200,7 @@ async def _kb_use(context: CommandContext, name: str) -> str:
         raise UserFacingError(messages.kb_not_allowed(name, context.lang))
     kb = await context.parts.knowledge.named(name)
     if kb is None:
-        raise UserFacingError(messages.kb_missing(name, context.lang))
+        raise UserFacingError(messages.kb_use_missing(name, context.lang, admin=context.is_admin))
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
@@ -241,6 +250,8 @@ async def _last_sources(context: CommandContext) -> str:
 
 async def _jobs(context: CommandContext) -> str:
     kbs = await _chat_kbs(context)
+    if not kbs:
+        raise await _no_kb(context)
     names = {kb.id: kb.name for kb in kbs}
     found: list[JobRecord] = []
     for kb in kbs:
@@ -270,6 +281,8 @@ async def _faq_list(context: CommandContext) -> str:
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
     parts = context.parts
     readable = {kb.id for kb in await _chat_kbs(context)}
+    if not readable:
+        raise await _no_kb(context)
     matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in readable]
     if not matches:
         # Accept the short id /faq list shows.

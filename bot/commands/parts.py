@@ -40,6 +40,10 @@ class ChatControl(Protocol):
         """The knowledge bases the chat reads."""
         ...
 
+    async def missing_kb_names(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases the chat reads by default that do not exist."""
+        ...
+
     def may_read(self, platform: str, kb_name: str) -> bool:
         """Whether chats on `platform` may be bound to `kb_name`."""
         ...

@@ -129,9 +129,36 @@ def answer_with_sources(answer: Answer) -> str:
 
 
 # Commands
-def no_kb_bound(lang: str) -> str:
-    """A command that needs a knowledge base, in a chat without one."""
-    return catalogue(lang).text("kb.none_bound")
+def no_kb_bound(missing: Sequence[str], lang: str, *, admin: bool) -> str:
+    """A chat that reads no knowledge base: the way out, for an admin (create, use) or for anyone else (ask one).
+
+    `missing` names the knowledge bases the chat reads by default that do not exist: those are named.
+    """
+    who = "admin" if admin else "other"
+    if missing:
+        return catalogue(lang).plural(
+            f"kb_way_out.missing_{who}", len(missing), name=missing[0], names=", ".join(missing), arg=_arg(missing[0])
+        )
+    return catalogue(lang).text(f"kb_way_out.none_{who}")
+
+
+def kb_list_empty(missing: Sequence[str], lang: str, *, admin: bool) -> str:
+    """/kb list when this chat may see no knowledge base: which default is missing, or how one is made."""
+    if missing:
+        return no_kb_bound(missing, lang, admin=admin)
+    return catalogue(lang).text(f"kb_way_out.list_empty_{'admin' if admin else 'other'}")
+
+
+def kb_use_missing(name: str, lang: str, *, admin: bool) -> str:
+    """`/kb use` of a name that does not exist: admins are told how to create it."""
+    if not admin:
+        return kb_missing(name, lang)
+    return catalogue(lang).text("kb_way_out.use_missing_admin", name=name, arg=_arg(name))
+
+
+def _arg(name: str) -> str:
+    # A name as a command argument: quoted when it has spaces, as commands read their arguments (shlex).
+    return shlex.quote(name)
 
 
 def no_sources(lang: str) -> str:

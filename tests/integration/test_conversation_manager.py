@@ -93,10 +93,10 @@ async def _no_work(job: Any, progress: Any) -> dict[str, Any]:
 
 
 @pytest_asyncio.fixture
-async def world(db: Database, tmp_path: Path) -> ChatWorld:
-    """The parts, with a knowledge base "handbook" that chats read by default."""
+async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
+    """The parts, with no knowledge base yet: a new team's first run."""
     documents, job_repo = DocumentRepo(db), JobRepo(db)
-    world = ChatWorld(
+    return ChatWorld(
         settings=Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path),
         conversations=ConversationRepo(db),
         bindings=BindingRepo(db),
@@ -106,8 +106,13 @@ async def world(db: Database, tmp_path: Path) -> ChatWorld:
         job_repo=job_repo,
         jobs=JobRunner(job_repo, _no_work),
     )
-    await world.knowledge.create("handbook", {})
-    return world
+
+
+@pytest_asyncio.fixture
+async def world(bare_world: ChatWorld) -> ChatWorld:
+    """The parts, with a knowledge base "handbook" that chats read by default."""
+    await bare_world.knowledge.create("handbook", {})
+    return bare_world
 
 
 def _manager(world: ChatWorld, **policy: Any) -> ConversationManager:
@@ -305,7 +310,7 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
-        ("/kb use missing", messages.kb_missing("missing", "en")),
+        ("/kb use missing", messages.kb_use_missing("missing", "en", admin=True)),
         ("/faq delete 123", messages.faq_missing("123", "en")),
     ],
 )
@@ -374,6 +379,62 @@ async def test_an_admin_creates_the_missing_default_knowledge_base_in_the_chat_a
     assert target.replies()[-1] == messages.kb_created("IT desk", "en", reading=False)
     await manager.handle(_message("/kb create 员工手册", user=ADMIN), target)
     assert target.replies()[-1] == messages.kb_created("员工手册", "zh", reading=False)
+
+
+@pytest.mark.parametrize(
+    ("defaults", "user", "text", "reply"),
+    [
+        ((), ADMIN, "/kb list", messages.kb_list_empty([], "en", admin=True)),
+        ((), ALICE, "/kb list", messages.kb_list_empty([], "en", admin=False)),
+        (("manual",), ADMIN, "/kb list", messages.kb_list_empty(["manual"], "en", admin=True)),
+        (("manual",), ALICE, "/kb list", messages.kb_list_empty(["manual"], "en", admin=False)),
+        ((), ADMIN, "/ingest https://example.org/", messages.no_kb_bound([], "en", admin=True)),
+        (("manual",), ADMIN, "/ingest https://example.org/", messages.no_kb_bound(["manual"], "en", admin=True)),
+        ((), ADMIN, '/faq add "Parking?" "Level 2."', messages.no_kb_bound([], "en", admin=True)),
+        (("manual",), ADMIN, "/faq import", messages.no_kb_bound(["manual"], "en", admin=True)),
+        ((), ADMIN, "/faq list", messages.no_kb_bound([], "en", admin=True)),
+        ((), ADMIN, "/faq delete 123", messages.no_kb_bound([], "en", admin=True)),
+        ((), ADMIN, "/jobs", messages.no_kb_bound([], "en", admin=True)),
+        (("manual", "it"), ADMIN, "/jobs", messages.no_kb_bound(["manual", "it"], "en", admin=True)),
+        (("manual",), ALICE, "/kb info", messages.no_kb_bound(["manual"], "en", admin=False)),
+        (("manual",), ADMIN, "/kb use manual", messages.kb_use_missing("manual", "en", admin=True)),
+        ((), ADMIN, '/kb use "IT desk"', messages.kb_use_missing("IT desk", "en", admin=True)),
+    ],
+)
+async def test_a_chat_without_a_knowledge_base_is_told_the_way_out(
+    bare_world: ChatWorld, defaults: tuple[str, ...], user: UserRef, text: str, reply: str
+) -> None:
+    target = RecordingTarget()
+    await _manager(bare_world, default_kbs=defaults).handle(_message(text, user=user), target)
+    assert target.replies() == [reply]
+
+
+def test_the_way_out_names_the_missing_knowledge_base_and_the_command_that_creates_it() -> None:
+    assert "/kb create manual" in messages.no_kb_bound(["manual"], "en", admin=True)
+    assert "“manual”" in messages.no_kb_bound(["manual"], "en", admin=False)
+    assert "ask an admin" in messages.no_kb_bound(["manual"], "en", admin=False).lower()
+    assert "/kb create NAME" in messages.no_kb_bound([], "en", admin=True)
+    assert "/kb use NAME" in messages.no_kb_bound([], "en", admin=True)
+    assert "ask an admin" in messages.no_kb_bound([], "en", admin=False).lower()
+    assert "/kb create 'IT desk'" in messages.kb_use_missing("IT desk", "en", admin=True)
+
+
+async def test_a_question_in_a_chat_whose_default_knowledge_base_is_missing_says_which_and_how_to_create_it(
+    bare_world: ChatWorld,
+) -> None:
+    manager, target = _manager(bare_world, default_kbs=("manual",)), RecordingTarget()
+    await manager.handle(_message("Which VPN client?"), target)
+    await manager.handle(_message("Which VPN client?", user=ADMIN, key=GROUP, private=False), target)
+    first, second = (stream.finished for stream in target.streams)
+    assert first is not None
+    assert second is not None
+    assert first.notice == messages.no_kb_bound(["manual"], "en", admin=False)
+    assert second.notice == messages.no_kb_bound(["manual"], "en", admin=True)
+    await manager.handle(_message("/kb create manual", user=ADMIN), target)
+    await manager.handle(_message("Which VPN client?"), target)
+    last = target.streams[-1].finished
+    assert last is not None
+    assert last.notice == ""
 
 
 @pytest.mark.parametrize(
