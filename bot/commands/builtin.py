@@ -196,11 +196,14 @@ async def _kb_use(context: CommandContext, name: str) -> str:
     # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
     if not context.is_admin and not (platform_limits is not None and context.message.private):
         raise UserFacingError(messages.admins_only("kb use", context.lang))
-    if not chat.may_read(key.platform, name):
-        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
     kb = await context.parts.knowledge.named(name)
     if kb is None:
-        raise UserFacingError(messages.kb_use_missing(name, context.lang, admin=context.is_admin))
+        # Said before "may not read": a name nobody created is a typo or a step still to take, not a refusal.
+        choices = [kb.name for kb in await context.parts.knowledge.all() if chat.may_read(key.platform, kb.name)]
+        create = context.is_admin and chat.may_read(key.platform, name)
+        raise UserFacingError(messages.kb_use_missing(name, choices, context.lang, create=create))
+    if not chat.may_read(key.platform, name):
+        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
@@ -231,11 +234,11 @@ async def _kb_info(context: CommandContext, name: str | None) -> str:
     if name is None:
         kb = await _target_kb(context)
     else:
-        if not context.chat.may_read(context.message.key.platform, name):
-            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
         found = await context.parts.knowledge.named(name)
         if found is None:
             raise UserFacingError(messages.kb_missing(name, context.lang))
+        if not context.chat.may_read(context.message.key.platform, name):
+            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
         kb = found
     info = await context.parts.knowledge.info(kb.name)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)

@@ -149,11 +149,14 @@ def kb_list_empty(missing: Sequence[str], lang: str, *, admin: bool) -> str:
     return catalogue(lang).text(f"kb_way_out.list_empty_{'admin' if admin else 'other'}")
 
 
-def kb_use_missing(name: str, lang: str, *, admin: bool) -> str:
-    """`/kb use` of a name that does not exist: admins are told how to create it."""
-    if not admin:
-        return kb_missing(name, lang)
-    return catalogue(lang).text("kb_way_out.use_missing_admin", name=name, arg=_arg(name))
+def kb_use_missing(name: str, choices: Sequence[str], lang: str, *, create: bool) -> str:
+    """`/kb use` of a name that does not exist: how to create it (`create`: an admin who may), else the `choices`."""
+    words = catalogue(lang)
+    if create:
+        return words.text("kb_way_out.use_missing_admin", name=name, arg=_arg(name))
+    if choices:
+        return words.text("kb_way_out.use_missing_choose", name=name, choices=words.text("kb.separator").join(choices))
+    return kb_missing(name, lang)
 
 
 def _arg(name: str) -> str:

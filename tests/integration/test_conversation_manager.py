@@ -310,7 +310,7 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
-        ("/kb use missing", messages.kb_use_missing("missing", "en", admin=True)),
+        ("/kb use missing", messages.kb_use_missing("missing", ["handbook"], "en", create=True)),
         ("/faq delete 123", messages.faq_missing("123", "en")),
     ],
 )
@@ -356,7 +356,7 @@ async def test_kb_use_binds_the_chat_for_admins_and_for_people_choosing_among_th
     await manager.handle(_message("/kb use b", key=web), target)
     assert target.replies()[-1] == messages.kb_now_using("b", "en")
     await manager.handle(_message("/kb use c", key=web), target)
-    assert target.replies()[-1] == messages.kb_not_allowed("c", "en")
+    assert target.replies()[-1] == messages.kb_use_missing("c", ["a", "b"], "en", create=False)
     await manager.handle(_message("/kb list", key=web), target)
     assert "**b** (in use here)" in target.replies()[-1]
     assert a.id != b.id
@@ -397,8 +397,8 @@ async def test_an_admin_creates_the_missing_default_knowledge_base_in_the_chat_a
         ((), ADMIN, "/jobs", messages.no_kb_bound([], "en", admin=True)),
         (("manual", "it"), ADMIN, "/jobs", messages.no_kb_bound(["manual", "it"], "en", admin=True)),
         (("manual",), ALICE, "/kb info", messages.no_kb_bound(["manual"], "en", admin=False)),
-        (("manual",), ADMIN, "/kb use manual", messages.kb_use_missing("manual", "en", admin=True)),
-        ((), ADMIN, '/kb use "IT desk"', messages.kb_use_missing("IT desk", "en", admin=True)),
+        (("manual",), ADMIN, "/kb use manual", messages.kb_use_missing("manual", [], "en", create=True)),
+        ((), ADMIN, '/kb use "IT desk"', messages.kb_use_missing("IT desk", [], "en", create=True)),
     ],
 )
 async def test_a_chat_without_a_knowledge_base_is_told_the_way_out(
@@ -416,7 +416,7 @@ def test_the_way_out_names_the_missing_knowledge_base_and_the_command_that_creat
     assert "/kb create NAME" in messages.no_kb_bound([], "en", admin=True)
     assert "/kb use NAME" in messages.no_kb_bound([], "en", admin=True)
     assert "ask an admin" in messages.no_kb_bound([], "en", admin=False).lower()
-    assert "/kb create 'IT desk'" in messages.kb_use_missing("IT desk", "en", admin=True)
+    assert "/kb create 'IT desk'" in messages.kb_use_missing("IT desk", [], "en", create=True)
 
 
 async def test_a_question_in_a_chat_whose_default_knowledge_base_is_missing_says_which_and_how_to_create_it(
@@ -471,6 +471,28 @@ async def test_on_the_web_an_admin_creates_only_knowledge_bases_the_web_chat_may
     assert target.replies() == [reply]
     created = await world.knowledge.named(name)
     assert (created is not None) == (name in allowed)
+
+
+@pytest.mark.parametrize(
+    ("user", "text", "reply"),
+    [
+        (ALICE, "/kb use other", messages.kb_use_missing("other", ["a"], "en", create=False)),
+        (ALICE, "/kb use b", messages.kb_use_missing("b", ["a"], "en", create=False)),
+        (ALICE, "/kb use handbook", messages.kb_not_allowed("handbook", "en")),
+        (WEB_ADMIN, "/kb use other", messages.kb_use_missing("other", ["a"], "en", create=False)),
+        (WEB_ADMIN, "/kb use b", messages.kb_use_missing("b", ["a"], "en", create=True)),
+        (WEB_ADMIN, "/kb use handbook", messages.kb_not_allowed("handbook", "en")),
+        (ALICE, "/kb info other", messages.kb_missing("other", "en")),
+        (ALICE, "/kb info handbook", messages.kb_not_allowed("handbook", "en")),
+    ],
+)
+async def test_on_the_web_a_knowledge_base_that_does_not_exist_is_not_called_forbidden(
+    world: ChatWorld, user: UserRef, text: str, reply: str
+) -> None:
+    await world.knowledge.create("a", {})
+    manager, target = _manager(world, default_kbs=("a",), allowed_kbs={"web": ("a", "b")}), RecordingTarget()
+    await manager.handle(_message(text, key=WEB, user=user), target)
+    assert target.replies() == [reply]
 
 
 async def test_new_starts_the_conversation_over(world: ChatWorld) -> None:
