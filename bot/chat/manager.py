@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from bot.chat.limits import RateLimit, RateLimiter, TurnGate
 from bot.chat.parts import ChatParts
+from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
 from bot.chat.turn_log import turn_scope
 from bot.commands.builtin import default_registry
@@ -45,6 +46,7 @@ class ChatPolicy:
     group_answer_mode: AnswerMode = "mention"
     rate_limit: RateLimit = field(default_factory=RateLimit)
     max_turns: int = 64
+    # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
 
     def is_admin(self, platform: str, user: UserRef) -> bool:
@@ -101,6 +103,8 @@ class ConversationManager:
         self._recorder = TurnRecorder(parts.conversations)
         self._rate = RateLimiter(policy.rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
+        # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
+        self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
         # Names from the settings resolved a while ago: (when, their ids, the names that do not exist).
@@ -177,10 +181,10 @@ class ConversationManager:
             admin = self.policy.is_admin(message.key.platform, message.user)
             notice = messages.no_kb_bound(missing, lang, admin=admin)
 
-        async def tell_place(place: int) -> None:
-            await self._say(target, messages.queued(place, lang))
+        def queue_notice() -> QueueNotice:
+            return QueueNotice(target, lang, self.policy.queue_notice_after, self._notices)
 
-        async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
+        async with self._gate.turn(conversation.id, queue_notice):
             return await self._turn(
                 message, target, conversation, opened, readable, document_ids, setting, lang, notice
             )

@@ -91,11 +91,14 @@ def rate_limited(retry_after: float, lang: str) -> str:
     return catalogue(lang).text("turn.rate_limited", seconds=max(1, round(retry_after)))
 
 
-def queued(place: int, lang: str) -> str:
-    """Told to someone whose question waits for the answers before it in the same conversation."""
-    if place <= 1:
-        return catalogue(lang).text("turn.queued_next")
-    return catalogue(lang).text("turn.queued", place=place)
+def queued(count: int, lang: str) -> str:
+    """The conversation's queue notice: `count` questions wait for the answer being written."""
+    return catalogue(lang).plural("queue.waiting", count)
+
+
+def queue_done(lang: str) -> str:
+    """The queue notice once the last waiting question has started."""
+    return catalogue(lang).text("queue.done")
 
 
 def sources_heading(lang: str) -> str:

@@ -203,11 +203,13 @@ async def test_questions_of_one_conversation_run_in_order_and_the_waiting_one_is
     first = asyncio.create_task(manager.handle(_message("one?"), first_target))
     await asyncio.wait_for(world.answerer.holding.wait(), 10)
     second = asyncio.create_task(manager.handle(_message("two?"), second_target))
-    await wait_until(lambda: bool(second_target.streams), second_target.changed)
+    await wait_until(lambda: bool(second_target.sent), second_target.changed)
     assert [q for q, _ in world.answerer.asked] == ["one?"]  # the second waits for the first
-    assert second_target.replies() == [messages.queued(1, "en")]
+    assert second_target.sent == [messages.queued(1, "en")]
     world.answerer.release.set()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
+    await wait_until(lambda: bool(second_target.edits), second_target.changed)
+    assert second_target.edits == [("sent-1", messages.queue_done("en"))]  # the notice says it is over
     assert [q for q, _ in world.answerer.asked] == ["one?", "two?"]
     assert [m.text for m in await _stored(world, DM) if m.role == "user"] == ["one?", "two?"]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.types import ConversationKey, UserRef
 from bot.words import messages
-from tests.support.chat import RecordingTarget
+from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
 from tests.unit.bot.chat.stand_ins import ADMIN, ALICE, DM, KnowledgeNames, Parts, manager, message
 
 WEB = ConversationKey("web", "", "s1")
@@ -61,3 +63,44 @@ async def test_an_answer_in_a_chat_that_reads_its_knowledge_base_has_no_such_not
     (stream,) = target.streams
     assert stream.finished is not None
     assert stream.finished.notice == ""
+
+
+def _notice(target: RecordingTarget) -> list[str]:
+    """Every text of the queue notice in this target: the message sent, then each edit."""
+    return target.sent + [text for _, text in target.edits]
+
+
+async def test_a_burst_of_questions_in_one_chat_gets_one_queue_notice_edited_as_they_start_then_done() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), queue_notice_after=0.0)
+    targets = [RecordingTarget() for _ in range(4)]
+    first = asyncio.create_task(chat.handle(message("one?"), targets[0]))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    burst = [
+        asyncio.create_task(chat.handle(message(question), target))
+        for question, target in zip(("two?", "three?", "four?"), targets[1:], strict=True)
+    ]
+    notice = targets[1]  # the first question to wait shows the chat's notice
+    await wait_until(lambda: _notice(notice)[-1:] == [messages.queued(3, "en")], notice.changed)
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(first, *burst), 10)
+    await wait_until(lambda: _notice(notice)[-1:] == [messages.queue_done("en")], notice.changed)
+    assert [len(target.sent) for target in targets] == [0, 1, 0, 0]  # one notice for the whole chat
+    after_burst = _notice(notice)[_notice(notice).index(messages.queued(3, "en")) + 1 :]
+    moving = [messages.queued(2, "en"), messages.queued(1, "en"), messages.queue_done("en")]
+    assert after_burst == [text for text in moving if text in after_burst]  # only forward, never scrambled
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?", "three?", "four?"]
+    assert all(target.streams[-1].finished is not None for target in targets)
+
+
+async def test_a_question_that_waits_less_than_the_notice_delay_sees_no_notice() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), queue_notice_after=60.0)
+    waiting = RecordingTarget()
+    first = asyncio.create_task(chat.handle(message("one?"), RecordingTarget()))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    second = asyncio.create_task(chat.handle(message("two?"), waiting))
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert _notice(waiting) == []
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]

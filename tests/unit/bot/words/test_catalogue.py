@@ -58,6 +58,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "rate_limited": lambda lang: messages.rate_limited(12.4, lang),
     "queued:next": lambda lang: messages.queued(1, lang),
     "queued": lambda lang: messages.queued(3, lang),
+    "queue_done": messages.queue_done,
     "sources_heading": messages.sources_heading,
     "format_sources": lambda lang: messages.format_sources([SourceLink(1, "guide.pdf")], lang),
     "no_kb_bound": lambda lang: messages.no_kb_bound([], lang, admin=True),
