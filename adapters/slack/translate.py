@@ -136,7 +136,7 @@ def translate(
     command = parse_command(text)
     attachments = _attachments(event, read)
     if attachments and command is None and (where.private or mentioned):
-        command = Command("ingest")  # a file given to the bot is a file to learn
+        command = Command("ingest", implied=True)  # a file given to the bot is a file to learn
     addressed = where.private or mentioned or continuing
     if not addressed:
         return None

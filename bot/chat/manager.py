@@ -153,9 +153,9 @@ class ConversationManager:
         chat = message.key.chat_key
         setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
         # Decided once per message, here: every fixed text of this turn or command is in this language.
-        lang = language.turn_language(
-            message.command.raw if message.command is not None else message.text, setting.language
-        )
+        # A command's own words say its language; a file sent without one (an implied /ingest) has its caption.
+        command = message.command if message.command is not None and not message.command.implied else None
+        lang = language.turn_language(command.raw if command is not None else message.text, setting.language)
         if message.command is not None:
             is_admin = self.policy.is_admin(message.key.platform, message.user)
             await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)

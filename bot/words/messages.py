@@ -209,6 +209,11 @@ def admins_only(name: str, lang: str) -> str:
     return catalogue(lang).text("command.admins_only", name=name)
 
 
+def files_admins_only(lang: str) -> str:
+    """The refusal a non-admin gets for a file sent to the bot (no command typed): only admins add documents."""
+    return catalogue(lang).text("files.admins_only")
+
+
 def help_text(commands: list[tuple[str, str, str]], lang: str) -> str:
     """The /help reply: what to ask, then each command (name, English usage, English help) this person may use."""
     words = catalogue(lang)

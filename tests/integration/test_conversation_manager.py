@@ -21,7 +21,7 @@ from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
-from bot.types import Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from bot.words.messages import TURN_FAILED
 from storage.db import Database
@@ -302,6 +302,25 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
     await _manager(world).handle(_message(text), target)
     assert target.replies() == [reply]
     assert world.answerer.asked == []
+
+
+async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(world: ChatWorld) -> None:
+    read: list[str] = []
+
+    async def download() -> bytes:
+        read.append("menu.md")
+        return b"# Menu"
+
+    file = Attachment("menu.md", 6, "text/markdown", download)
+    manager, target = _manager(world), RecordingTarget()
+    for text, lang in (("", "en"), ("这是新的菜单", "zh")):
+        sent = IncomingMessage(DM, "", ALICE, text, attachments=(file,), command=Command("ingest", implied=True))
+        await manager.handle(sent, target)
+        assert target.replies()[-1] == messages.files_admins_only(lang)
+    await manager.handle(_message("/ingest", attachments=(file,)), target)
+    assert target.replies()[-1] == messages.admins_only("ingest", "en")  # typed: the command is named
+    assert read == []
+    assert await world.job_repo.recent(limit=None) == []
 
 
 @pytest.mark.parametrize(

@@ -106,7 +106,7 @@ def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
     )
     message = _translate(event)
     assert isinstance(message, IncomingMessage)
-    assert message.command == Command("ingest")
+    assert message.command == Command("ingest", implied=True)
     assert [(a.name, a.size, a.mime_type) for a in message.attachments] == [("guide.pdf", 1234, "application/pdf")]
 
 

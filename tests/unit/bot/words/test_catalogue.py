@@ -81,6 +81,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "command_usage": lambda lang: messages.command_usage("ingest", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
+    "files_admins_only": messages.files_admins_only,
     "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
     "mode_set:all": lambda lang: messages.mode_set("all", lang),
     "mode_set:mention": lambda lang: messages.mode_set("mention", lang),
