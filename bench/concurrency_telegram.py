@@ -273,8 +273,8 @@ class _TelegramScenario:
                 if message.reply_to == place.question_id
             ]
 
-        # "Yours is number N in line" (plain mentions queue in their group's one conversation) is not an end.
-        notices = {messages.queued(place) for place in range(len(places) + 1)}
+        # The group's queue notice (plain mentions queue in their group's one conversation) is not an end.
+        notices = {messages.queued(count, "en") for count in range(1, len(places) + 1)} | {messages.queue_done("en")}
 
         def settled(place: Place) -> bool:
             shown = [message.text for message in answers(place) if message.text not in notices]
