@@ -241,8 +241,9 @@ class _TelegramScenario:
                 if message.reply_to == place.question_id
             ]
 
-        # "Yours is number N in line" (plain mentions queue in their group's one conversation) is not an end.
-        notices = {messages.queued(place, lang) for place in range(len(places) + 1) for lang in languages()}
+        # The group's queue notice (plain mentions queue in their group's one conversation) is not an end.
+        notices = {messages.queued(count, lang) for count in range(1, len(places) + 1) for lang in languages()}
+        notices |= {messages.queue_done(lang) for lang in languages()}
 
         def settled(place: Place) -> bool:
             shown = [message.text for message in answers(place) if message.text not in notices]

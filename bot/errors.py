@@ -29,6 +29,22 @@ class UserFacingError(Exception):
         self.values: Mapping[str, object] = values or {}
 
 
+class InvalidKnowledgeBaseName(UserFacingError):
+    """A knowledge-base name that is empty, longer than `max_length` or more than one line."""
+
+    def __init__(self, user_message: str, max_length: int) -> None:
+        super().__init__(user_message)
+        self.max_length = max_length
+
+
+class KnowledgeBaseExists(UserFacingError):
+    """A knowledge base of that name exists already."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"A knowledge base named {name!r} already exists.")
+        self.name = name
+
+
 class PlatformError(Exception):
     """A chat platform refused or failed a call; adapters translate their SDK's errors into this family."""
 

@@ -32,6 +32,10 @@ class PlatformSettings(BaseModel):
         """The only knowledge bases this platform's chats may read, or None when any (`defaults`: the chats')."""
         return None
 
+    def named_kbs(self) -> dict[str, tuple[str, ...]]:
+        """The knowledge bases this platform's settings name, by setting (so start-up can say which are missing)."""
+        return {}
+
     def check(self, *, serving: bool, host: str) -> None:
         """Raise bot.errors.StartupError for settings that do not make sense together (`host`: RAGBOT_HOST)."""
 

@@ -62,6 +62,8 @@ class Command:
     raw: str = ""
     # The catalogue id (bot/words) of why the arguments could not be read (an unclosed quote); empty when they were.
     error: str = ""
+    # Set by an adapter for what the person did rather than typed (a file sent to the bot is /ingest).
+    implied: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ PLATFORM: Final = "slack"
 # Message subtypes that are a person writing; edits, deletions, joins and bot posts never trigger an answer.
 _SPOKEN_SUBTYPES: Final = frozenset({"", "file_share", "thread_broadcast"})
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
-_KB_SUBCOMMANDS: Final = frozenset({"list", "use", "info"})
+_KB_SUBCOMMANDS: Final = frozenset({"list", "use", "info", "create"})
 _LINK = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
 
 FileReader = Callable[[Mapping[str, Any]], Awaitable[bytes]]
@@ -136,7 +136,7 @@ def translate(
     command = parse_command(text)
     attachments = _attachments(event, read)
     if attachments and command is None and (where.private or mentioned):
-        command = Command("ingest")  # a file given to the bot is a file to learn
+        command = Command("ingest", implied=True)  # a file given to the bot is a file to learn
     addressed = where.private or mentioned or continuing
     if not addressed:
         return None
@@ -158,7 +158,7 @@ def translate(
 def slash_command(text: str, command_names: frozenset[str]) -> Command | None:
     """The slash command's text as one of ragbot's commands, or None when it is a question.
 
-    `/kb jobs` runs /jobs, `/kb list` (use, info) is `/kb list`, an empty text is /help, anything else is asked.
+    `/kb jobs` runs /jobs, `/kb list` (use, info, create) is `/kb list`, an empty text is /help, anything else is asked.
     """
     words = text.strip()
     if not words:

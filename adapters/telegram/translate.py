@@ -92,7 +92,7 @@ def translate(
         return None  # `/cmd@otherbot`: another bot's command
     documents = [doc for doc in (message.document, replied.document if replied else None) if doc is not None]
     if message.document is not None and command is None and private:
-        command = Command("ingest")  # a file sent to the bot privately is a file to learn
+        command = Command("ingest", implied=True)  # a file sent to the bot privately is a file to learn
     addressed = private or bool(mentions) or reply_to_bot or command is not None
     if not addressed:
         return None

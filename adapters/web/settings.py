@@ -23,6 +23,10 @@ class WebSettings(PlatformSettings):
         """WEB_KNOWLEDGE_BASES, else the defaults: a page anyone can open reads nothing else."""
         return names(self.WEB_KNOWLEDGE_BASES) or defaults
 
+    def named_kbs(self) -> dict[str, tuple[str, ...]]:
+        """WEB_KNOWLEDGE_BASES, when set."""
+        return {"WEB_KNOWLEDGE_BASES": names(self.WEB_KNOWLEDGE_BASES)} if self.WEB_KNOWLEDGE_BASES else {}
+
     def check(self, *, serving: bool, host: str) -> None:
         """Refuse to serve the chat to a network without an access token."""
         if serving and not is_loopback(host) and self.WEB_ACCESS_TOKEN is None:

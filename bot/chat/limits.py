@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,61 +48,78 @@ class RateLimiter:
         return max(0.0, seen[0] + self._limit.window - self._clock())
 
 
+class QueueWatcher(Protocol):
+    """Hears how many turns of one conversation wait behind the one running, down to 0 (none waits any more)."""
+
+    def queued(self, count: int) -> None:
+        """The number of waiting turns changed to `count`."""
+        ...
+
+
+@dataclass(slots=True)
+class _Line:
+    """One conversation's turns: the lock the running one holds, how many hold or wait for it, who hears the queue."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    entered: int = 0
+    queued: int = 0
+    watcher: QueueWatcher | None = None
+
+
 class TurnGate:
-    """One turn at a time per conversation (the next waits its turn, in order) and a global cap on turns."""
+    """One turn at a time per conversation (the next waits its turn, in order) and a global cap on turns.
+
+    Each conversation's queue has at most one watcher, made by the first turn that had to wait: it hears every
+    change of the number waiting, so one notice per conversation can follow the queue instead of one per turn.
+    """
 
     def __init__(self, max_turns: int) -> None:
         self._global = asyncio.Semaphore(max_turns)
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._waiting: dict[str, int] = {}
+        self._lines: dict[str, _Line] = {}
 
     def waiting(self, conversation_id: str) -> int:
         """How many turns of this conversation are queued or running."""
-        return self._waiting.get(conversation_id, 0)
+        line = self._lines.get(conversation_id)
+        return line.entered if line is not None else 0
 
     @asynccontextmanager
     async def turn(
-        self, conversation_id: str, on_wait: Callable[[int], Awaitable[None]] | None = None, notice_after: float = 2.0
+        self, conversation_id: str, watcher: Callable[[], QueueWatcher] | None = None
     ) -> AsyncIterator[None]:
-        """Hold the conversation's slot (and a global one) for the body; `on_wait(place)` once the wait is long."""
-        place = self._waiting.get(conversation_id, 0)
-        self._waiting[conversation_id] = place + 1
-        lock = self._locks.setdefault(conversation_id, asyncio.Lock())
+        """Hold the conversation's slot (and a global one) for the body; a turn that waits is counted in its queue.
+
+        `watcher` makes the conversation's queue watcher when this turn is the first to wait and none hears it yet.
+        """
+        line = self._lines.setdefault(conversation_id, _Line())
+        # Counted, not read off the lock: a turn just woken holds no lock yet, and a newcomer still waits behind it.
+        waits = line.entered > 0
+        line.entered += 1
         try:
-            await self._enter(lock, place, on_wait, notice_after)
+            if waits:
+                self._queue(line, 1, watcher)
+            try:
+                await self._acquire(line.lock)
+            finally:
+                if waits:
+                    self._queue(line, -1, None)
             try:
                 yield
             finally:
                 self._global.release()
-                lock.release()
+                line.lock.release()
         finally:
-            self._waiting[conversation_id] -= 1
-            if not self._waiting[conversation_id]:
-                del self._waiting[conversation_id]
-                if not lock.locked():
-                    self._locks.pop(conversation_id, None)
+            line.entered -= 1
+            if not line.entered:
+                del self._lines[conversation_id]
 
-    async def _enter(
-        self,
-        lock: asyncio.Lock,
-        place: int,
-        on_wait: Callable[[int], Awaitable[None]] | None,
-        notice_after: float,
-    ) -> None:
-        acquired = asyncio.ensure_future(self._acquire(lock))
-        try:
-            done, _ = await asyncio.wait({acquired}, timeout=notice_after)
-            if not done and on_wait is not None:
-                await on_wait(place)
-            await acquired
-        except BaseException:
-            # Cancelled while waiting: give back whatever the waiter got, or stop it getting anything.
-            if acquired.done() and not acquired.cancelled() and acquired.exception() is None:
-                self._global.release()
-                lock.release()
-            else:
-                acquired.cancel()
-            raise
+    def _queue(self, line: _Line, change: int, watcher: Callable[[], QueueWatcher] | None) -> None:
+        line.queued += change
+        if line.watcher is None and change > 0 and watcher is not None:
+            line.watcher = watcher()
+        if line.watcher is not None:
+            line.watcher.queued(line.queued)
+            if not line.queued:
+                line.watcher = None
 
     async def _acquire(self, lock: asyncio.Lock) -> None:
         await lock.acquire()

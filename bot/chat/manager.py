@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from bot.chat.limits import RateLimit, RateLimiter, TurnGate
 from bot.chat.parts import ChatParts
+from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
 from bot.chat.turn_log import turn_scope
 from bot.commands.builtin import default_registry
@@ -45,6 +46,7 @@ class ChatPolicy:
     group_answer_mode: AnswerMode = "mention"
     rate_limit: RateLimit = field(default_factory=RateLimit)
     max_turns: int = 64
+    # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
 
     def is_admin(self, platform: str, user: UserRef) -> bool:
@@ -101,9 +103,12 @@ class ConversationManager:
         self._recorder = TurnRecorder(parts.conversations)
         self._rate = RateLimiter(policy.rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
+        # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
+        self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
-        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...]]] = {}
+        # Names from the settings resolved a while ago: (when, their ids, the names that do not exist).
+        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...], tuple[str, ...]]] = {}
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         parts.jobs.subscribe(self._job_changed)
 
@@ -148,9 +153,9 @@ class ConversationManager:
         chat = message.key.chat_key
         setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
         # Decided once per message, here: every fixed text of this turn or command is in this language.
-        lang = language.turn_language(
-            message.command.raw if message.command is not None else message.text, setting.language
-        )
+        # A command's own words say its language; a file sent without one (an implied /ingest) has its caption.
+        command = message.command if message.command is not None and not message.command.implied else None
+        lang = language.turn_language(command.raw if command is not None else message.text, setting.language)
         if message.command is not None:
             is_admin = self.policy.is_admin(message.key.platform, message.user)
             await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
@@ -170,12 +175,19 @@ class ConversationManager:
             log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
             return None
         readable = list(kb_ids) if kb_ids is not None else await self.readable_kb_ids(message.key)
+        notice = ""
+        if not readable and kb_ids is None and (missing := await self.missing_kb_names(message.key)):
+            # The answer cannot come from the knowledge base the chat should read: say which, and how to make it.
+            admin = self.policy.is_admin(message.key.platform, message.user)
+            notice = messages.no_kb_bound(missing, lang, admin=admin)
 
-        async def tell_place(place: int) -> None:
-            await self._say(target, messages.queued(place, lang))
+        def queue_notice() -> QueueNotice:
+            return QueueNotice(target, lang, self.policy.queue_notice_after, self._notices)
 
-        async with self._gate.turn(conversation.id, tell_place, self.policy.queue_notice_after):
-            return await self._turn(message, target, conversation, opened, readable, document_ids, setting, lang)
+        async with self._gate.turn(conversation.id, queue_notice):
+            return await self._turn(
+                message, target, conversation, opened, readable, document_ids, setting, lang, notice
+            )
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
@@ -195,6 +207,7 @@ class ConversationManager:
         document_ids: Sequence[str],
         setting: ChatSettingRecord,
         lang: str,
+        notice: str = "",
     ) -> TurnResult:
         started = time.perf_counter()
         opened = await self._recorder.streaming(opened)
@@ -223,7 +236,7 @@ class ConversationManager:
             )
             pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
             await answerer.execute(turn, pipeline)
-            answer = await self._answer(turn, opened, lang)
+            answer = await self._answer(turn, opened, lang, notice)
             ref = await stream.finish(answer)
             await self._recorder.finish(
                 opened,
@@ -251,8 +264,8 @@ class ConversationManager:
             # The store itself is down: the apology must still reach the person.
             log.exception("turn=unrecorded request=%s", opened.request_id)
 
-    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str) -> Answer:
-        notices = []
+    async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str, notice: str = "") -> Answer:
+        notices = [notice] if notice else []
         if turn.truncated:
             notices.append(messages.question_cut(lang))
         if turn.outcome == "stopped":
@@ -279,20 +292,36 @@ class ConversationManager:
         return [kb_id for kb_id in bound if kb_id in allowed_ids]
 
     async def _ids_of(self, names: Sequence[str]) -> list[str]:
+        return list((await self._resolve(names))[0])
+
+    async def _resolve(self, names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         # The names come from the settings and are read on every turn: resolved once a while, not per turn.
         key = tuple(names)
         cached = self._kb_ids.get(key)
         if cached is not None and self._clock() - cached[0] < _KB_ID_TTL:
-            return list(cached[1])
-        ids = []
+            return cached[1], cached[2]
+        ids, missing = [], []
         for name in names:
             kb = await self._parts.knowledge.named(name)
             if kb is None:
                 log.warning("knowledge_base=missing name=%s (named in the settings)", name)
+                missing.append(name)
             else:
                 ids.append(kb.id)
-        self._kb_ids[key] = (self._clock(), tuple(ids))
-        return ids
+        self._kb_ids[key] = (self._clock(), tuple(ids), tuple(missing))
+        return tuple(ids), tuple(missing)
+
+    async def missing_kb_names(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases this chat reads by default (none bound to it) that do not exist."""
+        chat = key.chat_key
+        if await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat):
+            return []
+        _, missing = await self._resolve(self.policy.default_kbs)
+        return [name for name in missing if self.may_read(key.platform, name)]
+
+    def knowledge_changed(self) -> None:
+        """Forget the resolved knowledge-base names: one created now is read at once, not after `_KB_ID_TTL`."""
+        self._kb_ids.clear()
 
     async def readable_kb_names(self, key: ConversationKey) -> list[str]:
         """The names of the knowledge bases this chat reads."""

@@ -10,9 +10,11 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
 from bot.app.server import create_app
 from bot.app.services import build_services
-from bot.app.settings import Settings, is_loopback
+from bot.app.settings import Settings, is_loopback, platform_settings
 from bot.cli.signals import stop_requested
+from bot.knowledge.bases import KnowledgeBases
 from bot.metrics import ChatMetrics
+from bot.words.messages import knowledge_bases_missing
 
 log = logging.getLogger("ragbot")
 
@@ -28,11 +30,29 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
     return runner
 
 
+async def _warn_of_missing_knowledge_bases(settings: Settings, knowledge: KnowledgeBases) -> None:
+    """One line naming the knowledge bases the settings name that do not exist, and how to create them."""
+    named = {"DEFAULT_KNOWLEDGE_BASES": settings.default_knowledge_bases()}
+    for model in platform_settings():
+        named |= model.of(settings).named_kbs()
+    named = {setting: names for setting, names in named.items() if names}
+    wanted = dict.fromkeys(name for names in named.values() for name in names)
+    missing = [name for name in wanted if await knowledge.named(name) is None]
+    if missing:
+        settings_naming = [setting for setting, names in named.items() if set(names) & set(missing)]
+        log.warning(
+            "knowledge_bases=missing names=%s note=%r",
+            ",".join(missing),
+            knowledge_bases_missing(missing, settings_naming),
+        )
+
+
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
     stop = stop_requested()
     async with build_services(settings, serving=True) as services:
         services.ensure_vectors_match()
+        await _warn_of_missing_knowledge_bases(settings, services.knowledge)
         chat_metrics = ChatMetrics()
         manager = build_manager(services, chat_policy(settings), metrics=chat_metrics)
         adapters = load_adapters(manager, settings, services.db)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.commands.registry import CommandContext, CommandRegistry
-from bot.errors import UserFacingError
+from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
@@ -54,7 +54,12 @@ def register_all(registry: CommandRegistry) -> None:
     async def sources(context: CommandContext) -> None:
         await context.reply(await _last_sources(context))
 
-    @registry.register("kb", admin=False, usage="/kb list | /kb use NAME | /kb info [NAME]", help="knowledge bases")
+    @registry.register(
+        "kb",
+        admin=False,
+        usage="/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]",
+        help="knowledge bases",
+    )
     async def kb(context: CommandContext) -> None:
         args = context.command.args
         if args[:1] == ("list",) and len(args) == 1:
@@ -63,6 +68,8 @@ def register_all(registry: CommandRegistry) -> None:
             await context.reply(await _kb_use(context, " ".join(args[1:])))
         elif args[:1] == ("info",) and len(args) <= 2:
             await context.reply(await _kb_info(context, args[1] if len(args) == 2 else None))
+        elif args[:1] == ("create",) and len(args) >= 2:
+            await context.reply(await _kb_create(context, args[1], " ".join(args[2:])))
         else:
             raise _usage_error(context, "kb")
 
@@ -159,8 +166,14 @@ async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
 async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
     kbs = await _chat_kbs(context)
     if not kbs:
-        raise UserFacingError(messages.no_kb_bound(context.lang))
+        raise await _no_kb(context)
     return kbs[0]
+
+
+async def _no_kb(context: CommandContext) -> UserFacingError:
+    """What a chat that reads no knowledge base is told: the missing default by name, or how to get one."""
+    missing = await context.chat.missing_kb_names(context.message.key)
+    return UserFacingError(messages.no_kb_bound(missing, context.lang, admin=context.is_admin))
 
 
 async def _kb_list(context: CommandContext) -> str:
@@ -171,6 +184,9 @@ async def _kb_list(context: CommandContext) -> str:
         for kb in await context.parts.knowledge.all()
         if context.chat.may_read(platform, kb.name)
     ]
+    if not names:
+        missing = await context.chat.missing_kb_names(context.message.key)
+        return messages.kb_list_empty(missing, context.lang, admin=context.is_admin)
     return messages.kb_list(names, context.lang)
 
 
@@ -180,25 +196,49 @@ async def _kb_use(context: CommandContext, name: str) -> str:
     # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
     if not context.is_admin and not (platform_limits is not None and context.message.private):
         raise UserFacingError(messages.admins_only("kb use", context.lang))
-    if not chat.may_read(key.platform, name):
-        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
     kb = await context.parts.knowledge.named(name)
     if kb is None:
-        raise UserFacingError(messages.kb_missing(name, context.lang))
+        # Said before "may not read": a name nobody created is a typo or a step still to take, not a refusal.
+        choices = [kb.name for kb in await context.parts.knowledge.all() if chat.may_read(key.platform, kb.name)]
+        create = context.is_admin and chat.may_read(key.platform, name)
+        raise UserFacingError(messages.kb_use_missing(name, choices, context.lang, create=create))
+    if not chat.may_read(key.platform, name):
+        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
+
+
+async def _kb_create(context: CommandContext, name: str, description: str) -> str:
+    """A new knowledge base (admins), named by the rules of `ragbot kb create`, within the chat's allowance."""
+    lang = context.lang
+    if not context.is_admin:
+        raise UserFacingError(messages.admins_only("kb create", lang))
+    allowed = context.chat.allowed_kbs(context.message.key.platform)
+    if allowed is not None and name.strip() and name.strip() not in allowed:
+        # A knowledge base the chat could never read would be one more dead end.
+        raise UserFacingError(messages.kb_create_not_allowed(name.strip(), allowed, lang))
+    try:
+        kb = await context.parts.knowledge.create(name, {}, description)
+    except InvalidKnowledgeBaseName as exc:
+        raise UserFacingError(messages.kb_bad_name(exc.max_length, lang)) from exc
+    except KnowledgeBaseExists as exc:
+        raise UserFacingError(messages.kb_exists(exc.name, lang)) from exc
+    context.chat.knowledge_changed()
+    log.info("kb=created id=%s by=%s platform=%s", kb.id, context.message.user.id, context.message.key.platform)
+    reading = kb.id in await context.chat.readable_kb_ids(context.message.key)
+    return messages.kb_created(kb.name, lang, reading=reading)
 
 
 async def _kb_info(context: CommandContext, name: str | None) -> str:
     if name is None:
         kb = await _target_kb(context)
     else:
-        if not context.chat.may_read(context.message.key.platform, name):
-            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
         found = await context.parts.knowledge.named(name)
         if found is None:
             raise UserFacingError(messages.kb_missing(name, context.lang))
+        if not context.chat.may_read(context.message.key.platform, name):
+            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
         kb = found
     info = await context.parts.knowledge.info(kb.name)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
@@ -213,6 +253,8 @@ async def _last_sources(context: CommandContext) -> str:
 
 async def _jobs(context: CommandContext) -> str:
     kbs = await _chat_kbs(context)
+    if not kbs:
+        raise await _no_kb(context)
     names = {kb.id: kb.name for kb in kbs}
     found: list[JobRecord] = []
     for kb in kbs:
@@ -242,6 +284,8 @@ async def _faq_list(context: CommandContext) -> str:
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
     parts = context.parts
     readable = {kb.id for kb in await _chat_kbs(context)}
+    if not readable:
+        raise await _no_kb(context)
     matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in readable]
     if not matches:
         # Accept the short id /faq list shows.

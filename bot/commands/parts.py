@@ -40,12 +40,20 @@ class ChatControl(Protocol):
         """The knowledge bases the chat reads."""
         ...
 
+    async def missing_kb_names(self, key: ConversationKey) -> list[str]:
+        """The knowledge bases the chat reads by default that do not exist."""
+        ...
+
     def may_read(self, platform: str, kb_name: str) -> bool:
         """Whether chats on `platform` may be bound to `kb_name`."""
         ...
 
     def allowed_kbs(self, platform: str) -> tuple[str, ...] | None:
         """The only knowledge bases `platform`'s chats may read, or None when any."""
+        ...
+
+    def knowledge_changed(self) -> None:
+        """A knowledge base was created: names resolved before are resolved again."""
         ...
 
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:

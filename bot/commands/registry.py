@@ -127,7 +127,11 @@ class CommandRegistry:
             return
         if spec.admin and not is_admin:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
-            await deliver_text(target, messages.admins_only(spec.name, lang))
+            # A file sent to the bot is not a command its sender typed: say what they may not do in their terms.
+            if message.command.implied:
+                await deliver_text(target, messages.files_admins_only(lang))
+            else:
+                await deliver_text(target, messages.admins_only(spec.name, lang))
             return
         if message.command.error:
             how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.errors import UserFacingError
+from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.knowledge.index_lock import IndexLock
 from rag.errors import InvalidRule
 from rag.ingest.rules import parse_rule
@@ -35,9 +35,11 @@ class KnowledgeBaseInfo:
 def _check_name(name: str) -> str:
     name = name.strip()
     if not name:
-        raise UserFacingError("A knowledge base needs a name.")
+        raise InvalidKnowledgeBaseName("A knowledge base needs a name.", MAX_NAME_LENGTH)
     if len(name) > MAX_NAME_LENGTH or any(char.isspace() and char != " " for char in name):
-        raise UserFacingError(f"Knowledge base names are at most {MAX_NAME_LENGTH} characters on one line.")
+        raise InvalidKnowledgeBaseName(
+            f"Knowledge base names are at most {MAX_NAME_LENGTH} characters on one line.", MAX_NAME_LENGTH
+        )
     return name
 
 
@@ -65,7 +67,7 @@ class KnowledgeBases:
         try:
             return await self._repo.create(_check_name(name), chunking=chunking, description=description)
         except DuplicateName as exc:
-            raise UserFacingError(f"A knowledge base named {name!r} already exists.") from exc
+            raise KnowledgeBaseExists(name) from exc
 
     async def find(self, name: str) -> KnowledgeBaseRecord:
         """By name, with a message that lists what exists when it is not found."""
@@ -97,7 +99,7 @@ class KnowledgeBases:
         try:
             return await self._repo.rename(kb.id, _check_name(new_name))
         except DuplicateName as exc:
-            raise UserFacingError(f"A knowledge base named {new_name!r} already exists.") from exc
+            raise KnowledgeBaseExists(new_name) from exc
 
     async def delete(self, name: str) -> None:
         """Remove the knowledge base from the index first, then from SQL (a retry finishes either half)."""

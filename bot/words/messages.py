@@ -7,6 +7,7 @@ operator reads (CLI output, logs, HTTP errors of the web API) stays English and 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -78,11 +79,14 @@ def rate_limited(retry_after: float, lang: str) -> str:
     return catalogue(lang).text("turn.rate_limited", seconds=max(1, round(retry_after)))
 
 
-def queued(place: int, lang: str) -> str:
-    """Told to someone whose question waits for the answers before it in the same conversation."""
-    if place <= 1:
-        return catalogue(lang).text("turn.queued_next")
-    return catalogue(lang).text("turn.queued", place=place)
+def queued(count: int, lang: str) -> str:
+    """The conversation's queue notice: `count` questions wait for the answer being written."""
+    return catalogue(lang).plural("queue.waiting", count)
+
+
+def queue_done(lang: str) -> str:
+    """The queue notice once the last waiting question has started."""
+    return catalogue(lang).text("queue.done")
 
 
 def sources_heading(lang: str) -> str:
@@ -116,9 +120,39 @@ def answer_with_sources(answer: Answer) -> str:
 
 
 # Commands
-def no_kb_bound(lang: str) -> str:
-    """A command that needs a knowledge base, in a chat without one."""
-    return catalogue(lang).text("kb.none_bound")
+def no_kb_bound(missing: Sequence[str], lang: str, *, admin: bool) -> str:
+    """A chat that reads no knowledge base: the way out, for an admin (create, use) or for anyone else (ask one).
+
+    `missing` names the knowledge bases the chat reads by default that do not exist: those are named.
+    """
+    who = "admin" if admin else "other"
+    if missing:
+        return catalogue(lang).plural(
+            f"kb_way_out.missing_{who}", len(missing), name=missing[0], names=", ".join(missing), arg=_arg(missing[0])
+        )
+    return catalogue(lang).text(f"kb_way_out.none_{who}")
+
+
+def kb_list_empty(missing: Sequence[str], lang: str, *, admin: bool) -> str:
+    """/kb list when this chat may see no knowledge base: which default is missing, or how one is made."""
+    if missing:
+        return no_kb_bound(missing, lang, admin=admin)
+    return catalogue(lang).text(f"kb_way_out.list_empty_{'admin' if admin else 'other'}")
+
+
+def kb_use_missing(name: str, choices: Sequence[str], lang: str, *, create: bool) -> str:
+    """`/kb use` of a name that does not exist: how to create it (`create`: an admin who may), else the `choices`."""
+    words = catalogue(lang)
+    if create:
+        return words.text("kb_way_out.use_missing_admin", name=name, arg=_arg(name))
+    if choices:
+        return words.text("kb_way_out.use_missing_choose", name=name, choices=words.text("kb.separator").join(choices))
+    return kb_missing(name, lang)
+
+
+def _arg(name: str) -> str:
+    # A name as a command argument: quoted when it has spaces, as commands read their arguments (shlex).
+    return shlex.quote(name)
 
 
 def no_sources(lang: str) -> str:
@@ -161,6 +195,11 @@ def unknown_command(name: str, lang: str) -> str:
 def admins_only(name: str, lang: str) -> str:
     """The refusal a non-admin gets for an admin command."""
     return catalogue(lang).text("command.admins_only", name=name)
+
+
+def files_admins_only(lang: str) -> str:
+    """The refusal a non-admin gets for a file sent to the bot (no command typed): only admins add documents."""
+    return catalogue(lang).text("files.admins_only")
 
 
 def help_text(commands: list[tuple[str, str, str]], lang: str) -> str:
@@ -234,6 +273,29 @@ def kb_info(name: str, description: str, counts: dict[str, int], lang: str) -> s
     )
     described = words.text("kb.description", description=description) if description else ""
     return words.text("kb.info", name=name, description=described, figures=figures)
+
+
+def kb_created(name: str, lang: str, *, reading: bool) -> str:
+    """Confirms `/kb create`, with the next step: add documents (the chat reads it already) or `/kb use` it."""
+    return catalogue(lang).text("kb_create.created_reading" if reading else "kb_create.created", name=name)
+
+
+def kb_exists(name: str, lang: str) -> str:
+    """`/kb create` of a name taken already."""
+    return catalogue(lang).text("kb_create.exists", name=name)
+
+
+def kb_bad_name(max_length: int, lang: str) -> str:
+    """`/kb create` of a name that is empty, too long or more than one line."""
+    return catalogue(lang).text("kb_create.bad_name", max=max_length)
+
+
+def kb_create_not_allowed(name: str, allowed: Sequence[str], lang: str) -> str:
+    """`/kb create` of a knowledge base this chat could not read (the web chat reads only those it is allowed)."""
+    words = catalogue(lang)
+    if not allowed:
+        return words.text("kb_create.none_allowed", name=name)
+    return words.text("kb_create.not_allowed", name=name, allowed=words.text("kb.separator").join(allowed))
 
 
 def source_detail(number: int, title: str, uri: str, text: str) -> str:
@@ -441,6 +503,20 @@ def slack_file_login_page(name: str) -> str:
 def slack_file_missing(name: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
     return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."
+
+
+# Knowledge bases at start-up
+def knowledge_bases_missing(names: Sequence[str], settings: Sequence[str]) -> str:
+    """Told when `ragbot serve` starts: knowledge bases the settings name that do not exist, and how to make them."""
+    several = len(names) > 1
+    commands = " and ".join(f"`ragbot kb create {shlex.quote(name)}`" for name in names)
+    return (
+        f"{', '.join(settings)} {'name' if len(settings) > 1 else 'names'} "
+        f"{'knowledge bases that do' if several else 'a knowledge base that does'} not exist yet "
+        f"({', '.join(names)}), so chats that read {'them' if several else 'it'} find nothing: create "
+        f"{'them' if several else 'it'} with {commands}, or as an admin send "
+        f"/kb create {shlex.quote(names[0]) if not several else 'NAME'} in a chat"
+    )
 
 
 # The search index

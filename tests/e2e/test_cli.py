@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from harness.processes import ragbot, wait_until_ready
+from harness.processes import ragbot, run_ragbot, wait_until_ready
 
 
 async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(
@@ -42,6 +42,29 @@ async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(
     data = Path(user_env["RAGBOT_DATA_DIR"])
     assert (data / "ragbot.sqlite3").exists()
     assert not (data / "weaviate" / "ragbot-weaviate.pid").exists(), "weaviate-server was not stopped"
+
+
+async def test_serve_names_the_default_knowledge_bases_that_do_not_exist_and_how_to_create_them(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    code, _, stderr = await run_ragbot(shared_weaviate_env, tmp_path, "kb", "create", "docs")
+    assert code == 0, stderr
+    env = {**shared_weaviate_env, "DEFAULT_KNOWLEDGE_BASES": "handbook,docs"}
+    process = await ragbot(env, tmp_path, "serve")
+    try:
+        await wait_until_ready(f"http://127.0.0.1:{env['RAGBOT_PORT']}", process)
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 60)
+    warnings = [line for line in err.decode().splitlines() if "knowledge_bases=missing" in line]
+    assert len(warnings) == 1, err.decode()
+    assert "WARNING" in warnings[0]
+    assert "names=handbook " in warnings[0]
+    assert "DEFAULT_KNOWLEDGE_BASES" in warnings[0]
+    assert "`ragbot kb create handbook`" in warnings[0]
+    assert "/kb create handbook" in warnings[0]
+    assert "docs" not in warnings[0]
 
 
 @pytest.fixture

@@ -257,7 +257,8 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
     await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
-    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest", "en")]
+    replies = [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))]
+    assert replies == [messages.files_admins_only("en")]  # no /ingest the person never typed
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)

@@ -182,6 +182,26 @@ async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(
     assert _plain(messages.telegram_file_too_big("huge.pdf", "1.0 MB")) in fake.visible(ADMIN["id"])
 
 
+async def test_a_non_admin_who_sends_a_document_is_told_in_their_terms_and_the_file_is_left_alone(
+    telegram: Bot,
+) -> None:
+    fake = telegram.fake
+    erin: dict[str, Any] = {"id": 7010, "is_bot": False, "first_name": "Erin"}
+    plain = fake.add_file(b"# Menu\n\nSoup on Mondays.", "menu.md", "text/markdown")
+    captioned = fake.add_file(b"# Menu\n\nSoup on Mondays.", "menu-zh.md", "text/markdown")
+    jobs_before = len(await telegram.services.job_repo.recent(limit=None))
+    fake.queue_update(fake.document_message(plain, user=erin))
+    fake.queue_update(fake.document_message(captioned, caption="这是新的菜单", user=erin))
+    await fake.wait_for(lambda: len(fake.visible(erin["id"])) == 2, timeout=30)
+    assert fake.visible(erin["id"]) == [
+        _plain(messages.files_admins_only("en")),
+        _plain(messages.files_admins_only("zh")),
+    ]
+    assert "/ingest" not in fake.visible(erin["id"])[0]
+    assert not [call for call in fake.calls("getFile") if call.params.get("file_id") in (plain, captioned)]
+    assert len(await telegram.services.job_repo.recent(limit=None)) == jobs_before
+
+
 async def test_the_same_update_delivered_twice_is_answered_once(telegram: Bot) -> None:
     fake = telegram.fake
     carol = {"id": 7003, "is_bot": False, "first_name": "Carol"}

@@ -184,6 +184,22 @@ async def test_empty_long_and_command_messages_get_answers_not_errors(browser: a
     assert "**docs** (in use here)" in listed[-2][1]["text"]
 
 
+async def test_kb_use_of_a_knowledge_base_that_does_not_exist_says_so_and_lists_the_ones_to_choose(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    await served.services.knowledge.create("other", {})  # exists, but the web chat may read only "docs"
+    try:
+        missing = await _say(browser, "/kb use nonexistent")
+        forbidden = await _say(browser, "/kb use other")
+    finally:
+        await served.services.knowledge.delete("other")
+    assert missing[-2][1]["text"] == messages.kb_use_missing("nonexistent", ["docs"], "en", create=False)
+    assert missing[-2][1]["text"].startswith("There is no knowledge base called “nonexistent”.")
+    assert "may not read" not in missing[-2][1]["text"]
+    assert missing[-2][1]["text"].endswith("This chat may use: docs.")
+    assert forbidden[-2][1]["text"] == messages.kb_not_allowed("other", "en")
+
+
 async def test_uploads_need_the_admin_token_and_stay_within_the_limit(browser: aiohttp.ClientSession) -> None:
     form = aiohttp.FormData()
     form.add_field("file", b"# Hours\n\nThe gym opens at six.", filename="gym.md")

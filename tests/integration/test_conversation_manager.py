@@ -21,7 +21,7 @@ from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
-from bot.types import Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from bot.words.catalogue import catalogue
 from bot.words.messages import TURN_FAILED
@@ -43,6 +43,9 @@ FAQ_USAGE = '/faq add "question" "answer" | /faq import (attach a sheet) | /faq 
 FAQ_SHORT_USAGE = '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID'
 GROUP = ConversationKey("test", "team", "group-1")
 UNCLOSED_QUOTE = catalogue("en").text("command.unclosed_quote")
+WEB = ConversationKey("web", "", "s1")
+KB_USAGE = "/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]"
+WEB_ADMIN = UserRef("s1", verified_admin=True)
 
 
 @dataclass
@@ -92,10 +95,10 @@ async def _no_work(job: Any, progress: Any) -> dict[str, Any]:
 
 
 @pytest_asyncio.fixture
-async def world(db: Database, tmp_path: Path) -> ChatWorld:
-    """The parts, with a knowledge base "handbook" that chats read by default."""
+async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
+    """The parts, with no knowledge base yet: a new team's first run."""
     documents, job_repo = DocumentRepo(db), JobRepo(db)
-    world = ChatWorld(
+    return ChatWorld(
         settings=Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path),
         conversations=ConversationRepo(db),
         bindings=BindingRepo(db),
@@ -105,8 +108,13 @@ async def world(db: Database, tmp_path: Path) -> ChatWorld:
         job_repo=job_repo,
         jobs=JobRunner(job_repo, _no_work),
     )
-    await world.knowledge.create("handbook", {})
-    return world
+
+
+@pytest_asyncio.fixture
+async def world(bare_world: ChatWorld) -> ChatWorld:
+    """The parts, with a knowledge base "handbook" that chats read by default."""
+    await bare_world.knowledge.create("handbook", {})
+    return bare_world
 
 
 def _manager(world: ChatWorld, **policy: Any) -> ConversationManager:
@@ -197,11 +205,13 @@ async def test_questions_of_one_conversation_run_in_order_and_the_waiting_one_is
     first = asyncio.create_task(manager.handle(_message("one?"), first_target))
     await asyncio.wait_for(world.answerer.holding.wait(), 10)
     second = asyncio.create_task(manager.handle(_message("two?"), second_target))
-    await wait_until(lambda: bool(second_target.streams), second_target.changed)
+    await wait_until(lambda: bool(second_target.sent), second_target.changed)
     assert [q for q, _ in world.answerer.asked] == ["one?"]  # the second waits for the first
-    assert second_target.replies() == [messages.queued(1, "en")]
+    assert second_target.sent == [messages.queued(1, "en")]
     world.answerer.release.set()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
+    await wait_until(lambda: bool(second_target.edits), second_target.changed)
+    assert second_target.edits == [("sent-1", messages.queue_done("en"))]  # the notice says it is over
     assert [q for q, _ in world.answerer.asked] == ["one?", "two?"]
     assert [m.text for m in await _stored(world, DM) if m.role == "user"] == ["one?", "two?"]
 
@@ -283,8 +293,9 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
         ("/faq list", messages.admins_only("faq", "en")),
         ("/jobs", messages.admins_only("jobs", "en")),
         ("/kb use other", messages.admins_only("kb use", "en")),
-        ("/kb", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
-        ("/kb list extra", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
+        ("/kb", messages.usage(KB_USAGE, "en")),
+        ("/kb list extra", messages.usage(KB_USAGE, "en")),
+        ("/kb create manual", messages.admins_only("kb create", "en")),
         ("/sources", messages.no_sources("en")),
     ],
 )
@@ -295,6 +306,25 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
     assert world.answerer.asked == []
 
 
+async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(world: ChatWorld) -> None:
+    read: list[str] = []
+
+    async def download() -> bytes:
+        read.append("menu.md")
+        return b"# Menu"
+
+    file = Attachment("menu.md", 6, "text/markdown", download)
+    manager, target = _manager(world), RecordingTarget()
+    for text, lang in (("", "en"), ("这是新的菜单", "zh")):
+        sent = IncomingMessage(DM, "", ALICE, text, attachments=(file,), command=Command("ingest", implied=True))
+        await manager.handle(sent, target)
+        assert target.replies()[-1] == messages.files_admins_only(lang)
+    await manager.handle(_message("/ingest", attachments=(file,)), target)
+    assert target.replies()[-1] == messages.admins_only("ingest", "en")  # typed: the command is named
+    assert read == []
+    assert await world.job_repo.recent(limit=None) == []
+
+
 @pytest.mark.parametrize(
     ("text", "reply"),
     [
@@ -303,7 +333,7 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
-        ("/kb use missing", messages.kb_missing("missing", "en")),
+        ("/kb use missing", messages.kb_use_missing("missing", ["handbook"], "en", create=True)),
         ("/faq delete 123", messages.faq_missing("123", "en")),
     ],
 )
@@ -349,10 +379,143 @@ async def test_kb_use_binds_the_chat_for_admins_and_for_people_choosing_among_th
     await manager.handle(_message("/kb use b", key=web), target)
     assert target.replies()[-1] == messages.kb_now_using("b", "en")
     await manager.handle(_message("/kb use c", key=web), target)
-    assert target.replies()[-1] == messages.kb_not_allowed("c", "en")
+    assert target.replies()[-1] == messages.kb_use_missing("c", ["a", "b"], "en", create=False)
     await manager.handle(_message("/kb list", key=web), target)
     assert "**b** (in use here)" in target.replies()[-1]
     assert a.id != b.id
+
+
+async def test_an_admin_creates_the_missing_default_knowledge_base_in_the_chat_and_it_is_read_at_once(
+    world: ChatWorld,
+) -> None:
+    manager, target = _manager(world, default_kbs=("manual",)), RecordingTarget()
+    await manager.handle(_message("Which VPN client?"), target)  # resolves the defaults: "manual" is missing
+    assert world.answerer.asked[-1][1] == ()
+    await manager.handle(_message("/kb create manual Staff rules and forms", user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("manual", "en", reading=True)
+    manual = await world.knowledge.named("manual")
+    assert manual is not None
+    assert manual.description == "Staff rules and forms"
+    await manager.handle(_message("Which VPN client?"), target)
+    assert world.answerer.asked[-1][1] == (manual.id,)
+    await manager.handle(_message('/kb create "IT desk"', user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("IT desk", "en", reading=False)
+    await manager.handle(_message("/kb create 员工手册", user=ADMIN), target)
+    assert target.replies()[-1] == messages.kb_created("员工手册", "zh", reading=False)
+
+
+@pytest.mark.parametrize(
+    ("defaults", "user", "text", "reply"),
+    [
+        ((), ADMIN, "/kb list", messages.kb_list_empty([], "en", admin=True)),
+        ((), ALICE, "/kb list", messages.kb_list_empty([], "en", admin=False)),
+        (("manual",), ADMIN, "/kb list", messages.kb_list_empty(["manual"], "en", admin=True)),
+        (("manual",), ALICE, "/kb list", messages.kb_list_empty(["manual"], "en", admin=False)),
+        ((), ADMIN, "/ingest https://example.org/", messages.no_kb_bound([], "en", admin=True)),
+        (("manual",), ADMIN, "/ingest https://example.org/", messages.no_kb_bound(["manual"], "en", admin=True)),
+        ((), ADMIN, '/faq add "Parking?" "Level 2."', messages.no_kb_bound([], "en", admin=True)),
+        (("manual",), ADMIN, "/faq import", messages.no_kb_bound(["manual"], "en", admin=True)),
+        ((), ADMIN, "/faq list", messages.no_kb_bound([], "en", admin=True)),
+        ((), ADMIN, "/faq delete 123", messages.no_kb_bound([], "en", admin=True)),
+        ((), ADMIN, "/jobs", messages.no_kb_bound([], "en", admin=True)),
+        (("manual", "it"), ADMIN, "/jobs", messages.no_kb_bound(["manual", "it"], "en", admin=True)),
+        (("manual",), ALICE, "/kb info", messages.no_kb_bound(["manual"], "en", admin=False)),
+        (("manual",), ADMIN, "/kb use manual", messages.kb_use_missing("manual", [], "en", create=True)),
+        ((), ADMIN, '/kb use "IT desk"', messages.kb_use_missing("IT desk", [], "en", create=True)),
+    ],
+)
+async def test_a_chat_without_a_knowledge_base_is_told_the_way_out(
+    bare_world: ChatWorld, defaults: tuple[str, ...], user: UserRef, text: str, reply: str
+) -> None:
+    target = RecordingTarget()
+    await _manager(bare_world, default_kbs=defaults).handle(_message(text, user=user), target)
+    assert target.replies() == [reply]
+
+
+def test_the_way_out_names_the_missing_knowledge_base_and_the_command_that_creates_it() -> None:
+    assert "/kb create manual" in messages.no_kb_bound(["manual"], "en", admin=True)
+    assert "“manual”" in messages.no_kb_bound(["manual"], "en", admin=False)
+    assert "ask an admin" in messages.no_kb_bound(["manual"], "en", admin=False).lower()
+    assert "/kb create NAME" in messages.no_kb_bound([], "en", admin=True)
+    assert "/kb use NAME" in messages.no_kb_bound([], "en", admin=True)
+    assert "ask an admin" in messages.no_kb_bound([], "en", admin=False).lower()
+    assert "/kb create 'IT desk'" in messages.kb_use_missing("IT desk", [], "en", create=True)
+
+
+async def test_a_question_in_a_chat_whose_default_knowledge_base_is_missing_says_which_and_how_to_create_it(
+    bare_world: ChatWorld,
+) -> None:
+    manager, target = _manager(bare_world, default_kbs=("manual",)), RecordingTarget()
+    await manager.handle(_message("Which VPN client?"), target)
+    await manager.handle(_message("Which VPN client?", user=ADMIN, key=GROUP, private=False), target)
+    first, second = (stream.finished for stream in target.streams)
+    assert first is not None
+    assert second is not None
+    assert first.notice == messages.no_kb_bound(["manual"], "en", admin=False)
+    assert second.notice == messages.no_kb_bound(["manual"], "en", admin=True)
+    await manager.handle(_message("/kb create manual", user=ADMIN), target)
+    await manager.handle(_message("Which VPN client?"), target)
+    last = target.streams[-1].finished
+    assert last is not None
+    assert last.notice == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "reply"),
+    [
+        ("/kb create", messages.usage(KB_USAGE, "en")),
+        ('/kb create ""', messages.kb_bad_name(64, "en")),
+        ("/kb create " + "x" * 65, messages.kb_bad_name(64, "en")),
+        ("/kb create handbook", messages.kb_exists("handbook", "en")),
+        ("/kb create 手册 说明", messages.kb_created("手册", "zh", reading=False)),
+    ],
+)
+async def test_kb_create_names_follow_the_cli_rules(world: ChatWorld, text: str, reply: str) -> None:
+    target = RecordingTarget()
+    await _manager(world).handle(_message(text, user=ADMIN), target)
+    assert target.replies() == [reply]
+    assert [kb.name for kb in await world.knowledge.all()].count("handbook") == 1
+
+
+@pytest.mark.parametrize(
+    ("allowed", "name", "reply"),
+    [
+        (("a", "b"), "c", messages.kb_create_not_allowed("c", ("a", "b"), "en")),
+        ((), "c", messages.kb_create_not_allowed("c", (), "en")),
+        (("a", "b"), "b", messages.kb_created("b", "en", reading=False)),
+        (("a", "b"), "a", messages.kb_created("a", "en", reading=True)),
+    ],
+)
+async def test_on_the_web_an_admin_creates_only_knowledge_bases_the_web_chat_may_read(
+    world: ChatWorld, allowed: tuple[str, ...], name: str, reply: str
+) -> None:
+    manager, target = _manager(world, default_kbs=("a",), allowed_kbs={"web": allowed}), RecordingTarget()
+    await manager.handle(_message(f"/kb create {name}", key=WEB, user=WEB_ADMIN), target)
+    assert target.replies() == [reply]
+    created = await world.knowledge.named(name)
+    assert (created is not None) == (name in allowed)
+
+
+@pytest.mark.parametrize(
+    ("user", "text", "reply"),
+    [
+        (ALICE, "/kb use other", messages.kb_use_missing("other", ["a"], "en", create=False)),
+        (ALICE, "/kb use b", messages.kb_use_missing("b", ["a"], "en", create=False)),
+        (ALICE, "/kb use handbook", messages.kb_not_allowed("handbook", "en")),
+        (WEB_ADMIN, "/kb use other", messages.kb_use_missing("other", ["a"], "en", create=False)),
+        (WEB_ADMIN, "/kb use b", messages.kb_use_missing("b", ["a"], "en", create=True)),
+        (WEB_ADMIN, "/kb use handbook", messages.kb_not_allowed("handbook", "en")),
+        (ALICE, "/kb info other", messages.kb_missing("other", "en")),
+        (ALICE, "/kb info handbook", messages.kb_not_allowed("handbook", "en")),
+    ],
+)
+async def test_on_the_web_a_knowledge_base_that_does_not_exist_is_not_called_forbidden(
+    world: ChatWorld, user: UserRef, text: str, reply: str
+) -> None:
+    await world.knowledge.create("a", {})
+    manager, target = _manager(world, default_kbs=("a",), allowed_kbs={"web": ("a", "b")}), RecordingTarget()
+    await manager.handle(_message(text, key=WEB, user=user), target)
+    assert target.replies() == [reply]
 
 
 async def test_new_starts_the_conversation_over(world: ChatWorld) -> None:

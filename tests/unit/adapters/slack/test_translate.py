@@ -106,7 +106,7 @@ def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
     )
     message = _translate(event)
     assert isinstance(message, IncomingMessage)
-    assert message.command == Command("ingest")
+    assert message.command == Command("ingest", implied=True)
     assert [(a.name, a.size, a.mime_type) for a in message.attachments] == [("guide.pdf", 1234, "application/pdf")]
 
 
@@ -127,6 +127,7 @@ def test_workspace_keys_carry_the_enterprise_when_there_is_one() -> None:
         ("help", Command("help")),
         ("list", Command("kb", ("list",), "list")),
         ("use handbook", Command("kb", ("use", "handbook"), "use handbook")),
+        ("create handbook HR rules", Command("kb", ("create", "handbook", "HR", "rules"), "create handbook HR rules")),
         ("jobs", Command("jobs")),
         ("ingest https://example.com", Command("ingest", ("https://example.com",), "https://example.com")),
         ("how do I reset my password?", None),

@@ -8,7 +8,7 @@ import pytest
 from telegram import Bot, Message
 
 from adapters.telegram.translate import BotIdentity, Notice, translate
-from bot.types import IncomingMessage
+from bot.types import Command, IncomingMessage
 from bot.words import messages
 
 ME = BotIdentity(id=999, username="ragbot")
@@ -94,8 +94,7 @@ def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_no
     document = {"file_id": "F1", "file_unique_id": "U1", "file_name": "manual.pdf", "file_size": 1000}
     result = translate(_message(PRIVATE, document=document), ME, _never, LIMIT)
     assert isinstance(result, IncomingMessage)
-    assert result.command is not None
-    assert result.command.name == "ingest"
+    assert result.command == Command("ingest", implied=True)  # what the person did, not a command they typed
     assert [(a.name, a.size) for a in result.attachments] == [("manual.pdf", 1000)]
     huge = {**document, "file_size": 30_000_000}
     notice = translate(_message(PRIVATE, document=huge), ME, _never, LIMIT)
@@ -107,6 +106,7 @@ def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
     replied = {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "document": document}
     result = translate(_message(GROUP, "/faq import", reply_to_message=replied), ME, _never, LIMIT)
     assert isinstance(result, IncomingMessage)
+    assert result.command == Command("faq", ("import",), "import")
     assert [a.name for a in result.attachments] == ["faq.csv"]
 
 

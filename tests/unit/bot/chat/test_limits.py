@@ -1,0 +1,97 @@
+"""The turn gate: one turn at a time per conversation, and the queue behind it heard by one watcher."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.chat.limits import TurnGate
+from tests.support.chat import wait_until
+
+
+class _Watchers:
+    """Makes queue watchers and records what each heard."""
+
+    def __init__(self) -> None:
+        self.heard: list[list[int]] = []
+        self.changed = asyncio.Event()
+
+    def make(self) -> _Heard:
+        self.heard.append([])
+        return _Heard(self, self.heard[-1])
+
+
+class _Heard:
+    def __init__(self, watchers: _Watchers, counts: list[int]) -> None:
+        self._watchers = watchers
+        self._counts = counts
+
+    def queued(self, count: int) -> None:
+        self._counts.append(count)
+        self._watchers.changed.set()
+
+
+class _Turns:
+    """Turns through one gate; the turn named "hold" waits for `release` inside its slot."""
+
+    def __init__(self, gate: TurnGate, watchers: _Watchers) -> None:
+        self.gate = gate
+        self.watchers = watchers
+        self.started: list[str] = []
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def run(self, name: str, conversation: str = "c1") -> None:
+        async with self.gate.turn(conversation, self.watchers.make):
+            self.started.append(name)
+            if name == "hold":
+                self.holding.set()
+                await asyncio.wait_for(self.release.wait(), 10)
+
+
+async def test_turns_waiting_behind_a_running_one_are_heard_by_one_watcher_down_to_none() -> None:
+    turns = _Turns(TurnGate(10), _Watchers())
+    first = asyncio.create_task(turns.run("hold"))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    rest = [asyncio.create_task(turns.run(name)) for name in ("b", "c", "d")]
+    await wait_until(lambda: turns.watchers.heard == [[1, 2, 3]], turns.watchers.changed)
+    assert turns.gate.waiting("c1") == 4
+    turns.release.set()
+    await asyncio.wait_for(asyncio.gather(first, *rest), 10)
+    assert turns.watchers.heard == [[1, 2, 3, 2, 1, 0]]
+    assert turns.started == ["hold", "b", "c", "d"]
+    assert turns.gate.waiting("c1") == 0
+
+
+async def test_a_turn_that_never_waits_makes_no_watcher() -> None:
+    turns = _Turns(TurnGate(10), _Watchers())
+    await asyncio.wait_for(turns.run("a"), 10)
+    await asyncio.wait_for(turns.run("b"), 10)
+    assert turns.watchers.heard == []
+
+
+async def test_a_waiting_turn_given_up_leaves_the_queue_and_a_later_wait_gets_a_new_watcher() -> None:
+    turns = _Turns(TurnGate(10), _Watchers())
+    first = asyncio.create_task(turns.run("hold"))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    gone = asyncio.create_task(turns.run("gone"))
+    await wait_until(lambda: turns.watchers.heard == [[1]], turns.watchers.changed)
+    gone.cancel()
+    await wait_until(lambda: turns.watchers.heard == [[1, 0]], turns.watchers.changed)
+    later = asyncio.create_task(turns.run("later"))
+    await wait_until(lambda: turns.watchers.heard == [[1, 0], [1]], turns.watchers.changed)
+    turns.release.set()
+    await asyncio.wait_for(asyncio.gather(first, later), 10)
+    assert turns.watchers.heard == [[1, 0], [1, 0]]
+    assert turns.started == ["hold", "later"]
+    assert gone.cancelled()
+
+
+async def test_another_conversation_does_not_queue_behind_a_running_turn() -> None:
+    turns = _Turns(TurnGate(10), _Watchers())
+    first = asyncio.create_task(turns.run("hold"))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    await asyncio.wait_for(turns.run("other", conversation="c2"), 10)
+    assert turns.started == ["hold", "other"]
+    assert turns.watchers.heard == []
+    turns.release.set()
+    await asyncio.wait_for(first, 10)

@@ -1,0 +1,106 @@
+"""The turn boundary over plain stand-ins of its parts: what a chat reads, and what the person is shown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bot.types import ConversationKey, UserRef
+from bot.words import messages
+from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
+from tests.unit.bot.chat.stand_ins import ADMIN, ALICE, DM, KnowledgeNames, Parts, manager, message
+
+WEB = ConversationKey("web", "", "s1")
+
+
+async def test_a_default_knowledge_base_created_later_is_read_once_the_manager_is_told() -> None:
+    parts = Parts()
+    chat = manager(parts, clock=lambda: 0.0, default_kbs=("handbook",))
+    await chat.handle(message("Which VPN client?"), RecordingTarget())
+    kb = parts.knowledge.add("handbook")
+    assert await chat.readable_kb_ids(DM) == []  # names are resolved once a while, not on every turn
+    chat.knowledge_changed()
+    await chat.handle(message("Which VPN client?"), RecordingTarget())
+    assert [kb_ids for _, kb_ids in parts.answerer.asked] == [(), (kb.id,)]
+
+
+@pytest.mark.parametrize(
+    ("bound", "allowed", "key", "missing"),
+    [
+        ((), {}, DM, ["handbook"]),
+        (("kb-docs",), {}, DM, []),  # a chat bound to a knowledge base does not read the defaults
+        ((), {"web": ("docs",)}, WEB, []),  # nor what its platform may not read
+        ((), {"web": ("handbook", "docs")}, WEB, ["handbook"]),
+    ],
+)
+async def test_a_chats_missing_defaults_are_those_it_would_read(
+    bound: tuple[str, ...], allowed: dict[str, tuple[str, ...]], key: ConversationKey, missing: list[str]
+) -> None:
+    parts = Parts(knowledge=KnowledgeNames("docs"))
+    parts.settings.bound[(key.platform, key.workspace, key.chat)] = list(bound)
+    chat = manager(parts, default_kbs=("handbook", "docs"), allowed_kbs=allowed)
+    assert await chat.missing_kb_names(key) == missing
+
+
+@pytest.mark.parametrize(("user", "admin"), [(ALICE, False), (ADMIN, True)])
+async def test_an_answer_in_a_chat_whose_default_is_missing_names_it_and_the_way_out(
+    user: UserRef, admin: bool
+) -> None:
+    parts = Parts()
+    chat, target = manager(parts, default_kbs=("handbook",)), RecordingTarget()
+    await chat.handle(message("Which VPN client?", user=user), target)
+    (stream,) = target.streams
+    assert stream.finished is not None
+    assert stream.finished.notice == messages.no_kb_bound(["handbook"], "en", admin=admin)
+    assert ("/kb create handbook" if admin else "ask an admin") in stream.finished.notice.lower()
+
+
+async def test_an_answer_in_a_chat_that_reads_its_knowledge_base_has_no_such_notice() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"))
+    chat, target = manager(parts, default_kbs=("handbook",)), RecordingTarget()
+    await chat.handle(message("Which VPN client?"), target)
+    (stream,) = target.streams
+    assert stream.finished is not None
+    assert stream.finished.notice == ""
+
+
+def _notice(target: RecordingTarget) -> list[str]:
+    """Every text of the queue notice in this target: the message sent, then each edit."""
+    return target.sent + [text for _, text in target.edits]
+
+
+async def test_a_burst_of_questions_in_one_chat_gets_one_queue_notice_edited_as_they_start_then_done() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), queue_notice_after=0.0)
+    targets = [RecordingTarget() for _ in range(4)]
+    first = asyncio.create_task(chat.handle(message("one?"), targets[0]))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    burst = [
+        asyncio.create_task(chat.handle(message(question), target))
+        for question, target in zip(("two?", "three?", "four?"), targets[1:], strict=True)
+    ]
+    notice = targets[1]  # the first question to wait shows the chat's notice
+    await wait_until(lambda: _notice(notice)[-1:] == [messages.queued(3, "en")], notice.changed)
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(first, *burst), 10)
+    await wait_until(lambda: _notice(notice)[-1:] == [messages.queue_done("en")], notice.changed)
+    assert [len(target.sent) for target in targets] == [0, 1, 0, 0]  # one notice for the whole chat
+    after_burst = _notice(notice)[_notice(notice).index(messages.queued(3, "en")) + 1 :]
+    moving = [messages.queued(2, "en"), messages.queued(1, "en"), messages.queue_done("en")]
+    assert after_burst == [text for text in moving if text in after_burst]  # only forward, never scrambled
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?", "three?", "four?"]
+    assert all(target.streams[-1].finished is not None for target in targets)
+
+
+async def test_a_question_that_waits_less_than_the_notice_delay_sees_no_notice() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), queue_notice_after=60.0)
+    waiting = RecordingTarget()
+    first = asyncio.create_task(chat.handle(message("one?"), RecordingTarget()))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    second = asyncio.create_task(chat.handle(message("two?"), waiting))
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert _notice(waiting) == []
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
