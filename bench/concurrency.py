@@ -6,7 +6,7 @@ process, answers every ticket with its own known text of 120 words (one content 
 at 50 deltas/s after a 200 ms time to first token, and timestamps every delta as it writes it. Per scenario: a
 warm-up turn, one conversation alone, then --repeats bursts of --conversations started at once (merged).
 
-(a) ConversationManager.handle() into recording targets whose streams are bot.streaming.EditingReplyStream with a
+(a) ConversationManager.handle() into recording targets whose streams are bot.reply.stream.EditingReplyStream with a
     1 s minimum edit interval (first flush after 0.3 s, the ReplyLimits default): every send and edit recorded
     (bench/concurrency_manager.py).
 (b) `ragbot serve` in a subprocess on the same data, and 200 aiohttp clients with their own cookie jars, each

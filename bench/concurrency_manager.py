@@ -22,7 +22,7 @@ EDIT_INTERVAL = 1.0
 
 
 class _Observer:
-    """One conversation's stream events (bot.streaming.StreamObserver)."""
+    """One conversation's stream events (bot.reply.stream.StreamObserver)."""
 
     def __init__(self, seen: Seen) -> None:
         self._seen = seen

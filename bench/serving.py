@@ -15,7 +15,7 @@ from bench.common import ROOT
 from harness.processes import SETTINGS_PREFIXES, free_port, wait_until_ready
 
 _SERVE_UNSET = (*SETTINGS_PREFIXES, "TELEGRAM_", "SLACK_")
-# bot.main's log format: "date time LEVEL logger turn=ID message".
+# ragbot's log format (bot.cli.main): "date time LEVEL logger turn=ID message".
 _WARNING = re.compile(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) (\S+) turn=\S+ (\S+)")
 
 

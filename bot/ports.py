@@ -65,7 +65,7 @@ class ReplyTarget(Protocol):
         ...
 
     def open_stream(self) -> ReplyStream:
-        """A stream for one answer: bot.streaming.EditingReplyStream, or the platform's native streaming."""
+        """A stream for one answer: bot.reply.stream.EditingReplyStream, or the platform's native streaming."""
         ...
 
 

@@ -112,5 +112,5 @@ class Answer:
     # The stored assistant message, for feedback buttons; empty where nothing was stored (command replies).
     message_id: str = ""
     notice: str = ""
-    # The language code of the turn (bot.i18n): what the sources heading is written in.
+    # The language code of the turn (bot.words): what the sources heading is written in.
     language: str = "en"

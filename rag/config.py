@@ -1,4 +1,4 @@
-"""Frozen configuration for rag's parts; bot.settings builds these."""
+"""Frozen configuration for rag's parts; bot.app.settings builds these."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def _job(status: JobStatus, kind: str = "upload", result: dict[str, Any] | None 
     )
 
 
-# Every chat message of bot.messages that takes a language, with example values: "function" or "function:case".
+# Every chat message of bot.words.messages that takes a language, with example values: "function" or "function:case".
 FIXED: dict[str, Callable[[str], str]] = {
     "turn_failed": messages.turn_failed,
     "searching": messages.searching,
