@@ -6,6 +6,7 @@ Extraction is CPU-bound and synchronous; async callers run it with `asyncio.to_t
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from rag.errors import ExtractionError, NoTextFound
 from rag.ingest.extractors import detect as mime
@@ -16,6 +17,14 @@ from rag.ingest.types import ExtractedDocument, Section
 __all__ = ["DEFAULT_LIMITS", "ExtractLimits", "detect_type", "extract"]
 
 DEFAULT_LIMITS = ExtractLimits()
+
+# Titles that programs write when the author gave none: ReportLab's "untitled", Office's "Document1" and
+# "Presentation1", Word's PDF printer's "Microsoft Word - <file>". The file's own name says more than these.
+_PLACEHOLDER_TITLE = re.compile(
+    r"\s*(?:untitled(?: document)?|no title|title|document|presentation|powerpoint presentation|book|workbook"
+    r"|microsoft (?:word|excel|powerpoint) - .*)[\s_-]*\d*\s*",
+    re.IGNORECASE,
+)
 
 _NO_TEXT = {
     mime.PDF: "no text found in the PDF (scanned images?): run OCR on it first",
@@ -59,7 +68,12 @@ def extract(
     sections = tuple(Section(text, section.metadata) for section in document.sections if (text := _clean(section.text)))
     if not sections:
         raise NoTextFound(_NO_TEXT[detection.mime_type])
-    return dataclasses.replace(document, sections=sections)
+    return dataclasses.replace(document, sections=sections, title=_real_title(document.title))
+
+
+def _real_title(title: str) -> str:
+    """The title the file gives, or "" when it gives none or only a program's placeholder."""
+    return "" if _PLACEHOLDER_TITLE.fullmatch(title) else " ".join(title.split())
 
 
 def _extract(data: bytes, detection: Detection, limits: ExtractLimits) -> ExtractedDocument:
