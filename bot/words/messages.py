@@ -239,10 +239,10 @@ def kb_now_using(name: str, lang: str) -> str:
 
 
 def kb_info(name: str, description: str, counts: dict[str, int], lang: str) -> str:
-    """The /kb info reply."""
+    """The /kb info reply: what the knowledge base holds, as people count it (its documents and FAQs)."""
     words = catalogue(lang)
     figures = words.text("kb.separator").join(
-        words.get(f"kb.count.{what}", count=count) or f"{count} {what}" for what, count in counts.items()
+        words.plural(f"kb.count.{what}", counts.get(what, 0)) for what in ("documents", "faqs")
     )
     described = words.text("kb.description", description=description) if description else ""
     return words.text("kb.info", name=name, description=described, figures=figures)

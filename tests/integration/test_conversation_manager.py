@@ -6,6 +6,7 @@ Real repositories on SQLite and PostgreSQL; the answerer is scripted and the rep
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,11 @@ from bot.words import messages
 from bot.words.messages import TURN_FAILED
 from storage.db import Database
 from storage.errors import StorageError
-from storage.records import ConversationRecord
+from storage.records import ChunkRecord, ConversationRecord, DocumentVersion
 from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
-from storage.repos.faqs import FaqRepo
+from storage.repos.faqs import FaqDraft, FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
@@ -309,6 +310,37 @@ async def test_admin_commands_with_bad_arguments_say_what_is_wrong(world: ChatWo
     target = RecordingTarget()
     await _manager(world).handle(_message(text, user=ADMIN), target)
     assert target.replies() == [reply]
+
+
+async def _fill(world: ChatWorld, kb_name: str, documents: int, faqs: int) -> None:
+    """Store `documents` one-chunk documents and `faqs` FAQs in the knowledge base, as ingestion would."""
+    kb = await world.knowledge.find(kb_name)
+    for n in range(documents):
+        document_id = str(uuid.uuid4())
+        chunk = ChunkRecord(str(uuid.uuid4()), kb.id, document_id, None, 0, 0, 5, "Hours", "hours")
+        version = DocumentVersion(kb.id, f"upload:{n}.md", f"{n}.md", "text/markdown", "h", "r", "Hours", (), (chunk,))
+        await world.documents.store_versions([(version, document_id)])
+    drafts = [FaqDraft(str(uuid.uuid4()), f"Question {n}?", (), (), ("Answer.",), True, "h") for n in range(faqs)]
+    await world.faqs.save_many(kb.id, drafts)
+
+
+@pytest.mark.parametrize(
+    ("documents", "faqs", "language", "figures"),
+    [
+        (3, 15, "en", "3 documents, 15 FAQs"),
+        (1, 1, "en", "1 document, 1 FAQ"),
+        (0, 0, "en", "0 documents, 0 FAQs"),
+        (3, 15, "zh", "3 篇文档，15 条问答"),
+    ],
+)
+async def test_kb_info_counts_documents_and_faqs_in_a_persons_words(
+    world: ChatWorld, documents: int, faqs: int, language: str, figures: str
+) -> None:
+    await _fill(world, "handbook", documents, faqs)
+    await world.bindings.save_setting(DM.platform, DM.workspace, DM.chat, language=language)
+    target = RecordingTarget()
+    await _manager(world).handle(_message("/kb info"), target)
+    assert target.replies() == [f"**handbook**\n{figures}"]
 
 
 async def test_help_lists_admin_commands_to_admins_only(world: ChatWorld) -> None:

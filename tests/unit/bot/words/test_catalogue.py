@@ -80,7 +80,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "kb_missing": lambda lang: messages.kb_missing("x", lang),
     "kb_not_allowed": lambda lang: messages.kb_not_allowed("x", lang),
     "kb_now_using": lambda lang: messages.kb_now_using("x", lang),
-    "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9}, lang),
+    "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9, "faqs": 1}, lang),
     "job_line:running": lambda lang: messages.job_line(_job("running"), "x", lang),
     "job_line:queued": lambda lang: messages.job_line(_job("queued"), "x", lang),
     "job_line:failed": lambda lang: messages.job_line(_job("failed"), "x", lang),
