@@ -27,7 +27,6 @@ from bot.commands.registry import parse_command
 from bot.ports import Adapter
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
-from rag.ingest.extractors.limits import format_size
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -149,7 +148,7 @@ class WebChat:
                 "admin": self._is_admin(request),
                 "admin_enabled": bool(self._config.admin_token),
                 "knowledge_bases": names,
-                "upload_limit_mb": round(self._config.upload_limit / 1_000_000, 1),
+                "upload_limit_mb": self._config.upload_limit / 1_000_000,
             }
         )
 
@@ -196,10 +195,10 @@ class WebChat:
                 continue
             data = await _read_limited(part, self._config.upload_limit)
             if data is None:
-                return _error(
-                    413,
-                    messages.file_too_large(part.filename, "larger", format_size(self._config.upload_limit)),
+                log.info(
+                    "web=upload_refused reason=too_large limit=%d setting=INGEST_MAX_FILE_MB", self._config.upload_limit
                 )
+                return _error(413, messages.file_too_large(part.filename, None, self._config.upload_limit))
             files.append(_attachment(part.filename, data, part.headers.get("Content-Type", "")))
         if not files:
             return _error(400, messages.WEB_UPLOAD_FORM)

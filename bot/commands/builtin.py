@@ -15,7 +15,6 @@ from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
 from bot.words.catalogue import languages
-from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_sheet import FaqEntry
 from storage.records import JobRecord, KnowledgeBaseRecord
 
@@ -270,9 +269,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     limit = uploads.max_bytes
     too_big = [file for file in files if file.size > limit]
     if too_big:
-        raise UserFacingError(
-            messages.file_too_large(too_big[0].name, format_size(too_big[0].size), format_size(limit), context.lang)
-        )
+        raise _too_large(too_big[0].name, too_big[0].size, limit, context.lang)
     status = StatusMessage(context.target)
     await status.update(messages.ingest_queued(len(files) + len(urls), kb.name, context.lang))
     requested_from = {
@@ -355,7 +352,7 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
         raise UserFacingError(messages.file_unreadable(file.name, lang))
     data = await file.read()
     if len(data) > limit:
-        raise UserFacingError(messages.file_too_large(file.name, format_size(len(data)), format_size(limit), lang))
+        raise _too_large(file.name, len(data), limit, lang)
     name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
     path = folder / uuid.uuid4().hex / name[:200]
 
@@ -365,6 +362,12 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
 
     await asyncio.to_thread(write)
     return path
+
+
+def _too_large(name: str, size: int, limit: int, lang: str) -> UserFacingError:
+    # The person hears the limit and who can raise it; the operator reads here which setting that is.
+    log.info("ingest=refused reason=too_large file=%s size=%d limit=%d setting=INGEST_MAX_FILE_MB", name, size, limit)
+    return UserFacingError(messages.file_too_large(name, size, limit, lang))
 
 
 def default_registry() -> CommandRegistry:

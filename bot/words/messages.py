@@ -318,9 +318,20 @@ def not_urls(args: list[str], lang: str) -> str:
     return catalogue(lang).text("ingest.not_urls", args=", ".join(args[:3]))
 
 
-def file_too_large(name: str, size: str, limit: str, lang: str = DEFAULT_LANGUAGE) -> str:
-    """An upload over the size limit."""
-    return catalogue(lang).text("ingest.file_too_large", name=name, size=size, limit=limit)
+def file_too_large(name: str, size: int | None, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
+    """An upload over the size limit (`size` None when it was not read to its end), in MB, and who can raise it.
+
+    The setting that holds the limit is named in the log only: a chat user cannot change it.
+    """
+    words = catalogue(lang)
+    if size is None:
+        return words.text("size_limit.over", name=name, limit=megabytes(limit))
+    return words.text("ingest.file_too_large", name=name, size=megabytes(size), limit=megabytes(limit))
+
+
+def megabytes(size: int) -> str:
+    """A byte count in MB as the size settings count them (1 MB = 1,000,000 bytes): '50 MB', '0.05 MB'."""
+    return f"{round(size / 1_000_000, 2):g} MB"
 
 
 def file_unreadable(name: str, lang: str = DEFAULT_LANGUAGE) -> str:
@@ -420,12 +431,9 @@ FEEDBACK_THANKS: Final = "Thanks for the feedback!"
 FEEDBACK_GONE: Final = "That answer is no longer part of this conversation."
 
 
-def telegram_file_too_big(name: str, limit: str) -> str:
-    """A document over what the Bot API lets a bot download."""
-    return (
-        f"{name} is larger than the {limit} Telegram lets bots download. Send a smaller file, or have your admin "
-        "run a self-hosted Bot API server (TELEGRAM_API_BASE_URL, TELEGRAM_FILE_BASE_URL), which lifts the limit."
-    )
+def telegram_file_too_big(name: str, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A document over what the Bot API lets a bot download (the self-hosted server that lifts it: in the log)."""
+    return catalogue(lang).text("size_limit.telegram", name=name, limit=megabytes(limit))
 
 
 # Slack

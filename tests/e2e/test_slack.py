@@ -269,7 +269,11 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     ("name", "fields", "expected"),
     [
         ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf")),
-        ("huge.pdf", {"size": 900_000_000}, "huge.pdf is 900.0 MB, over the"),
+        (
+            "huge.pdf",
+            {"size": 900_000_000},
+            "huge.pdf is 900 MB, over the 50 MB limit for files. An admin of the server",
+        ),
     ],
 )
 async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingested(

@@ -197,7 +197,11 @@ async def test_uploads_need_the_admin_token_and_stay_within_the_limit(browser: a
     too_big.add_field("file", b"x" * 60_000, filename="big.txt")
     async with browser.post("/api/upload", data=too_big) as response:
         assert response.status == 413
-        assert "50.0 KB" in (await response.json())["error"]
+        refusal = (await response.json())["error"]
+    assert "big.txt" in refusal
+    assert "0.05 MB" in refusal
+    assert "admin of the server" in refusal
+    assert "INGEST_MAX_FILE_MB" not in refusal
     async with browser.post("/api/upload", data=aiohttp.FormData({"other": "x"})) as response:
         assert response.status == 400
 

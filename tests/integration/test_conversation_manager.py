@@ -6,6 +6,7 @@ Real repositories on SQLite and PostgreSQL; the answerer is scripted and the rep
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
-from bot.types import Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from bot.words.messages import TURN_FAILED
 from storage.db import Database
@@ -341,6 +342,30 @@ async def test_kb_info_counts_documents_and_faqs_in_a_persons_words(
     target = RecordingTarget()
     await _manager(world).handle(_message("/kb info"), target)
     assert target.replies() == [f"**handbook**\n{figures}"]
+
+
+# A configuration variable's name (INGEST_MAX_FILE_MB, TELEGRAM_API_BASE_URL): operator words, never a chat's.
+SETTING_NAME = re.compile(r"\b[A-Z]+(?:_[A-Z]+)+\b")
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", ["guide.pdf", "60 MB", "50 MB", "An admin of the server can raise"]),
+        ("zh", ["guide.pdf", "50 MB", "服务器管理员"]),
+    ],
+)
+async def test_a_file_over_the_size_limit_is_refused_with_the_limit_in_mb_and_who_can_raise_it(
+    world: ChatWorld, language: str, said: list[str]
+) -> None:
+    await world.bindings.save_setting(DM.platform, DM.workspace, DM.chat, language=language)
+    target = RecordingTarget()
+    huge = Attachment("guide.pdf", 60_000_000, "application/pdf")
+    await _manager(world).handle(_message("/ingest", user=ADMIN, attachments=(huge,)), target)
+    [reply] = target.replies()
+    assert all(words in reply for words in said), reply
+    assert SETTING_NAME.search(reply) is None, reply
+    assert await world.job_repo.recent(limit=None) == []
 
 
 async def test_help_lists_admin_commands_to_admins_only(world: ChatWorld) -> None:

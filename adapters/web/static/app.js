@@ -705,7 +705,11 @@
       return state.uploadLimitMb && file.size > state.uploadLimitMb * 1000000;
     });
     if (tooLarge.length) {
-      addErrorBubble(tooLarge[0].name + " is over the " + state.uploadLimitMb + " MB upload limit.", ctx);
+      addErrorBubble(
+        tooLarge[0].name + " is over the " + state.uploadLimitMb + " MB limit for files. An admin of the server " +
+          "can raise the limit; until then, split it into smaller files.",
+        ctx
+      );
       return;
     }
     var form = new FormData();

@@ -93,7 +93,9 @@ FIXED: dict[str, Callable[[str], str]] = {
     "faq_ambiguous": lambda lang: messages.faq_ambiguous("12", lang),
     "faq_deleted": lambda lang: messages.faq_deleted("Q?", lang),
     "not_urls": lambda lang: messages.not_urls(["foo"], lang),
-    "file_too_large": lambda lang: messages.file_too_large("a.pdf", "30 MB", "20 MB", lang),
+    "file_too_large": lambda lang: messages.file_too_large("a.pdf", 30_000_000, 20_000_000, lang),
+    "file_too_large:unread": lambda lang: messages.file_too_large("a.pdf", None, 20_000_000, lang),
+    "telegram_file_too_big": lambda lang: messages.telegram_file_too_big("a.pdf", 20_000_000, lang),
     "file_unreadable": lambda lang: messages.file_unreadable("a.pdf", lang),
     "ingest_queued": lambda lang: messages.ingest_queued(2, "x", lang),
     "ingest_progress": lambda lang: messages.ingest_progress(
