@@ -362,10 +362,11 @@ def _job_progress(job: JobRecord, lang: str) -> str:
 
 
 def job_result(job: JobRecord, lang: str) -> str:
-    """A short summary of a finished job for the chat that asked for it (bot.ingestion.describe_result's words)."""
+    """What a finished job did, as the chat that asked for it reads it: indexed, already indexed, FAQs, or why not."""
     words = catalogue(lang)
     if job.status == "failed":
-        return words.text("job.failed_because", error=job.error)
+        failed = "job.result.faq_failed" if job.kind == "faq" else "job.result.failed"
+        return words.text(failed, reason=job.error)
     result = job.result
     if job.kind == "faq":
         return words.text(
@@ -374,25 +375,32 @@ def job_result(job: JobRecord, lang: str) -> str:
             updated=result.get("updated", 0),
             unchanged=result.get("unchanged", 0),
         )
-    chunks = int(result.get("chunks", 0))
-    counted = words.plural("job.result.chunks", chunks)
     if result.get("unchanged"):
-        return words.text("job.result.unchanged", chunks=counted)
-    parts = int(result.get("segments", 0) or chunks)
-    return words.text("job.result.indexed", chunks=counted, parts=words.plural("job.result.parts", parts))
+        return words.text("job.result.unchanged")
+    return words.plural("job.result.indexed", int(result.get("chunks", 0)))
 
 
 def ingest_outcome(results: list[JobRecord], lang: str) -> str:
-    """The final text of an ingestion's status message: each source with its counts or the reason it failed."""
+    """The final text of an ingestion's status message: what happened to each source, counted first when several."""
     words = catalogue(lang)
-    failed = sum(job.status == "failed" for job in results)
-    head = (
-        words.text("ingest.done_some", ok=len(results) - failed, total=len(results))
-        if failed
-        else words.text("ingest.done_all")
+    if len(results) == 1:
+        return words.text("ingest.outcome.one", name=_job_name(results[0]), state=job_result(results[0], lang))
+    outcomes = [_outcome(job) for job in results]
+    summary = words.text("kb.separator").join(
+        words.plural(f"ingest.outcome.{outcome}", outcomes.count(outcome))
+        for outcome in ("indexed", "unchanged", "faq", "failed")
+        if outcome in outcomes
     )
     lines = [words.text("ingest.line", name=_job_name(job), state=job_result(job, lang)) for job in results]
-    return head + "\n" + "\n".join(lines)
+    return words.text("ingest.outcome.done", summary=summary) + "\n" + "\n".join(lines)
+
+
+def _outcome(job: JobRecord) -> str:
+    if job.status == "failed":
+        return "failed"
+    if job.kind == "faq":
+        return "faq"
+    return "unchanged" if job.result.get("unchanged") else "indexed"
 
 
 # Web chat

@@ -243,7 +243,9 @@ async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slac
     event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
     assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
     thread = str(event["ts"])
-    await slack.fake.wait_for(lambda: any("Done:" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60)
+    await slack.fake.wait_for(
+        lambda: any("parking.md: indexed" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60
+    )
     (status,) = slack.bot_replies("D0ADMIN", thread)
     assert "parking.md" in status.text
     assert status.edits >= 1

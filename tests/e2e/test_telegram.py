@@ -161,7 +161,7 @@ async def test_an_admins_document_is_ingested_with_progress_then_answerable(tele
     fake = telegram.fake
     file_id = fake.add_file(b"# Parking\n\nVisitors park in the Marigold garage.", "parking.md", "text/markdown")
     fake.queue_update(fake.document_message(file_id, user=ADMIN))
-    await fake.wait_for(lambda: any("Done:" in t for t in fake.visible(ADMIN["id"])), timeout=60)
+    await fake.wait_for(lambda: any("parking.md: indexed" in t for t in fake.visible(ADMIN["id"])), timeout=60)
     (status,) = fake.bot_messages(ADMIN["id"])
     assert status.history[0] == _plain(messages.ingest_queued(1, "handbook", "en"))
     assert "parking.md" in status.text

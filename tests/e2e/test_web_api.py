@@ -217,8 +217,7 @@ async def test_an_admin_upload_streams_its_progress_then_is_answerable(
         events = await _events(response)
     shown = [data["text"] for name, data in events if name in ("message", "edit")]
     assert shown[0] == messages.ingest_queued(1, "docs", "en")
-    assert shown[-1].startswith("Done: everything was ingested.")
-    assert "gym.md" in shown[-1]
+    assert shown[-1] == "gym.md: indexed, 1 passage."
     served.model.reply = "At six [1]."
     answer = await _say(browser, "When does the staff gym open?")
     assert "gym.md" in [source["title"] for source in answer[-2][1]["sources"]]
@@ -238,9 +237,63 @@ async def test_an_upload_with_a_lying_extension_fails_with_a_reason_and_nothing_
     async with browser.post("/api/upload", data=form) as response:
         events = await _events(response)
     final = [data["text"] for name, data in events if name in ("message", "edit")][-1]
-    assert final.startswith("Ingested 0 of 1.")
-    assert "report.pdf: failed:" in final
+    assert final.startswith("report.pdf: not ingested: ")
     assert len(await served.services.knowledge.documents("docs")) == documents_before
+
+
+async def _upload(browser: aiohttp.ClientSession, files: dict[str, bytes], command: str = "") -> str:
+    """Upload `files` as an admin (with a typed command, if any): the status message's final text."""
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    form = aiohttp.FormData()
+    if command:
+        form.add_field("command", command)
+    for name, data in files.items():
+        form.add_field("file", data, filename=name)
+    async with browser.post("/api/upload", data=form) as response:
+        events = await _events(response)
+    return str([data["text"] for name, data in events if name in ("message", "edit")][-1])
+
+
+FAQ_SHEET = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,At six.\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "command", "outcome"),
+    [
+        (
+            {"faq.csv": FAQ_SHEET},
+            "faq import",
+            "faq.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged.",
+        ),
+        (
+            {"broken-faq.csv": b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"},
+            "faq import",
+            "broken-faq.csv: FAQ sheet not imported: row 3: there is no answer: fill in the answer column",
+        ),
+        (
+            {"pool.md": b"# Pool\n\nThe pool is on the roof.", "report.pdf": b"%PDF-1.4 not really"},
+            "",
+            "Done: 1 indexed, 1 failed.\n- pool.md: indexed, 1 passage.\n- report.pdf: not ingested: ",
+        ),
+    ],
+)
+async def test_the_ingestion_status_says_what_happened_to_each_file(
+    browser: aiohttp.ClientSession, files: dict[str, bytes], command: str, outcome: str
+) -> None:
+    assert (await _upload(browser, files, command)).startswith(outcome)
+
+
+async def test_a_file_uploaded_again_unchanged_is_said_to_be_already_indexed(browser: aiohttp.ClientSession) -> None:
+    sauna = {"sauna.md": b"# Sauna\n\nThe sauna is next to the pool."}
+    assert await _upload(browser, sauna) == "sauna.md: indexed, 1 passage."
+    assert await _upload(browser, sauna) == "sauna.md: already indexed; nothing changed."
+    again = await _upload(browser, {**sauna, "spa.md": b"# Spa\n\nThe spa opens at ten."})
+    assert again.splitlines() == [
+        "Done: 1 indexed, 1 already indexed.",
+        "- sauna.md: already indexed; nothing changed.",
+        "- spa.md: indexed, 1 passage.",
+    ]
 
 
 async def test_a_tab_closed_mid_answer_still_gets_its_answer_stored_whole(

@@ -105,8 +105,14 @@ FIXED: dict[str, Callable[[str], str]] = {
     "job_result:unchanged": lambda lang: messages.job_result(
         _job("succeeded", result={"chunks": 1, "unchanged": True}), lang
     ),
-    "ingest_outcome": lambda lang: messages.ingest_outcome([_job("succeeded"), _job("failed")], lang),
-    "ingest_outcome:all": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
+    "job_result:indexed": lambda lang: messages.job_result(_job("succeeded"), lang),
+    "job_result:failed": lambda lang: messages.job_result(_job("failed"), lang),
+    "job_result:faq_failed": lambda lang: messages.job_result(_job("failed", "faq"), lang),
+    "ingest_outcome": lambda lang: messages.ingest_outcome(
+        [_job("succeeded"), _job("succeeded", result={"unchanged": True}), _job("succeeded", "faq"), _job("failed")],
+        lang,
+    ),
+    "ingest_outcome:one": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
     "index_rebuilding": messages.index_rebuilding,
 }
 
