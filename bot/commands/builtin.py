@@ -219,7 +219,7 @@ async def _jobs(context: CommandContext) -> str:
     found.sort(key=lambda job: job.created_at, reverse=True)
     if not found:
         return messages.no_jobs(context.lang)
-    return "\n".join(messages.job_line(job, names.get(job.kb_id, "?"), context.lang) for job in found[:_LIST_LIMIT])
+    return messages.jobs_list(found[:_LIST_LIMIT], names, context.parts.clock(), context.lang)
 
 
 async def _faq_add(context: CommandContext, question: str, answer: str) -> str:

@@ -8,7 +8,10 @@ HTTP errors of the web API) stays English and is written here directly.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import PurePath
 from typing import Any, Final
 
 from bot.types import Answer, SourceLink, web_url
@@ -258,29 +261,85 @@ def source_detail(number: int, title: str, uri: str, text: str) -> str:
 
 
 def _job_name(job: JobRecord) -> str:
-    # Uploads are stored under a random folder: the person knows them by their file name.
-    return job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
+    # A file is known by its name: uploads are stored under a random folder, and a file ingested from the command
+    # line by the server's path, which means nothing in a chat. A web page by its address.
+    return job.source if job.kind == "url" else PurePath(job.source).name or job.source
 
 
 def _stage(job: JobRecord, lang: str) -> str:
     return catalogue(lang).get(f"job.stage.{job.stage}") or job.stage
 
 
-def job_line(job: JobRecord, kb_name: str, lang: str) -> str:
-    """One /jobs line: source, knowledge base, status and progress or outcome."""
+# The longest failure reason /jobs shows on a job's line.
+_REASON_CHARS: Final = 160
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s|(?<=[。！？；])|;\s")
+# Jobs failed for the same reason are listed by name up to this many, then counted.
+_NAMES_SHOWN: Final = 3
+
+
+def short_reason(reason: str) -> str:
+    """A failure reason in one short line: its first sentence, cut on a word near `_REASON_CHARS`."""
+    line = " ".join(reason.strip().splitlines()[0].split()) if reason.strip() else ""
+    line = _SENTENCE_END.split(line, maxsplit=1)[0].rstrip(" ;；")
+    if len(line) <= _REASON_CHARS:
+        return line
+    cut = line[: _REASON_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[_REASON_CHARS // 2 :] else cut).rstrip(" ,;:(") + "…"
+
+
+def jobs_list(jobs: Sequence[JobRecord], kb_names: Mapping[str, str], now: datetime, lang: str) -> str:
+    """The /jobs reply, newest first: each job's file, knowledge base, when and state; one line for the jobs of a
+    knowledge base that failed for the same reason, which is said once."""
+    groups: list[list[JobRecord]] = []
+    failed: dict[tuple[str, str], list[JobRecord]] = {}
+    for job in jobs:
+        if job.status == "failed":
+            key = (job.kb_id, short_reason(job.error))
+            if key in failed:
+                failed[key].append(job)
+                continue
+            failed[key] = [job]
+            groups.append(failed[key])
+        else:
+            groups.append([job])
+    return "\n".join(_jobs_line(group, kb_names.get(group[0].kb_id, "?"), now, lang) for group in groups)
+
+
+def _jobs_line(group: Sequence[JobRecord], kb_name: str, now: datetime, lang: str) -> str:
+    words = catalogue(lang)
+    job = group[0]
+    names = [f"`{_job_name(member)}`" for member in group]
+    shown = words.text("jobs.names.separator").join(names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        shown = words.text("jobs.names.more", names=shown, count=len(names) - _NAMES_SHOWN)
+    return words.text("jobs.line", source=shown, kb=kb_name, when=_ago(job, now, lang), state=_job_state(job, lang))
+
+
+def _job_state(job: JobRecord, lang: str) -> str:
     words = catalogue(lang)
     if job.status == "running":
         if job.total:
-            state = words.text("job.progress", stage=_stage(job, lang), done=min(job.done, job.total), total=job.total)
-        else:
-            state = _stage(job, lang) or words.text("job.running")
-    elif job.status == "queued":
-        state = words.text("job.queued")
-    elif job.status == "failed":
-        state = words.text("job.failed_because", error=job.error)
-    else:
-        state = words.text("job.done")
-    return words.text("jobs.line", source=_job_name(job), kb=kb_name, state=state)
+            return words.text("job.progress", stage=_stage(job, lang), done=min(job.done, job.total), total=job.total)
+        return _stage(job, lang) or words.text("job.running")
+    if job.status == "queued":
+        return words.text("job.queued")
+    if job.status == "failed":
+        return words.text("job.failed_because", error=short_reason(job.error))
+    return job_result(job, lang)
+
+
+def _ago(job: JobRecord, now: datetime, lang: str) -> str:
+    """When the job last moved (ended, started or was queued), relative to `now`: "5 min ago"."""
+    words = catalogue(lang)
+    moved = job.finished_at or job.started_at or job.created_at
+    seconds = (now - (moved if moved.tzinfo else moved.replace(tzinfo=UTC))).total_seconds()
+    if seconds < 60:
+        return words.text("jobs.when.now")
+    if seconds < 3600:
+        return words.text("jobs.when.minutes", count=int(seconds // 60))
+    if seconds < 86400:
+        return words.text("jobs.when.hours", count=int(seconds // 3600))
+    return words.plural("jobs.when.days", int(seconds // 86400))
 
 
 def faq_added(kb_name: str, lang: str, *, created: bool) -> str:

@@ -9,6 +9,7 @@ import asyncio
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ class ChatWorld:
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
+    now: datetime | None = None
 
     def chat_parts(self) -> ChatParts:
         """The manager's parts over these repositories and the current answerer."""
@@ -84,6 +86,7 @@ class ChatWorld:
             job_repo=self.job_repo,
             index_lock=self.index_lock,
             uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
+            clock=lambda: self.now or datetime.now(UTC),
         )
 
 
@@ -366,6 +369,44 @@ async def test_a_file_over_the_size_limit_is_refused_with_the_limit_in_mb_and_wh
     assert all(words in reply for words in said), reply
     assert SETTING_NAME.search(reply) is None, reply
     assert await world.job_repo.recent(limit=None) == []
+
+
+async def _finished_job(world: ChatWorld, kind: str, source: str, *, error: str = "", **result: Any) -> None:
+    """A job that ran here and ended now: failed with `error`, else succeeded with `result`."""
+    kb = await world.knowledge.find("handbook")
+    now = datetime.now(UTC)
+    job = await world.job_repo.create(kb.id, kind, source, owner="test", lease_until=now + timedelta(minutes=1))
+    await world.job_repo.start(job.id, "test", now=now, until=now + timedelta(minutes=1))
+    if error:
+        await world.job_repo.fail(job.id, "test", error)
+    else:
+        await world.job_repo.succeed(job.id, "test", result)
+
+
+DAMAGED = (
+    "PDF is damaged (Stream has ended unexpectedly while reading the cross-reference table, object 12 0 at byte "
+    "18273, which usually means the upload was cut short or the writer crashed before finishing the file). Export "
+    "or print it to PDF again from the application that made it, then upload the new file; if it still fails, "
+    "send the server log to an admin."
+)
+
+
+async def test_jobs_say_when_name_files_only_and_say_a_repeated_reason_once(world: ChatWorld) -> None:
+    await _finished_job(world, "file", "/srv/ragbot/handbook/guide.md", chunks=3)
+    for n in range(1, 5):
+        await _finished_job(world, "upload", f"/var/lib/ragbot/uploads/{n:032x}/scan{n}.pdf", error=DAMAGED)
+    await _finished_job(world, "faq", "/var/lib/ragbot/uploads/f00/faq.csv", created=2, updated=0, unchanged=1)
+    world.now = datetime.now(UTC) + timedelta(minutes=5, seconds=10)
+    target = RecordingTarget()
+    await _manager(world).handle(_message("/jobs", user=ADMIN), target)
+    [reply] = target.replies()
+    assert reply.splitlines() == [
+        "- `faq.csv` → handbook, 5 min ago: FAQ sheet imported: 2 added, 0 updated, 1 unchanged.",
+        "- `scan4.pdf`, `scan3.pdf`, `scan2.pdf` and 1 more → handbook, 5 min ago: failed: PDF is damaged (Stream "
+        "has ended unexpectedly while reading the cross-reference table, object 12 0 at byte 18273, which usually "
+        "means the upload was cut short…",
+        "- `guide.md` → handbook, 5 min ago: indexed, 3 passages.",
+    ]
 
 
 async def test_help_lists_admin_commands_to_admins_only(world: ChatWorld) -> None:
