@@ -294,7 +294,7 @@ def jobs_list(jobs: Sequence[JobRecord], kb_names: Mapping[str, str], now: datet
     failed: dict[tuple[str, str], list[JobRecord]] = {}
     for job in jobs:
         if job.status == "failed":
-            key = (job.kb_id, short_reason(job.error))
+            key = (job.kb_id, short_reason(failure(job, lang)))
             if key in failed:
                 failed[key].append(job)
                 continue
@@ -324,7 +324,7 @@ def _job_state(job: JobRecord, lang: str) -> str:
     if job.status == "queued":
         return words.text("job.queued")
     if job.status == "failed":
-        return words.text("job.failed_because", error=short_reason(job.error))
+        return words.text("job.failed_because", error=short_reason(failure(job, lang)))
     return job_result(job, lang)
 
 
@@ -425,7 +425,7 @@ def job_result(job: JobRecord, lang: str) -> str:
     words = catalogue(lang)
     if job.status == "failed":
         failed = "job.result.faq_failed" if job.kind == "faq" else "job.result.failed"
-        return words.text(failed, reason=job.error)
+        return words.text(failed, reason=failure(job, lang))
     result = job.result
     if job.kind == "faq":
         return words.text(
@@ -437,6 +437,43 @@ def job_result(job: JobRecord, lang: str) -> str:
     if result.get("unchanged"):
         return words.text("job.result.unchanged")
     return words.plural("job.result.indexed", int(result.get("chunks", 0)))
+
+
+# Details that are byte counts: said in MB, as the size settings count them.
+_SIZES: Final = frozenset({"size", "max_size"})
+
+
+def failure(job: JobRecord, lang: str) -> str:
+    """Why a job failed, in `lang`: worded from the reason id and details rag gave (kept in the job's result), else
+    the job's English line (a job failed by an older ragbot, or by a failure without an id)."""
+    words = catalogue(lang)
+    stored = job.result.get("failure")
+    if isinstance(stored, Mapping):
+        try:
+            if stored.get("reason") == "faq_sheet":
+                return _faq_problems(stored, lang)
+            details = {
+                name: megabytes(value) if name in _SIZES and isinstance(value, int) else value
+                for name, value in dict(stored.get("details") or {}).items()
+            }
+            worded = words.get(f"failure.{stored.get('reason')}", **details)
+        except (KeyError, IndexError, TypeError, ValueError):
+            worded = None  # details another version stored under other names: the English line still says it
+        if worded:
+            return worded
+    return translated(job.error, lang)
+
+
+def _faq_problems(stored: Mapping[str, Any], lang: str) -> str:
+    """An FAQ sheet's problems, each on its row ("row 3: there is no answer…"), and how many more there are."""
+    words = catalogue(lang)
+    shown = []
+    for row, reason, details in stored["problems"]:
+        problem = words.text(f"failure.faq.{reason}", **details)
+        shown.append(words.text("failure.faq.row", row=row, problem=problem) if row else problem)
+    more = int(stored.get("more") or 0)
+    listed = words.text("failure.faq.separator").join(shown)
+    return words.text("failure.faq.more", problems=listed, count=more) if more else listed
 
 
 def ingest_outcome(results: list[JobRecord], lang: str) -> str:

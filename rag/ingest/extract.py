@@ -26,18 +26,25 @@ _PLACEHOLDER_TITLE = re.compile(
     re.IGNORECASE,
 )
 
+# Why a file of each type came out empty (the reason id a chat words, and the operator's English).
 _NO_TEXT = {
-    mime.PDF: "no text found in the PDF (scanned images?): run OCR on it first",
-    mime.DOCX: "no text found in the Word document (images only?): add the text or run OCR on the images",
-    mime.PPTX: "no text found in the slides (images only?): add text or speaker notes to them",
-    mime.XLSX: "no data found in the Excel file: check that its sheets are not empty",
-    mime.EPUB: "no text found in the EPUB (images only?): upload a text edition",
-    mime.EML: "no text found in the e-mail: check that the file is the whole message",
-    mime.HTML: "no readable text found in the HTML page (built by JavaScript?): upload the content as a file",
-    mime.CSV: "no data found in the CSV file: check that it has rows",
-    mime.JSON: "the JSON file holds no values: check that it is the right file",
-    mime.MARKDOWN: "the Markdown file holds only whitespace: upload a file with content",
-    mime.TEXT: "the text file holds only whitespace: upload a file with content",
+    mime.PDF: ("no_text_pdf", "no text found in the PDF (scanned images?): run OCR on it first"),
+    mime.DOCX: (
+        "no_text_docx",
+        "no text found in the Word document (images only?): add the text or run OCR on the images",
+    ),
+    mime.PPTX: ("no_text_pptx", "no text found in the slides (images only?): add text or speaker notes to them"),
+    mime.XLSX: ("no_text_xlsx", "no data found in the Excel file: check that its sheets are not empty"),
+    mime.EPUB: ("no_text_epub", "no text found in the EPUB (images only?): upload a text edition"),
+    mime.EML: ("no_text_eml", "no text found in the e-mail: check that the file is the whole message"),
+    mime.HTML: (
+        "no_text_html",
+        "no readable text found in the HTML page (built by JavaScript?): upload the content as a file",
+    ),
+    mime.CSV: ("no_text_csv", "no data found in the CSV file: check that it has rows"),
+    mime.JSON: ("no_text_json", "the JSON file holds no values: check that it is the right file"),
+    mime.MARKDOWN: ("blank", "the Markdown file holds only whitespace: upload a file with content"),
+    mime.TEXT: ("blank", "the text file holds only whitespace: upload a file with content"),
 }
 
 
@@ -59,7 +66,7 @@ def extract(
 ) -> ExtractedDocument:
     """The text of a file as ordered sections; never an empty success (NoTextFound instead)."""
     if not data:
-        raise ExtractionError("file is empty: upload it again with its content")
+        raise ExtractionError("file is empty: upload it again with its content", reason="empty")
     check_file_size(data, limits)
     detection = detect(data, filename, content_type)
     if detection.mime_type in mime.ZIP_CONTAINERS:
@@ -67,7 +74,8 @@ def extract(
     document = _extract(data, detection, limits)
     sections = tuple(Section(text, section.metadata) for section in document.sections if (text := _clean(section.text)))
     if not sections:
-        raise NoTextFound(_NO_TEXT[detection.mime_type])
+        reason, message = _NO_TEXT[detection.mime_type]
+        raise NoTextFound(message, reason=reason)
     return dataclasses.replace(document, sections=sections, title=_real_title(document.title))
 
 

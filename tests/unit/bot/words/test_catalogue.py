@@ -115,6 +115,14 @@ FIXED: dict[str, Callable[[str], str]] = {
         lang,
     ),
     "ingest_outcome:one": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
+    "failure": lambda lang: messages.failure(
+        _job("failed", result={"failure": {"reason": "too_large", "details": {"size": 6_000_000, "max_size": 10}}}),
+        lang,
+    ),
+    "failure:faq": lambda lang: messages.failure(
+        _job("failed", "faq", {"failure": {"reason": "faq_sheet", "problems": [[3, "no_answer", {}]], "more": 2}}),
+        lang,
+    ),
     "index_rebuilding": messages.index_rebuilding,
 }
 
