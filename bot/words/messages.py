@@ -252,12 +252,9 @@ def kb_info(name: str, description: str, counts: dict[str, int], lang: str) -> s
 
 
 def source_detail(number: int, title: str, uri: str, text: str) -> str:
-    """One source of /sources: its number and title (a link for web pages) and a snippet."""
+    """One source of /sources: its number and title (a link for web pages) and its snippet (bot.chat.sources')."""
     label = f"[{title}]({uri})" if web_url(uri) else title
-    snippet = " ".join(text.split())
-    if len(snippet) > 300:
-        snippet = snippet[:299].rstrip() + "…"
-    return f"[{number}] **{label}**\n> {snippet}" if snippet else f"[{number}] **{label}**"
+    return f"[{number}] **{label}**\n> {text}" if text else f"[{number}] **{label}**"
 
 
 def _job_name(job: JobRecord) -> str:

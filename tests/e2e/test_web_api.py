@@ -133,6 +133,28 @@ async def test_a_question_streams_deltas_then_a_final_with_sources_and_history_r
         assert (await response.json())["messages"][-1]["feedback"] == "up"
 
 
+ROOMS = (
+    "# Meeting rooms\n\n**Formats**: rooms are booked by the hour.\n\n"
+    "- The *Blue room* seats twelve people and has a `projector`.\n- The Green room seats four.\n"
+)
+
+
+async def test_a_source_shows_the_sentence_the_answer_quoted_as_plain_text_live_and_in_the_history(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    kb = await served.services.knowledge.find("docs")
+    await served.services.ingestor.ingest(kb, SourceFile(ROOMS.encode(), "upload:rooms.md", "rooms.md"))
+    served.model.reply = "The Blue room seats twelve people and has a projector [1]."
+    events = await _say(browser, "Which meeting room has a projector?")
+    final = events[-2][1]
+    [rooms] = [source for source in final["sources"] if source["title"] == "rooms.md"]
+    quoted = "The Blue room seats twelve people and has a projector."
+    assert rooms["snippet"] == quoted
+    async with browser.get("/api/history") as response:
+        stored = (await response.json())["messages"][-1]
+    assert [source["snippet"] for source in stored["sources"] if source["title"] == "rooms.md"] == [quoted]
+
+
 async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers(
     served: Served, browser: aiohttp.ClientSession
 ) -> None:

@@ -42,7 +42,7 @@ XSS_DOC = f"# Quasar release notes\n\nQuasar builds ship on Fridays. {PAYLOAD} Q
 UPLOAD_NAME = "zorblax-manual.md"
 UPLOAD_DOC = (
     "# Zorblax-7 maintenance\n\n"
-    "The Zorblax-7 coolant must be replaced every 41 days by a certified technician.\n\n"
+    "The **Zorblax-7 coolant** must be replaced every 41 days by a `certified` technician.\n\n"
     "## Storage\n\nKeep spare Zorblax cartridges below 12 degrees.\n"
 )
 VPN_INTRO = "The VPN client is installed from the Software Center app on your laptop [1]."
@@ -379,7 +379,9 @@ async def test_new_conversation_by_button_or_command_clears_the_screen_and_the_h
     chat.assert_nothing_ran()
 
 
-async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_it(site: Site, chat: Chat) -> None:
+async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_it(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
     await chat.open()
     await expect(chat.page.get_by_test_id("upload-area")).to_be_hidden()
     await chat.log_in(ADMIN_TOKEN)
@@ -398,7 +400,16 @@ async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_
     site.model.answer = quote("Zorblax-7 coolant")
     answer = await chat.ask("How often must the Zorblax-7 coolant be replaced?")
     await expect(answer.get_by_test_id("message-text")).to_contain_text("replaced every 41 days")
-    await expect(answer.get_by_test_id("source-title").first).to_have_text(UPLOAD_NAME)
+    source = answer.get_by_test_id("source").first
+    await expect(source.get_by_test_id("source-title")).to_have_text(UPLOAD_NAME)
+    # The sentence the answer quoted, as plain text; no document id beside the title.
+    await expect(source.get_by_test_id("source-snippet")).to_have_text(
+        "The Zorblax-7 coolant must be replaced every 41 days by a certified technician."
+    )
+    document_id = await source.get_attribute("data-document-id")
+    assert document_id
+    assert document_id not in (await source.inner_text())
+    await answer.screenshot(path=tmp_path / "sources.png")
     chat.assert_nothing_ran()
 
 

@@ -233,25 +233,13 @@
     titleEl.setAttribute("data-testid", "source-title");
     titleEl.textContent = title;
     main.appendChild(titleEl);
-    if (source.document_id) {
-      var id = document.createElement("small");
-      id.className = "source__id";
-      id.setAttribute("data-testid", "source-document-id");
-      id.textContent = String(source.document_id);
-      id.title = String(source.document_id);
-      main.appendChild(id);
-    }
     if (source.snippet) {
+      // The server sends the snippet as plain text (the quoted sentence where the answer quoted one).
       var snippet = document.createElement("p");
       snippet.className = "source__snippet";
       snippet.setAttribute("data-testid", "source-snippet");
-      // A snippet is a slice of the document's Markdown: its heading marks and line breaks are noise here.
-      var plain = String(source.snippet)
-        .replace(/(^|\s)#{1,6}(?=\s)/g, "$1")
-        .replace(/\s+/g, " ")
-        .trim();
-      snippet.textContent = plain;
-      snippet.title = plain;
+      snippet.textContent = String(source.snippet);
+      snippet.title = String(source.snippet);
       main.appendChild(snippet);
     }
     li.appendChild(main);
