@@ -15,7 +15,7 @@ from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
 from bot.words.catalogue import languages
-from rag.ingest.faq_sheet import FaqEntry
+from rag.ingest.faq_sheet import FaqEntry, is_faq_sheet
 from storage.records import JobRecord, KnowledgeBaseRecord
 
 log = logging.getLogger(__name__)
@@ -285,7 +285,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         return
     jobs: list[JobRecord] = []
     for path in paths:
-        job_kind = "faq" if kind == "faq" else "upload"
+        job_kind = "faq" if kind == "faq" or await asyncio.to_thread(_is_faq_file, path) else "upload"
         jobs.append(
             await context.parts.jobs.submit(
                 kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
@@ -339,6 +339,12 @@ async def _save_uploads(folder: Path, files: Sequence[Attachment], limit: int, l
         await asyncio.to_thread(_remove, saved)
         raise
     return saved
+
+
+def _is_faq_file(path: Path) -> bool:
+    # An FAQ sheet is known by its header row on every upload path (a web upload, a Telegram document, a Slack
+    # file, /ingest with files): imported as FAQs, never indexed as a document that repeats them as prose.
+    return is_faq_sheet(path.read_bytes(), path.name)
 
 
 def _remove(paths: Sequence[Path]) -> None:

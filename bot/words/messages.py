@@ -403,8 +403,13 @@ def ingest_queued(count: int, kb_name: str, lang: str) -> str:
 def ingest_progress(jobs: list[JobRecord], lang: str) -> str:
     """The status message while jobs run: one line per job with its stage and progress."""
     words = catalogue(lang)
-    lines = [words.text("ingest.line", name=_job_name(job), state=_job_progress(job, lang)) for job in jobs]
+    lines = [words.text("ingest.line", name=_progress_name(job, lang), state=_job_progress(job, lang)) for job in jobs]
     return words.text("ingest.progress") + "\n" + "\n".join(lines)
+
+
+def _progress_name(job: JobRecord, lang: str) -> str:
+    # While it runs, a file recognised as an FAQ sheet says so (its outcome says it again: "FAQ sheet imported").
+    return catalogue(lang).text("ingest.sheet.name", name=_job_name(job)) if job.kind == "faq" else _job_name(job)
 
 
 def _job_progress(job: JobRecord, lang: str) -> str:

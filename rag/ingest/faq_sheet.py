@@ -104,6 +104,32 @@ def parse_faq_file(data: bytes, filename: str) -> list[FaqEntry]:
     return _parse_json(data)
 
 
+def is_faq_sheet(data: bytes, filename: str) -> bool:
+    """Whether a file is an FAQ sheet: a .csv, .xlsx or .json whose header row (a JSON list's first object) has the
+    question and answer columns `parse_faq_file` needs. Such an upload is imported as FAQs, not indexed as prose."""
+    suffix = PurePath(filename).suffix.lower()
+    try:
+        header = _header(data, suffix)
+    except (FaqImportError, csv.Error, ValueError, RecursionError, *_XLSX_ERRORS):
+        return False  # not readable as a sheet at all: it is no FAQ sheet either
+    roles = {_role(_cell_text(cell)) for cell in header}
+    return {"question", "answer"} <= roles
+
+
+def _header(data: bytes, suffix: str) -> Sequence[object]:
+    if suffix == ".csv":
+        return next(csv.reader(io.StringIO(_decode(data), newline="")), [])
+    if suffix == ".xlsx":
+        rows = _xlsx_rows(data, max_row=1)
+        return rows[0] if rows else ()
+    if suffix == ".json":
+        document = json.loads(data)
+        items = document.get("faqs") if isinstance(document, dict) else document
+        first = items[0] if isinstance(items, list) and items else None
+        return list(first) if isinstance(first, dict) else ()
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class _RawRow:
     """One row's values before validation: texts split into items but not yet trimmed."""
@@ -159,6 +185,11 @@ def _decode(data: bytes) -> str:
 
 
 def _parse_xlsx(data: bytes) -> list[FaqEntry]:
+    return _read_sheet(_xlsx_rows(data), check_width=False)
+
+
+def _xlsx_rows(data: bytes, max_row: int | None = None) -> list[tuple[object, ...]]:
+    """The rows of the workbook's `faq` sheet (any case), else of its first sheet, up to `max_row`."""
     # Imported for an .xlsx only: openpyxl costs ~0.27 s of start-up to every process that imports this module.
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
@@ -175,12 +206,11 @@ def _parse_xlsx(data: bytes) -> list[FaqEntry]:
         sheet = next((s for s in sheets if str(s.title).strip().casefold() == "faq"), sheets[0])
         # Some writers store a wrong sheet size; without it openpyxl reads every row that is there.
         sheet.reset_dimensions()
-        rows: list[tuple[object, ...]] = list(sheet.iter_rows(values_only=True))
+        return list(sheet.iter_rows(max_row=max_row, values_only=True))
     except errors as exc:
         raise _unreadable_xlsx(exc) from exc
     finally:
         workbook.close()
-    return _read_sheet(rows, check_width=False)
 
 
 def _unreadable_xlsx(exc: Exception) -> FaqImportError:

@@ -29,6 +29,7 @@ from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
 from tests.fakes import slack_events as events
 from tests.fakes.slack_api import FakeSlackAPI, Shown
+from tests.support.documents import make_xlsx
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"
@@ -252,6 +253,19 @@ async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slac
     question = await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
     (shown,) = await slack.answers("D0ADMIN", str(question["ts"]))
     assert "Marigold" in shown
+
+
+async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document(slack: Slack) -> None:
+    sheet = make_xlsx({"FAQ": [["question", "answer"], ["Who waters the plants?", "Facilities, on Mondays."]]})
+    file = slack.fake.add_file(TEAM, "plants.xlsx", sheet, mimetype="application/vnd.ms-excel")
+    ts = slack.fake.user_message(TEAM, "D0ADMIN", ADMIN, "")
+    event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
+    assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
+    expected = "plants.xlsx: FAQ sheet imported: 1 added, 0 updated, 0 unchanged."
+    await slack.fake.wait_for(
+        lambda: any(m.text == expected for m in slack.bot_replies("D0ADMIN", str(event["ts"]))), timeout=60
+    )
+    assert "plants.xlsx" not in [document.title for document in await slack.services.knowledge.documents("handbook")]
 
 
 async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack: Slack) -> None:

@@ -170,6 +170,19 @@ async def test_an_admins_document_is_ingested_with_progress_then_answerable(tele
     assert "Marigold" in fake.visible(ADMIN["id"])[1]
 
 
+async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document(telegram: Bot) -> None:
+    fake = telegram.fake
+    sheet = "问题,答案\n班车几点发车？,早上八点。\n食堂在哪里？,二楼。\n".encode()
+    file_id = fake.add_file(sheet, "常见问题.csv", "text/csv")
+    fake.queue_update(fake.document_message(file_id, user=ADMIN))
+    await fake.wait_for(lambda: any("常见问题.csv: FAQ sheet" in t for t in fake.visible(ADMIN["id"])), timeout=60)
+    assert "常见问题.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged." in fake.visible(ADMIN["id"])
+    titles = [document.title for document in await telegram.services.knowledge.documents("handbook")]
+    assert "常见问题.csv" not in titles
+    kb = await telegram.services.knowledge.find("handbook")
+    assert {faq.question for faq in await telegram.services.faqs.in_kb(kb.id)} >= {"班车几点发车？", "食堂在哪里？"}
+
+
 async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(telegram: Bot) -> None:
     fake = telegram.fake
     small = fake.add_file(b"# Secret\n\nnothing", "secret.md", "text/markdown")

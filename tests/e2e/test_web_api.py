@@ -306,6 +306,28 @@ async def test_the_ingestion_status_says_what_happened_to_each_file(
     assert (await _upload(browser, files, command)).startswith(outcome)
 
 
+@pytest.mark.parametrize(
+    ("name", "sheet"),
+    [
+        ("team-faq.csv", b'Question,Answer\nWho runs the canteen?,Sodexo.\nIs there parking?,"Yes, on level -2."\n'),
+        (
+            "team-faq.json",
+            b'[{"question": "Where is lost property?", "answers": ["At reception."]},'
+            b' {"question": "Can I bring a dog?", "answer": "On Fridays."}]',
+        ),
+    ],
+)
+async def test_an_faq_sheet_uploaded_like_any_file_is_imported_as_faqs_not_indexed_as_a_document(
+    served: Served, browser: aiohttp.ClientSession, name: str, sheet: bytes
+) -> None:
+    kb = await served.services.knowledge.find("docs")
+    faqs_before = len(await served.services.faqs.in_kb(kb.id))
+    status = await _upload(browser, {name: sheet})
+    assert status == f"{name}: FAQ sheet imported: 2 added, 0 updated, 0 unchanged."
+    assert name not in [document.title for document in await served.services.knowledge.documents("docs")]
+    assert len(await served.services.faqs.in_kb(kb.id)) == faqs_before + 2
+
+
 async def test_a_file_uploaded_again_unchanged_is_said_to_be_already_indexed(browser: aiohttp.ClientSession) -> None:
     sauna = {"sauna.md": b"# Sauna\n\nThe sauna is next to the pool."}
     assert await _upload(browser, sauna) == "sauna.md: indexed, 1 passage."

@@ -101,7 +101,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "file_unreadable": lambda lang: messages.file_unreadable("a.pdf", lang),
     "ingest_queued": lambda lang: messages.ingest_queued(2, "x", lang),
     "ingest_progress": lambda lang: messages.ingest_progress(
-        [_job("queued"), _job("running"), _job("succeeded")], lang
+        [_job("queued"), _job("running"), _job("running", "faq"), _job("succeeded")], lang
     ),
     "job_result": lambda lang: messages.job_result(_job("succeeded", "faq", {"created": 2}), lang),
     "job_result:unchanged": lambda lang: messages.job_result(
