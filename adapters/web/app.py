@@ -25,7 +25,7 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
 from bot.ports import Adapter
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from storage.db import Database
 
@@ -37,6 +37,8 @@ _HISTORY_LIMIT: Final = 200
 _MAX_TEXT_BYTES: Final = 64 * 1024
 _COOKIE_AGE: Final = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
 _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
+# The commands that take files (as Telegram's and Slack's adapters attach a document to them).
+_FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,19 +179,20 @@ class WebChat:
         return await self._stream(request, message)
 
     async def upload(self, request: web.Request) -> web.StreamResponse:
-        """Files for ingestion (admins): saved, queued, and the job's progress streamed back."""
+        """Files for ingestion (admins), with the command typed beside them (`/faq import`, `/ingest`; none is
+        `/ingest`): saved, queued, and the jobs' progress streamed back."""
         if not self._is_admin(request):
             return _error(403, messages.WEB_ADMIN_ONLY)
         if not request.content_type.startswith("multipart/"):
             return _error(400, messages.WEB_UPLOAD_FORM)
         files: list[Attachment] = []
-        command = "ingest"
+        text = "/ingest"
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
-            if part.name == "command":
-                command = "faq" if (await part.text()).strip() == "faq import" else "ingest"
+            if part.name == "text":
+                text = (await part.text()).strip() or text
                 continue
             if part.name != "file" or not part.filename:
                 continue
@@ -202,14 +205,16 @@ class WebChat:
             files.append(_attachment(part.filename, data, part.headers.get("Content-Type", "")))
         if not files:
             return _error(400, messages.WEB_UPLOAD_FORM)
-        parsed = Command("faq", ("import",), "import") if command == "faq" else Command("ingest")
+        command = parse_command(text)
+        if command is None or command.name not in _FILE_COMMANDS:
+            return _error(400, messages.WEB_FILES_WITH_A_COMMAND)
         message = IncomingMessage(
             key=self._key(request),
             message_id="",
             user=self._user(request),
-            text=f"/{command}",
+            text=text,
             attachments=tuple(files),
-            command=parsed,
+            command=command,
         )
         return await self._stream(request, message)
 

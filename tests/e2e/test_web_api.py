@@ -269,7 +269,7 @@ async def _upload(browser: aiohttp.ClientSession, files: dict[str, bytes], comma
         assert response.status == 200
     form = aiohttp.FormData()
     if command:
-        form.add_field("command", command)
+        form.add_field("text", command)
     for name, data in files.items():
         form.add_field("file", data, filename=name)
     async with browser.post("/api/upload", data=form) as response:
@@ -285,12 +285,12 @@ FAQ_SHEET = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it 
     [
         (
             {"faq.csv": FAQ_SHEET},
-            "faq import",
+            "/faq import",
             "faq.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged.",
         ),
         (
             {"broken-faq.csv": b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"},
-            "faq import",
+            "/faq import",
             "broken-faq.csv: FAQ sheet not imported: row 3: there is no answer: fill in the answer column",
         ),
         (
@@ -328,6 +328,31 @@ async def test_an_faq_sheet_uploaded_like_any_file_is_imported_as_faqs_not_index
     assert len(await served.services.faqs.in_kb(kb.id)) == faqs_before + 2
 
 
+@pytest.mark.parametrize(
+    ("typed", "status", "said"),
+    [
+        ("What is in this file?", 400, messages.WEB_FILES_WITH_A_COMMAND),
+        ("/kb list", 400, messages.WEB_FILES_WITH_A_COMMAND),
+        ("/faq import", 200, "notes.txt: FAQ sheet not imported: an FAQ sheet must be .csv, .xlsx or .json, not .txt"),
+        ("/ingest", 200, "notes.txt: indexed, 1 passage."),
+    ],
+)
+async def test_files_go_with_the_command_typed_beside_them(
+    browser: aiohttp.ClientSession, typed: str, status: int, said: str
+) -> None:
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    form = aiohttp.FormData()
+    form.add_field("text", typed)
+    form.add_field("file", f"Notes taken for {typed!r}.".encode(), filename="notes.txt")
+    async with browser.post("/api/upload", data=form) as response:
+        if status != 200:
+            assert (response.status, (await response.json())["error"]) == (status, said)
+            return
+        events = await _events(response)
+    assert [data["text"] for name, data in events if name in ("message", "edit")][-1].startswith(said)
+
+
 async def test_a_file_uploaded_again_unchanged_is_said_to_be_already_indexed(browser: aiohttp.ClientSession) -> None:
     sauna = {"sauna.md": b"# Sauna\n\nThe sauna is next to the pool."}
     assert await _upload(browser, sauna) == "sauna.md: indexed, 1 passage."
@@ -351,7 +376,7 @@ async def test_a_chinese_chat_hears_why_ingestion_failed_in_chinese_in_the_statu
         "photo.png：未能导入：我识别不了图片里的文字：请上传文字，或带文字层的 PDF"
     )
     broken = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"
-    assert await _upload(browser, {"broken.csv": broken}, "faq import") == (
+    assert await _upload(browser, {"broken.csv": broken}, "/faq import") == (
         "broken.csv：问答表格未导入：第 3 行：没有答案：请填写答案列"
     )
     jobs = (await _say(browser, "/jobs"))[-2][1]["text"]

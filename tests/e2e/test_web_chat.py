@@ -413,6 +413,56 @@ async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_
     chat.assert_nothing_ran()
 
 
+FAQ_SHEET = "question,answer\nWhere is the bike shed?,Behind building C.\nWho has the shed key?,Reception.\n"
+
+
+async def test_an_admin_attaches_an_faq_sheet_to_faq_import_and_files_to_ingest(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
+    await chat.open()
+    await expect(chat.page.get_by_test_id("attach")).to_be_hidden()
+    await chat.log_in(ADMIN_TOKEN)
+    await expect(chat.page.get_by_test_id("attach")).to_be_visible()
+    attached = chat.page.get_by_test_id("attachment")
+
+    async with chat.page.expect_file_chooser() as chooser:
+        await chat.page.get_by_test_id("attach").click()
+    await (await chooser.value).set_files({"name": "faq.csv", "mimeType": "text/csv", "buffer": FAQ_SHEET.encode()})
+    await expect(attached.get_by_test_id("attachment-name")).to_have_text(["faq.csv"])
+    await chat.page.screenshot(path=tmp_path / "attached.png")
+    await chat.input.fill("/faq import")
+    await chat.input.press("Enter")
+    status = chat.page.locator("[data-testid=message][data-role=assistant][data-ref]").last
+    await expect(status.get_by_test_id("message-text")).to_have_text(
+        "faq.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged.", timeout=ANSWER_MS
+    )
+    await expect(chat.page.locator("[data-testid=message][data-role=user]").last).to_have_text("/faq import · faq.csv")
+    await expect(attached).to_have_count(0)
+    await chat.command("/faq list")
+    await expect(chat.messages.last).to_contain_text("Where is the bike shed?")
+
+    # Text that is no command for files sends nothing and says why; the files stay attached.
+    await chat.page.get_by_test_id("attach-input").set_input_files(
+        [
+            {"name": "bikes.md", "mimeType": "text/markdown", "buffer": b"# Bikes\n\nBikes are lent for a day.\n"},
+            {"name": "lockers.md", "mimeType": "text/markdown", "buffer": b"# Lockers\n\nLockers open by badge.\n"},
+        ]
+    )
+    before = await chat.messages.count()
+    await chat.input.fill("What are these?")
+    await chat.input.press("Enter")
+    await expect(chat.page.get_by_test_id("composer-notice")).to_contain_text("/faq import or /ingest")
+    assert await chat.messages.count() == before
+    await expect(attached).to_have_count(2)
+    await chat.page.get_by_test_id("attachment-remove").last.click()
+    await expect(attached.get_by_test_id("attachment-name")).to_have_text(["bikes.md"])
+    await chat.input.fill("/ingest")
+    await chat.input.press("Enter")
+    await expect(status.get_by_test_id("message-text")).to_have_text("bikes.md: indexed, 1 passage.", timeout=ANSWER_MS)
+    await expect(chat.page.get_by_test_id("composer-notice")).to_be_hidden()
+    chat.assert_nothing_ran()
+
+
 async def test_a_file_dropped_on_the_page_is_uploaded(site: Site, chat: Chat) -> None:
     await chat.open()
     await chat.log_in(ADMIN_TOKEN)

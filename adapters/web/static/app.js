@@ -34,6 +34,10 @@
     adminLogout: $("admin-logout"),
     upload: $("upload"),
     uploadInput: $("upload-input"),
+    attach: $("attach"),
+    attachInput: $("attach-input"),
+    attachments: $("attachments"),
+    notice: $("composer-notice"),
     dropzone: $("dropzone"),
     dropzoneHint: $("dropzone-hint"),
   };
@@ -45,7 +49,11 @@
     stickToBottom: true,
     bubbles: new Map(), // ref -> bubble
     dragDepth: 0,
+    attachments: [], // files chosen to go with the next command (/faq import, /ingest)
   };
+
+  // The commands a file can go with, as typed in the composer (nothing typed means /ingest).
+  var FILE_COMMAND = /^\/(?:ingest|faq\s+import)(?:\s|$)/i;
 
   // ---- scrolling -----------------------------------------------------------------------------------------
 
@@ -492,6 +500,10 @@
 
   async function sendMessage(text) {
     var trimmed = text.trim();
+    if (state.attachments.length) {
+      sendAttached(trimmed);
+      return;
+    }
     if (!trimmed || state.busy) {
       return;
     }
@@ -593,6 +605,11 @@
   function setAdmin(admin) {
     state.admin = admin;
     els.upload.hidden = !admin;
+    els.attach.hidden = !admin;
+    if (!admin && state.attachments.length) {
+      state.attachments = [];
+      renderAttachments();
+    }
     els.adminButton.textContent = admin ? "Admin ✓" : "Admin";
     els.adminButton.classList.toggle("btn--admin-on", admin);
     els.adminButton.setAttribute("aria-label", admin ? "Admin: signed in" : "Admin login");
@@ -673,7 +690,8 @@
 
   // ---- uploads -------------------------------------------------------------------------------------------
 
-  async function upload(fileList) {
+  /** Send files with the command typed beside them ("" for /ingest): the jobs' progress streams back. */
+  async function upload(fileList, typed) {
     var files = Array.prototype.slice.call(fileList || []);
     if (files.length === 0) {
       return;
@@ -683,7 +701,7 @@
         return file.name;
       })
       .join(", ");
-    var userBubble = addUserBubble(names);
+    var userBubble = addUserBubble(typed ? typed + " · " + names : names);
     userBubble.el.setAttribute("data-kind", "upload");
     userBubble.body.prepend(icon("file"), " ");
     scrollToEnd(true);
@@ -701,6 +719,9 @@
       return;
     }
     var form = new FormData();
+    if (typed) {
+      form.append("text", typed);
+    }
     files.forEach(function (file) {
       form.append("file", file, file.name);
     });
@@ -722,6 +743,77 @@
       showStatus(null);
     }
   }
+
+  // ---- files attached to a command --------------------------------------------------------------------
+
+  function showNotice(text) {
+    els.notice.textContent = text;
+    els.notice.hidden = !text;
+  }
+
+  function renderAttachments() {
+    els.attachments.replaceChildren();
+    state.attachments.forEach(function (file, index) {
+      var li = document.createElement("li");
+      li.className = "attachment";
+      li.setAttribute("data-testid", "attachment");
+      li.appendChild(icon("file"));
+      var name = document.createElement("span");
+      name.className = "attachment__name";
+      name.setAttribute("data-testid", "attachment-name");
+      name.textContent = file.name;
+      name.title = file.name;
+      li.appendChild(name);
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "×";
+      remove.setAttribute("data-testid", "attachment-remove");
+      remove.setAttribute("aria-label", "Remove " + file.name);
+      remove.addEventListener("click", function () {
+        state.attachments.splice(index, 1);
+        renderAttachments();
+        els.input.focus();
+      });
+      li.appendChild(remove);
+      els.attachments.appendChild(li);
+    });
+    var attached = state.attachments.length > 0;
+    els.attachments.hidden = !attached;
+    els.input.placeholder = attached ? "Type /faq import or /ingest (or nothing) and press Enter…" : "Ask a question…";
+    if (!attached) {
+      showNotice("");
+    }
+  }
+
+  function attach(fileList) {
+    Array.prototype.forEach.call(fileList || [], function (file) {
+      state.attachments.push(file);
+    });
+    renderAttachments();
+    els.input.focus();
+  }
+
+  /** Send the attached files with the command typed ("" is /ingest); other text is not a command for files. */
+  function sendAttached(typed) {
+    if (typed && !FILE_COMMAND.test(typed)) {
+      showNotice("Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter.");
+      return;
+    }
+    var files = state.attachments.slice();
+    state.attachments = [];
+    renderAttachments();
+    els.input.value = "";
+    autoGrow();
+    upload(files, typed);
+  }
+
+  els.attach.addEventListener("click", function () {
+    els.attachInput.click();
+  });
+  els.attachInput.addEventListener("change", function () {
+    attach(els.attachInput.files);
+    els.attachInput.value = "";
+  });
 
   els.uploadInput.addEventListener("change", function () {
     var files = els.uploadInput.files;
