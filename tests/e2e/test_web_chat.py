@@ -360,6 +360,34 @@ async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> Non
     chat.assert_nothing_ran()
 
 
+async def test_enter_while_an_answer_is_written_says_so_keeps_the_text_and_sends_nothing(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
+    long_answer = " ".join(f"Step {n} of the printer set-up is in the guide [1]." for n in range(1, 13))
+    site.model.answer = lambda prompt: long_answer
+    await chat.open()
+    await chat.input.fill("Describe every step of the printer set-up")
+    await chat.input.press("Enter")
+    writing = chat.page.locator("[data-testid=message][data-role=assistant][data-status=streaming]")
+    await expect(writing.get_by_test_id("message-text")).to_contain_text("Step 1", timeout=ANSWER_MS)
+
+    await chat.input.fill("And the scanner?")
+    await chat.input.press("Enter")
+    notice = chat.page.get_by_test_id("composer-notice")
+    await expect(notice).to_have_text("An answer is still being written: wait for it, or press Stop to end it.")
+    await expect(chat.page.get_by_test_id("stop")).to_be_visible()
+    await chat.page.screenshot(path=tmp_path / "busy.png")
+    await expect(chat.input).to_have_value("And the scanner?")
+    await expect(chat.page.locator("[data-testid=message][data-role=user]")).to_have_count(1)
+
+    await expect(chat.page.get_by_test_id("send")).to_be_enabled(timeout=ANSWER_MS)
+    await expect(notice).to_be_hidden()
+    site.model.answer = lambda prompt: "The scanner is next to the printer [1]."
+    answer = await chat.ask("And the scanner?")
+    await expect(answer.get_by_test_id("message-text")).to_contain_text("next to the printer")
+    chat.assert_nothing_ran()
+
+
 async def test_new_conversation_by_button_or_command_clears_the_screen_and_the_history(site: Site, chat: Chat) -> None:
     site.model.answer = lambda prompt: VPN_ANSWER
     await chat.open()

@@ -50,6 +50,7 @@
     bubbles: new Map(), // ref -> bubble
     dragDepth: 0,
     attachments: [], // files chosen to go with the next command (/faq import, /ingest)
+    noticeKind: "", // what the notice above the composer is about: "busy", "files" or nothing
   };
 
   // The commands a file can go with, as typed in the composer (nothing typed means /ingest).
@@ -491,6 +492,9 @@
 
   function setBusy(busy) {
     state.busy = busy;
+    if (!busy && state.noticeKind === "busy") {
+      showNotice("");
+    }
     els.send.disabled = busy;
     els.stop.hidden = !busy;
     els.stop.disabled = false;
@@ -504,7 +508,12 @@
       sendAttached(trimmed);
       return;
     }
-    if (!trimmed || state.busy) {
+    if (trimmed && state.busy) {
+      // One answer at a time in a conversation: say so, and keep what was typed for when it is done.
+      showNotice("An answer is still being written: wait for it, or press Stop to end it.", "busy");
+      return;
+    }
+    if (!trimmed) {
       return;
     }
     var startsOver = /^\/new(\s|$)/i.test(trimmed);
@@ -746,9 +755,11 @@
 
   // ---- files attached to a command --------------------------------------------------------------------
 
-  function showNotice(text) {
+  /** The one-line notice above the composer ("" hides it); `kind` says what ends it. */
+  function showNotice(text, kind) {
     els.notice.textContent = text;
     els.notice.hidden = !text;
+    state.noticeKind = text ? kind || "" : "";
   }
 
   function renderAttachments() {
@@ -780,7 +791,7 @@
     var attached = state.attachments.length > 0;
     els.attachments.hidden = !attached;
     els.input.placeholder = attached ? "Type /faq import or /ingest (or nothing) and press Enter…" : "Ask a question…";
-    if (!attached) {
+    if (!attached && state.noticeKind === "files") {
       showNotice("");
     }
   }
@@ -796,7 +807,7 @@
   /** Send the attached files with the command typed ("" is /ingest); other text is not a command for files. */
   function sendAttached(typed) {
     if (typed && !FILE_COMMAND.test(typed)) {
-      showNotice("Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter.");
+      showNotice("Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter.", "files");
       return;
     }
     var files = state.attachments.slice();
