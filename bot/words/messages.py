@@ -483,7 +483,7 @@ def ingest_outcome(results: list[JobRecord], lang: str) -> str:
     words = catalogue(lang)
     if len(results) == 1:
         return words.text("ingest.outcome.one", name=_job_name(results[0]), state=job_result(results[0], lang))
-    outcomes = [_outcome(job) for job in results]
+    outcomes = [job_outcome(job) for job in results]
     summary = words.text("kb.separator").join(
         words.plural(f"ingest.outcome.{outcome}", outcomes.count(outcome))
         for outcome in ("indexed", "unchanged", "faq", "failed")
@@ -493,7 +493,8 @@ def ingest_outcome(results: list[JobRecord], lang: str) -> str:
     return words.text("ingest.outcome.done", summary=summary) + "\n" + "\n".join(lines)
 
 
-def _outcome(job: JobRecord) -> str:
+def job_outcome(job: JobRecord) -> str:
+    """What a finished job came to: "failed", "faq" (a sheet imported), "unchanged" or "indexed"."""
     if job.status == "failed":
         return "failed"
     if job.kind == "faq":

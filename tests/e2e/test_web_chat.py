@@ -342,14 +342,19 @@ async def test_a_reload_restores_the_conversation_and_its_feedback(site: Site, c
     chat.assert_nothing_ran()
 
 
-async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> None:
-    long_answer = " ".join(f"Step {n} of the VPN set-up is described in the guide [1]." for n in range(1, 9))
+async def _ask_for_a_long_answer(site: Site, chat: Chat, topic: str, steps: int) -> None:
+    """Ask for every step of `topic` and wait until the answer, `steps` sentences long, is being written."""
+    long_answer = " ".join(f"Step {n} of the {topic} set-up is described in the guide [1]." for n in range(1, steps))
     site.model.answer = lambda prompt: long_answer
     await chat.open()
-    await chat.input.fill("Describe every step of the VPN set-up")
+    await chat.input.fill(f"Describe every step of the {topic} set-up")
     await chat.input.press("Enter")
     writing = chat.page.locator("[data-testid=message][data-role=assistant][data-status=streaming]")
     await expect(writing.get_by_test_id("message-text")).to_contain_text("Step 1", timeout=ANSWER_MS)
+
+
+async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> None:
+    await _ask_for_a_long_answer(site, chat, "VPN", 9)
     await chat.page.get_by_test_id("stop").click()
 
     answer = chat.page.locator(ANSWERS).last
@@ -363,14 +368,7 @@ async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> Non
 async def test_enter_while_an_answer_is_written_says_so_keeps_the_text_and_sends_nothing(
     site: Site, chat: Chat, tmp_path: Path
 ) -> None:
-    long_answer = " ".join(f"Step {n} of the printer set-up is in the guide [1]." for n in range(1, 13))
-    site.model.answer = lambda prompt: long_answer
-    await chat.open()
-    await chat.input.fill("Describe every step of the printer set-up")
-    await chat.input.press("Enter")
-    writing = chat.page.locator("[data-testid=message][data-role=assistant][data-status=streaming]")
-    await expect(writing.get_by_test_id("message-text")).to_contain_text("Step 1", timeout=ANSWER_MS)
-
+    await _ask_for_a_long_answer(site, chat, "printer", 13)
     await chat.input.fill("And the scanner?")
     await chat.input.press("Enter")
     notice = chat.page.get_by_test_id("composer-notice")
