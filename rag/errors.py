@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+Detail = str | int
+"""A value a failure's wording needs: a name, a number, a size in bytes."""
+
 
 class RagError(Exception):
     """Base of every rag failure."""
@@ -34,7 +40,17 @@ class ModelTimeout(ModelError):
 
 
 class ExtractionError(RagError):
-    """A file or URL could not be turned into text; the message is one line an admin can act on."""
+    """A file or URL could not be turned into text; the message is one line an admin can act on.
+
+    The message is the operator's English, technical detail included. `reason` names the failure with an id
+    (`no_text_pdf`, `url_status`) that a chat words in its own language, and `details` holds the values that
+    wording needs (sizes in bytes, names, numbers), so nothing above rag has to read the English.
+    """
+
+    def __init__(self, message: str, *, reason: str = "unreadable", **details: Detail) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.details: dict[str, Detail] = details
 
 
 class UnsupportedType(ExtractionError):
@@ -61,13 +77,27 @@ class FetchError(ExtractionError):
     """A URL could not be fetched within the limits and rules."""
 
 
-class FaqImportError(RagError):
-    """An FAQ sheet has problems; `problems` lists (row number, message), rows counted as a person sees them."""
+@dataclass(frozen=True, slots=True)
+class FaqProblem:
+    """One problem of an FAQ sheet: its row as a person counts it (0: the file as a whole), the operator's English
+    message, and the problem's id (`no_answer`) with the values a chat's wording of it needs."""
 
-    def __init__(self, problems: list[tuple[int, str]]) -> None:
+    row: int
+    message: str
+    reason: str
+    details: Mapping[str, Detail] = field(default_factory=dict)
+
+
+class FaqImportError(RagError):
+    """An FAQ sheet has problems; `problems` lists (row number, message), rows counted as a person sees them,
+    and `found` the same problems with their ids and details."""
+
+    def __init__(self, found: list[FaqProblem]) -> None:
+        problems = [(problem.row, problem.message) for problem in found]
         shown = "; ".join(f"row {row}: {message}" if row else message for row, message in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"{shown}{more}")
+        self.found = found
         self.problems = problems
 
 

@@ -12,7 +12,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.calls import call
 from bot.errors import PlatformError, UserFacingError
 from bot.words import messages
-from rag.ingest.extractors.limits import format_size
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,8 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
     file: Mapping[str, Any] = info["file"]
     size = int(file.get("size") or 0)
     if size > limit:
-        raise UserFacingError(messages.file_too_large(name, format_size(size), format_size(limit)))
+        log.info("slack=file_refused reason=too_large size=%d limit=%d setting=INGEST_MAX_FILE_MB", size, limit)
+        raise UserFacingError(messages.file_too_large(name, size, limit))
     url = str(file.get("url_private_download") or file.get("url_private") or "")
     if not url:
         raise UserFacingError(messages.file_unreadable(name))
@@ -58,9 +58,8 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
             async for chunk in response.content.iter_chunked(_CHUNK):
                 data += chunk
                 if len(data) > limit:
-                    raise UserFacingError(
-                        messages.file_too_large(name, f"over {format_size(limit)}", format_size(limit))
-                    )
+                    log.info("slack=file_refused reason=too_large limit=%d setting=INGEST_MAX_FILE_MB", limit)
+                    raise UserFacingError(messages.file_too_large(name, None, limit))
             return bytes(data)
     except (aiohttp.ClientError, TimeoutError) as exc:
         log.warning("slack=file_download_failed file=%s reason=%r", entry.get("id"), exc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
@@ -10,8 +11,9 @@ from telegram import Document, Message, MessageEntity
 
 from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
-from bot.words import messages
-from rag.ingest.extractors.limits import format_size
+from bot.words import language, messages
+
+log = logging.getLogger(__name__)
 
 PLATFORM: Final = "telegram"
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
@@ -99,9 +101,14 @@ def translate(
     if command is not None and command.name in _FILE_COMMANDS and documents:
         too_big = [doc for doc in documents if (doc.file_size or 0) > download_limit]
         if too_big:
-            return Notice(
-                messages.telegram_file_too_big(too_big[0].file_name or "the file", format_size(download_limit))
+            log.info(
+                "telegram=file_refused reason=over_download_limit size=%d limit=%d: a self-hosted Bot API server "
+                "(TELEGRAM_API_BASE_URL, TELEGRAM_FILE_BASE_URL, TELEGRAM_DOWNLOAD_LIMIT_MB) lifts it",
+                too_big[0].file_size or 0,
+                download_limit,
             )
+            name = too_big[0].file_name or "the file"
+            return Notice(messages.telegram_file_too_big(name, download_limit, language.detect(text)))
     if not cleaned and command is None:
         return Notice(messages.TELEGRAM_TEXT_ONLY) if private or reply_to_bot or mentions else None
     attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()

@@ -26,9 +26,8 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
 from bot.ports import Adapter
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
-from rag.ingest.extractors.limits import format_size
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,8 @@ _HISTORY_LIMIT: Final = 200
 _MAX_TEXT_BYTES: Final = 64 * 1024
 _COOKIE_AGE: Final = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
 _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
+# The commands that take files (as Telegram's and Slack's adapters attach a document to them).
+_FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +151,7 @@ class WebChat:
                 "admin": self._is_admin(request),
                 "admin_enabled": bool(self._config.admin_token),
                 "knowledge_bases": names,
-                "upload_limit_mb": round(self._config.upload_limit / 1_000_000, 1),
+                "upload_limit_mb": self._config.upload_limit / 1_000_000,
             }
         )
 
@@ -179,39 +180,42 @@ class WebChat:
         return await self._stream(request, message)
 
     async def upload(self, request: web.Request) -> web.StreamResponse:
-        """Files for ingestion (admins): saved, queued, and the job's progress streamed back."""
+        """Files for ingestion (admins), with the command typed beside them (`/faq import`, `/ingest`; none is
+        `/ingest`): saved, queued, and the jobs' progress streamed back."""
         if not self._is_admin(request):
             return _error(403, messages.WEB_ADMIN_ONLY)
         if not request.content_type.startswith("multipart/"):
             return _error(400, messages.WEB_UPLOAD_FORM)
         files: list[Attachment] = []
-        command = "ingest"
+        text = "/ingest"
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 continue
-            if part.name == "command":
-                command = "faq" if (await part.text()).strip() == "faq import" else "ingest"
+            if part.name == "text":
+                text = (await part.text()).strip() or text
                 continue
             if part.name != "file" or not part.filename:
                 continue
             data = await _read_limited(part, self._config.upload_limit)
             if data is None:
-                return _error(
-                    413,
-                    messages.file_too_large(part.filename, "larger", format_size(self._config.upload_limit)),
+                log.info(
+                    "web=upload_refused reason=too_large limit=%d setting=INGEST_MAX_FILE_MB", self._config.upload_limit
                 )
+                return _error(413, messages.file_too_large(part.filename, None, self._config.upload_limit))
             files.append(_attachment(part.filename, data, part.headers.get("Content-Type", "")))
         if not files:
             return _error(400, messages.WEB_UPLOAD_FORM)
-        parsed = Command("faq", ("import",), "import") if command == "faq" else Command("ingest")
+        command = parse_command(text)
+        if command is None or command.name not in _FILE_COMMANDS:
+            return _error(400, messages.WEB_FILES_WITH_A_COMMAND)
         message = IncomingMessage(
             key=self._key(request),
             message_id="",
             user=self._user(request),
-            text=f"/{command}",
+            text=text,
             attachments=tuple(files),
-            command=parsed,
+            command=command,
         )
         return await self._stream(request, message)
 

@@ -272,7 +272,7 @@ class ConversationManager:
             notices.append(messages.stopped_note(lang))
         return Answer(
             text=turn.text,
-            sources=tuple(await self._parts.sources.of_turn(shown_sources(turn))),
+            sources=tuple(await self._parts.sources.of_turn(shown_sources(turn), turn.text)),
             outcome=turn.outcome,
             message_id=opened.answer_id,
             notice=" ".join(notices),

@@ -6,10 +6,12 @@ history) from what the turn stored, with the texts read back from the database.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from bot.types import SourceLink, web_url
+from rag.extractive import clip, plain_terms, split_units
 from rag.types import Candidate
 from storage.records import ChunkRecord, FaqRecord, MessageRecord
 
@@ -43,11 +45,11 @@ class SourceBook:
         self._documents = documents
         self._faqs = faqs
 
-    async def of_turn(self, candidates: Sequence[Candidate]) -> list[SourceLink]:
-        """The numbered sources of an answer as it ends, with links for documents fetched from URLs."""
+    async def of_turn(self, candidates: Sequence[Candidate], answer: str = "") -> list[SourceLink]:
+        """The numbered sources of `answer` as it ends, with links for documents fetched from URLs."""
         uris = await self._documents.source_uris([c.document_id for c in candidates if c.document_id])
         return [
-            _live_link(number, candidate, uris.get(candidate.document_id or "", ""))
+            _live_link(number, candidate, uris.get(candidate.document_id or "", ""), answer)
             for number, candidate in enumerate(candidates, start=1)
         ]
 
@@ -64,16 +66,89 @@ class SourceBook:
             texts[faq.id] = f"{faq.question} — {faq.answers[0] if faq.answers else ''}"
         return {
             answer.id: [
-                _stored_link(number, source, uris, texts) for number, source in enumerate(_stored(answer), start=1)
+                _stored_link(number, source, uris, texts, answer.text)
+                for number, source in enumerate(_stored(answer), start=1)
             ]
             for answer in answers
         }
 
 
-def snippet(text: str) -> str:
-    """A source's text as one short line under its title."""
-    line = " ".join(text.split())
-    return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1].rstrip() + "…"
+def snippet(text: str, answer: str = "", number: int = 0) -> str:
+    """A source's text as one short plain line under its title: the sentence of it that `answer` quoted (citing
+    it as [number], or citing nothing), else its opening; Markdown marks and headings (the title's job) left out."""
+    units = [unit for unit in split_units(text) if unit.text.strip()]
+    sentences = [plain for unit in units if not _HEADING.match(unit.text) and (plain := _plain(unit.text))]
+    if not sentences:
+        sentences = [plain for unit in units if (plain := _plain(unit.text))]
+    quoted = _quoted(sentences, _cited(answer, number)) if answer else None
+    return clip(quoted or " ".join(sentences), SNIPPET_CHARS)
+
+
+_HEADING: Final = re.compile(r"^\s*#{1,6}\s")
+_CITATION: Final = re.compile(r"\[(\d+)\]")
+# How Markdown marks its inline spans, each replaced by its text alone (Markdown's own syntax, CommonMark spec).
+_INLINE: Final = (
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),  # image: its alt text
+    (re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])"), r"\1"),  # link: its text
+    (re.compile(r"<((?:https?|mailto):[^>\s]+)>"), r"\1"),  # autolink
+    (re.compile(r"(`+)(.+?)\1"), r"\2"),  # code span
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),  # strong
+    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),  # emphasis (not 2 * 3 * 4)
+    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),  # emphasis (not snake_case)
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),  # strikethrough
+    (re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])"), r"\1"),  # backslash escapes
+)
+_LINE_MARKS: Final = re.compile(r"^\s*(?:#{1,6}\s+|(?:>\s?)+|(?:[-*+•]|\d{1,3}[.)])\s+)+")
+# Lines that only draw: a code fence, a table's rule row, a thematic break.
+_DRAWING: Final = re.compile(r"\s*(?:```.*|~~~.*|\|[\s:|-]*-[\s:|-]*|(?:[-*_]\s*){3,})")
+# A sentence is quoted when the answer holds this share of its terms (verbatim quotes hold all; a close
+# paraphrase most), and it has enough terms for the share to mean something.
+_QUOTED_SHARE: Final = 0.6
+_QUOTED_TERMS: Final = 3
+
+
+def _plain(markdown: str) -> str:
+    """One unit of Markdown as plain text on one line."""
+    lines = []
+    for line in markdown.splitlines():
+        if _DRAWING.fullmatch(line):
+            continue
+        line = _LINE_MARKS.sub("", line)
+        if "|" in line.strip(" |") and line.strip().startswith("|"):
+            line = " · ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+        lines.append(line)
+    text = " ".join(" ".join(lines).split())
+    for pattern, replacement in _INLINE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _cited(answer: str, number: int) -> str:
+    """What the answer says on the strength of source `number`: the text before each of its [number] marks (back to
+    the mark before), or the whole answer when it cites nothing; "" when it cites only other sources."""
+    marks = list(_CITATION.finditer(answer))
+    if not marks:
+        return answer
+    said, start = [], 0
+    for mark in marks:
+        if int(mark.group(1)) == number:
+            said.append(answer[start : mark.start()])
+        start = mark.end()
+    return " ".join(said)
+
+
+def _quoted(sentences: Sequence[str], said: str) -> str | None:
+    """The sentence `said` quotes most fully, when it quotes one."""
+    words = set(plain_terms(said))
+    best, best_share = None, _QUOTED_SHARE
+    for sentence in sentences:
+        terms = plain_terms(sentence)
+        if len(set(terms)) < _QUOTED_TERMS:
+            continue
+        share = sum(term in words for term in terms) / len(terms)
+        if share > best_share or (share == best_share and best is None):
+            best, best_share = sentence, share
+    return best
 
 
 def _stored(answer: MessageRecord) -> list[Mapping[str, Any]]:
@@ -85,18 +160,20 @@ def _field(source: Mapping[str, Any], name: str) -> str:
     return str(source.get(name) or "")
 
 
-def _stored_link(number: int, source: Mapping[str, Any], uris: dict[str, str], texts: dict[str, str]) -> SourceLink:
+def _stored_link(
+    number: int, source: Mapping[str, Any], uris: dict[str, str], texts: dict[str, str], answer: str
+) -> SourceLink:
     document_id = _field(source, "document_id")
     return SourceLink(
         number=number,
         title=_field(source, "title") or _field(source, "id"),
         document_id=document_id,
         url=web_url(uris.get(document_id, "")),
-        snippet=snippet(texts.get(_field(source, "id"), "")),
+        snippet=snippet(texts.get(_field(source, "id"), ""), answer, number),
     )
 
 
-def _live_link(number: int, candidate: Candidate, uri: str) -> SourceLink:
+def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> SourceLink:
     meta: Mapping[str, Any] = candidate.metadata
     title = next(
         (" ".join(value.split()) for k in ("title", "filename") if isinstance(value := meta.get(k), str) and value),
@@ -109,5 +186,5 @@ def _live_link(number: int, candidate: Candidate, uri: str) -> SourceLink:
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
         url=web_url(uri),
-        snippet=snippet(candidate.text),
+        snippet=snippet(candidate.text, answer, number),
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.cli.args import JOBS_PAGE
 from bot.knowledge.ingestion import describe_result
+from bot.words.messages import job_outcome
 from rag.errors import ExtractionError, UnsupportedType
 from rag.ingest.extract import detect_type
 from rag.ingest.faq_sheet import template_path
@@ -247,12 +248,12 @@ async def ingest_sources(
     return 1 if failed else 0
 
 
+_OUTCOMES = {"faq": "imported", "unchanged": "already indexed"}
+
+
 def _outcome(job: JobRecord) -> str:
-    if job.status == "failed":
-        return "failed"
-    if job.kind == "faq":
-        return "imported"
-    return "already indexed" if job.result.get("unchanged") else "indexed"
+    outcome = job_outcome(job)
+    return _OUTCOMES.get(outcome, outcome)
 
 
 async def run_docs(services: Services, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:

@@ -15,8 +15,7 @@ from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
 from bot.words.catalogue import languages
-from rag.ingest.extractors.limits import format_size
-from rag.ingest.faq_sheet import FaqEntry
+from rag.ingest.faq_sheet import FaqEntry, is_faq_sheet
 from storage.records import JobRecord, KnowledgeBaseRecord
 
 log = logging.getLogger(__name__)
@@ -262,7 +261,7 @@ async def _jobs(context: CommandContext) -> str:
     found.sort(key=lambda job: job.created_at, reverse=True)
     if not found:
         return messages.no_jobs(context.lang)
-    return "\n".join(messages.job_line(job, names.get(job.kb_id, "?"), context.lang) for job in found[:_LIST_LIMIT])
+    return messages.jobs_list(found[:_LIST_LIMIT], names, context.parts.clock(), context.lang)
 
 
 async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
@@ -314,9 +313,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     limit = uploads.max_bytes
     too_big = [file for file in files if file.size > limit]
     if too_big:
-        raise UserFacingError(
-            messages.file_too_large(too_big[0].name, format_size(too_big[0].size), format_size(limit), context.lang)
-        )
+        raise _too_large(too_big[0].name, too_big[0].size, limit, context.lang)
     status = StatusMessage(context.target)
     await status.update(messages.ingest_queued(len(files) + len(urls), kb.name, context.lang))
     requested_from = {
@@ -332,7 +329,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         return
     jobs: list[JobRecord] = []
     for path in paths:
-        job_kind = "faq" if kind == "faq" else "upload"
+        job_kind = "faq" if kind == "faq" or await asyncio.to_thread(_is_faq_file, path) else "upload"
         jobs.append(
             await context.parts.jobs.submit(
                 kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
@@ -388,6 +385,12 @@ async def _save_uploads(folder: Path, files: Sequence[Attachment], limit: int, l
     return saved
 
 
+def _is_faq_file(path: Path) -> bool:
+    # An FAQ sheet is known by its header row on every upload path (a web upload, a Telegram document, a Slack
+    # file, /ingest with files): imported as FAQs, never indexed as a document that repeats them as prose.
+    return is_faq_sheet(path.read_bytes(), path.name)
+
+
 def _remove(paths: Sequence[Path]) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
@@ -399,7 +402,7 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
         raise UserFacingError(messages.file_unreadable(file.name, lang))
     data = await file.read()
     if len(data) > limit:
-        raise UserFacingError(messages.file_too_large(file.name, format_size(len(data)), format_size(limit), lang))
+        raise _too_large(file.name, len(data), limit, lang)
     name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
     path = folder / uuid.uuid4().hex / name[:200]
 
@@ -409,6 +412,12 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
 
     await asyncio.to_thread(write)
     return path
+
+
+def _too_large(name: str, size: int, limit: int, lang: str) -> UserFacingError:
+    # The person hears the limit and who can raise it; the operator reads here which setting that is.
+    log.info("ingest=refused reason=too_large file=%s size=%d limit=%d setting=INGEST_MAX_FILE_MB", name, size, limit)
+    return UserFacingError(messages.file_too_large(name, size, limit, lang))
 
 
 def default_registry() -> CommandRegistry:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -73,6 +74,10 @@ class Uploads:
     max_bytes: int
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class CommandParts:
     """The parts the built-in commands use."""
@@ -85,3 +90,5 @@ class CommandParts:
     job_repo: JobRepo
     index_lock: IndexLock
     uploads: Uploads
+    # What "5 min ago" counts from (injected, so /jobs is tested without waiting).
+    clock: Callable[[], datetime] = _utcnow

@@ -40,10 +40,15 @@ class IngestionLimits:
 
 def _read_file(path: Path, max_bytes: int) -> bytes:
     if not path.is_file():
-        raise ExtractionError(f"{path} is not a readable file")
+        raise ExtractionError(f"{path} is not a readable file", reason="file_missing", name=path.name)
     size = path.stat().st_size
     if size > max_bytes:
-        raise DocumentTooLarge(f"{path.name} is {format_size(size)}, over the {format_size(max_bytes)} limit")
+        raise DocumentTooLarge(
+            f"{path.name} is {format_size(size)}, over the {format_size(max_bytes)} limit (INGEST_MAX_FILE_MB)",
+            reason="too_large",
+            size=size,
+            max_size=max_bytes,
+        )
     return path.read_bytes()
 
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
-from rag.errors import RagError
+from rag.errors import ExtractionError, FaqImportError, RagError
 from rag.ports import Progress
 from storage.errors import NotFound, StorageError
 from storage.records import JobRecord
@@ -39,6 +39,30 @@ def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, RagError | StorageError):
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return f"internal error ({type(exc).__name__}); see the server log"
+
+
+# How many of an FAQ sheet's problems a failed job keeps for the chat (the English error keeps five too).
+_PROBLEMS_KEPT = 5
+
+
+def failure_data(exc: BaseException) -> dict[str, Any]:
+    """What a chat needs to word a failed job in its own language: the failure's reason id and its details.
+
+    Stored as the failed job's result; `failure_reason` is the English line beside it (operators, logs).
+    """
+    if isinstance(exc, FaqImportError):
+        problems = [[problem.row, problem.reason, dict(problem.details)] for problem in exc.found[:_PROBLEMS_KEPT]]
+        more = max(0, len(exc.found) - _PROBLEMS_KEPT)
+        return {"failure": {"reason": "faq_sheet", "problems": problems, "more": more}}
+    if isinstance(exc, ExtractionError):
+        return {"failure": {"reason": exc.reason, "details": dict(exc.details)}}
+    if isinstance(exc, UserFacingError):
+        return {}  # already said in words a person reads
+    if isinstance(exc, RagError):
+        return {"failure": {"reason": "model"}}
+    if isinstance(exc, StorageError):
+        return {"failure": {"reason": "storage"}}
+    return {"failure": {"reason": "internal"}}
 
 
 def _utcnow() -> datetime:
@@ -302,7 +326,7 @@ class JobRunner:
                 log.error("job=failed id=%s kind=%s", job.id, job.kind, exc_info=outcome)
             else:
                 log.warning("job=failed id=%s kind=%s reason=%s", job.id, job.kind, failure_reason(outcome))
-            return await self._jobs.fail(job.id, self.owner, failure_reason(outcome))
+            return await self._jobs.fail(job.id, self.owner, failure_reason(outcome), failure_data(outcome))
         return await self._jobs.succeed(job.id, self.owner, outcome)
 
     async def _resume(self, job: JobRecord) -> JobRecord:
@@ -321,7 +345,10 @@ class JobRunner:
         now = self._clock()
         if job.status == "running" and job.attempts >= MAX_ATTEMPTS:
             failed = await self._jobs.abandon(
-                job.id, f"interrupted {job.attempts} times (the process stopped while running it); giving up", now=now
+                job.id,
+                f"interrupted {job.attempts} times (the process stopped while running it); giving up",
+                now=now,
+                result={"failure": {"reason": "interrupted", "details": {"attempts": job.attempts}}},
             )
             if failed is not None:
                 log.warning("job=abandoned id=%s attempts=%d", job.id, job.attempts)

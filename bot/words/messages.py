@@ -7,8 +7,11 @@ operator reads (CLI output, logs, HTTP errors of the web API) stays English and 
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import PurePath
 from typing import Any, Final
 
 from bot.errors import UserFacingError
@@ -266,10 +269,10 @@ def kb_now_using(name: str, lang: str) -> str:
 
 
 def kb_info(name: str, description: str, counts: dict[str, int], lang: str) -> str:
-    """The /kb info reply."""
+    """The /kb info reply: what the knowledge base holds, as people count it (its documents and FAQs)."""
     words = catalogue(lang)
     figures = words.text("kb.separator").join(
-        words.get(f"kb.count.{what}", count=count) or f"{count} {what}" for what, count in counts.items()
+        words.plural(f"kb.count.{what}", counts.get(what, 0)) for what in ("documents", "faqs")
     )
     described = words.text("kb.description", description=description) if description else ""
     return words.text("kb.info", name=name, description=described, figures=figures)
@@ -299,38 +302,91 @@ def kb_create_not_allowed(name: str, allowed: Sequence[str], lang: str) -> str:
 
 
 def source_detail(number: int, title: str, uri: str, text: str) -> str:
-    """One source of /sources: its number and title (a link for web pages) and a snippet."""
+    """One source of /sources: its number and title (a link for web pages) and its snippet (bot.chat.sources')."""
     label = f"[{title}]({uri})" if web_url(uri) else title
-    snippet = " ".join(text.split())
-    if len(snippet) > 300:
-        snippet = snippet[:299].rstrip() + "…"
-    return f"[{number}] **{label}**\n> {snippet}" if snippet else f"[{number}] **{label}**"
+    return f"[{number}] **{label}**\n> {text}" if text else f"[{number}] **{label}**"
 
 
 def _job_name(job: JobRecord) -> str:
-    # Uploads are stored under a random folder: the person knows them by their file name.
-    return job.source.rsplit("/", 1)[-1] if job.kind in ("upload", "faq") else job.source
+    # A file is known by its name: uploads are stored under a random folder, and a file ingested from the command
+    # line by the server's path, which means nothing in a chat. A web page by its address.
+    return job.source if job.kind == "url" else PurePath(job.source).name or job.source
 
 
 def _stage(job: JobRecord, lang: str) -> str:
     return catalogue(lang).get(f"job.stage.{job.stage}") or job.stage
 
 
-def job_line(job: JobRecord, kb_name: str, lang: str) -> str:
-    """One /jobs line: source, knowledge base, status and progress or outcome."""
+# The longest failure reason /jobs shows on a job's line.
+_REASON_CHARS: Final = 160
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s|(?<=[。！？；])|;\s")
+# Jobs failed for the same reason are listed by name up to this many, then counted.
+_NAMES_SHOWN: Final = 3
+
+
+def short_reason(reason: str) -> str:
+    """A failure reason in one short line: its first sentence, cut on a word near `_REASON_CHARS`."""
+    line = " ".join(reason.strip().splitlines()[0].split()) if reason.strip() else ""
+    line = _SENTENCE_END.split(line, maxsplit=1)[0].rstrip(" ;；")
+    if len(line) <= _REASON_CHARS:
+        return line
+    cut = line[: _REASON_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut[_REASON_CHARS // 2 :] else cut).rstrip(" ,;:(") + "…"
+
+
+def jobs_list(jobs: Sequence[JobRecord], kb_names: Mapping[str, str], now: datetime, lang: str) -> str:
+    """The /jobs reply, newest first: each job's file, knowledge base, when and state; one line for the jobs of a
+    knowledge base that failed for the same reason, which is said once."""
+    groups: list[list[JobRecord]] = []
+    failed: dict[tuple[str, str], list[JobRecord]] = {}
+    for job in jobs:
+        if job.status == "failed":
+            key = (job.kb_id, short_reason(failure(job, lang)))
+            if key in failed:
+                failed[key].append(job)
+                continue
+            failed[key] = [job]
+            groups.append(failed[key])
+        else:
+            groups.append([job])
+    return "\n".join(_jobs_line(group, kb_names.get(group[0].kb_id, "?"), now, lang) for group in groups)
+
+
+def _jobs_line(group: Sequence[JobRecord], kb_name: str, now: datetime, lang: str) -> str:
+    words = catalogue(lang)
+    job = group[0]
+    names = [f"`{_job_name(member)}`" for member in group]
+    shown = words.text("jobs.names.separator").join(names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        shown = words.text("jobs.names.more", names=shown, count=len(names) - _NAMES_SHOWN)
+    return words.text("jobs.line", source=shown, kb=kb_name, when=_ago(job, now, lang), state=_job_state(job, lang))
+
+
+def _job_state(job: JobRecord, lang: str) -> str:
     words = catalogue(lang)
     if job.status == "running":
         if job.total:
-            state = words.text("job.progress", stage=_stage(job, lang), done=min(job.done, job.total), total=job.total)
-        else:
-            state = _stage(job, lang) or words.text("job.running")
-    elif job.status == "queued":
-        state = words.text("job.queued")
-    elif job.status == "failed":
-        state = words.text("job.failed_because", error=job.error)
-    else:
-        state = words.text("job.done")
-    return words.text("jobs.line", source=_job_name(job), kb=kb_name, state=state)
+            return words.text("job.progress", stage=_stage(job, lang), done=min(job.done, job.total), total=job.total)
+        return _stage(job, lang) or words.text("job.running")
+    if job.status == "queued":
+        return words.text("job.queued")
+    if job.status == "failed":
+        return words.text("job.failed_because", error=short_reason(failure(job, lang)))
+    return job_result(job, lang)
+
+
+def _ago(job: JobRecord, now: datetime, lang: str) -> str:
+    """When the job last moved (ended, started or was queued), relative to `now`: "5 min ago"."""
+    words = catalogue(lang)
+    moved = job.finished_at or job.started_at or job.created_at
+    seconds = (now - (moved if moved.tzinfo else moved.replace(tzinfo=UTC))).total_seconds()
+    if seconds < 60:
+        return words.text("jobs.when.now")
+    if seconds < 3600:
+        return words.text("jobs.when.minutes", count=int(seconds // 60))
+    if seconds < 86400:
+        return words.text("jobs.when.hours", count=int(seconds // 3600))
+    return words.plural("jobs.when.days", int(seconds // 86400))
 
 
 def faq_added(kb_name: str, lang: str, *, created: bool) -> str:
@@ -368,9 +424,20 @@ def not_urls(args: list[str], lang: str) -> str:
     return catalogue(lang).text("ingest.not_urls", args=", ".join(args[:3]))
 
 
-def file_too_large(name: str, size: str, limit: str, lang: str = DEFAULT_LANGUAGE) -> str:
-    """An upload over the size limit."""
-    return catalogue(lang).text("ingest.file_too_large", name=name, size=size, limit=limit)
+def file_too_large(name: str, size: int | None, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
+    """An upload over the size limit (`size` None when it was not read to its end), in MB, and who can raise it.
+
+    The setting that holds the limit is named in the log only: a chat user cannot change it.
+    """
+    words = catalogue(lang)
+    if size is None:
+        return words.text("size_limit.over", name=name, limit=megabytes(limit))
+    return words.text("ingest.file_too_large", name=name, size=megabytes(size), limit=megabytes(limit))
+
+
+def megabytes(size: int) -> str:
+    """A byte count in MB as the size settings count them (1 MB = 1,000,000 bytes): '50 MB', '0.05 MB'."""
+    return f"{round(size / 1_000_000, 2):g} MB"
 
 
 def file_unreadable(name: str, lang: str = DEFAULT_LANGUAGE) -> str:
@@ -386,8 +453,13 @@ def ingest_queued(count: int, kb_name: str, lang: str) -> str:
 def ingest_progress(jobs: list[JobRecord], lang: str) -> str:
     """The status message while jobs run: one line per job with its stage and progress."""
     words = catalogue(lang)
-    lines = [words.text("ingest.line", name=_job_name(job), state=_job_progress(job, lang)) for job in jobs]
+    lines = [words.text("ingest.line", name=_progress_name(job, lang), state=_job_progress(job, lang)) for job in jobs]
     return words.text("ingest.progress") + "\n" + "\n".join(lines)
+
+
+def _progress_name(job: JobRecord, lang: str) -> str:
+    # While it runs, a file recognised as an FAQ sheet says so (its outcome says it again: "FAQ sheet imported").
+    return catalogue(lang).text("ingest.sheet.name", name=_job_name(job)) if job.kind == "faq" else _job_name(job)
 
 
 def _job_progress(job: JobRecord, lang: str) -> str:
@@ -401,10 +473,11 @@ def _job_progress(job: JobRecord, lang: str) -> str:
 
 
 def job_result(job: JobRecord, lang: str) -> str:
-    """A short summary of a finished job for the chat that asked for it (bot.ingestion.describe_result's words)."""
+    """What a finished job did, as the chat that asked for it reads it: indexed, already indexed, FAQs, or why not."""
     words = catalogue(lang)
     if job.status == "failed":
-        return words.text("job.failed_because", error=job.error)
+        failed = "job.result.faq_failed" if job.kind == "faq" else "job.result.failed"
+        return words.text(failed, reason=failure(job, lang))
     result = job.result
     if job.kind == "faq":
         return words.text(
@@ -413,25 +486,70 @@ def job_result(job: JobRecord, lang: str) -> str:
             updated=result.get("updated", 0),
             unchanged=result.get("unchanged", 0),
         )
-    chunks = int(result.get("chunks", 0))
-    counted = words.plural("job.result.chunks", chunks)
     if result.get("unchanged"):
-        return words.text("job.result.unchanged", chunks=counted)
-    parts = int(result.get("segments", 0) or chunks)
-    return words.text("job.result.indexed", chunks=counted, parts=words.plural("job.result.parts", parts))
+        return words.text("job.result.unchanged")
+    return words.plural("job.result.indexed", int(result.get("chunks", 0)))
+
+
+# Details that are byte counts: said in MB, as the size settings count them.
+_SIZES: Final = frozenset({"size", "max_size"})
+
+
+def failure(job: JobRecord, lang: str) -> str:
+    """Why a job failed, in `lang`: worded from the reason id and details rag gave (kept in the job's result), else
+    the job's English line (a job failed by an older ragbot, or by a failure without an id)."""
+    words = catalogue(lang)
+    stored = job.result.get("failure")
+    if isinstance(stored, Mapping):
+        try:
+            if stored.get("reason") == "faq_sheet":
+                return _faq_problems(stored, lang)
+            details = {
+                name: megabytes(value) if name in _SIZES and isinstance(value, int) else value
+                for name, value in dict(stored.get("details") or {}).items()
+            }
+            worded = words.get(f"failure.{stored.get('reason')}", **details)
+        except (KeyError, IndexError, TypeError, ValueError):
+            worded = None  # details another version stored under other names: the English line still says it
+        if worded:
+            return worded
+    return job.error
+
+
+def _faq_problems(stored: Mapping[str, Any], lang: str) -> str:
+    """An FAQ sheet's problems, each on its row ("row 3: there is no answer…"), and how many more there are."""
+    words = catalogue(lang)
+    shown = []
+    for row, reason, details in stored["problems"]:
+        problem = words.text(f"failure.faq.{reason}", **details)
+        shown.append(words.text("failure.faq.row", row=row, problem=problem) if row else problem)
+    more = int(stored.get("more") or 0)
+    listed = words.text("failure.faq.separator").join(shown)
+    return words.text("failure.faq.more", problems=listed, count=more) if more else listed
 
 
 def ingest_outcome(results: list[JobRecord], lang: str) -> str:
-    """The final text of an ingestion's status message: each source with its counts or the reason it failed."""
+    """The final text of an ingestion's status message: what happened to each source, counted first when several."""
     words = catalogue(lang)
-    failed = sum(job.status == "failed" for job in results)
-    head = (
-        words.text("ingest.done_some", ok=len(results) - failed, total=len(results))
-        if failed
-        else words.text("ingest.done_all")
+    if len(results) == 1:
+        return words.text("ingest.outcome.one", name=_job_name(results[0]), state=job_result(results[0], lang))
+    outcomes = [job_outcome(job) for job in results]
+    summary = words.text("kb.separator").join(
+        words.plural(f"ingest.outcome.{outcome}", outcomes.count(outcome))
+        for outcome in ("indexed", "unchanged", "faq", "failed")
+        if outcome in outcomes
     )
     lines = [words.text("ingest.line", name=_job_name(job), state=job_result(job, lang)) for job in results]
-    return head + "\n" + "\n".join(lines)
+    return words.text("ingest.outcome.done", summary=summary) + "\n" + "\n".join(lines)
+
+
+def job_outcome(job: JobRecord) -> str:
+    """What a finished job came to: "failed", "faq" (a sheet imported), "unchanged" or "indexed"."""
+    if job.status == "failed":
+        return "failed"
+    if job.kind == "faq":
+        return "faq"
+    return "unchanged" if job.result.get("unchanged") else "indexed"
 
 
 # Web chat
@@ -440,6 +558,7 @@ WEB_SESSION_EXPIRED: Final = "Your session is no longer valid. Reload the page t
 WEB_BAD_BODY: Final = 'The request body must be JSON like {"text": "your question"}.'
 WEB_ADMIN_ONLY: Final = "Only admins can upload files. Enter the admin token first."
 WEB_UPLOAD_FORM: Final = "Send the files as a multipart form with one or more `file` fields."
+WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type one of them, or nothing, and send again."
 WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "value": "up"} (or "down").'
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
@@ -470,12 +589,9 @@ FEEDBACK_THANKS: Final = "Thanks for the feedback!"
 FEEDBACK_GONE: Final = "That answer is no longer part of this conversation."
 
 
-def telegram_file_too_big(name: str, limit: str) -> str:
-    """A document over what the Bot API lets a bot download."""
-    return (
-        f"{name} is larger than the {limit} Telegram lets bots download. Send a smaller file, or have your admin "
-        "run a self-hosted Bot API server (TELEGRAM_API_BASE_URL, TELEGRAM_FILE_BASE_URL), which lifts the limit."
-    )
+def telegram_file_too_big(name: str, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A document over what the Bot API lets a bot download (the self-hosted server that lifts it: in the log)."""
+    return catalogue(lang).text("size_limit.telegram", name=name, limit=megabytes(limit))
 
 
 # Slack

@@ -54,7 +54,9 @@ class AddressRefused(FetchError):
     """Fetching may not connect to `address`, which the URL named as `host` (the address itself, a name, a number)."""
 
     def __init__(self, host: str, address: IPAddress, *, resolved: bool = False, refused: str | None = None) -> None:
-        super().__init__(_refusal(host, address, resolved=resolved, refused=refused))
+        super().__init__(
+            _refusal(host, address, resolved=resolved, refused=refused), reason="address_refused", host=host
+        )
         self.host = host
         self.address = address
         self.resolved = resolved
@@ -115,7 +117,7 @@ def numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
     # Every part but the last is one byte; the last fills the bytes left (so "127.1" is 127.0.0.1).
     fits = 0 < len(numbers) <= 4 and all(number <= 255 for number in numbers[:-1])
     if not fits or numbers[-1] >= 256 ** (5 - len(numbers)):
-        raise FetchError(f"{host} is not a valid IPv4 address: check the link")
+        raise FetchError(f"{host} is not a valid IPv4 address: check the link", reason="bad_url")
     value = numbers[-1] + sum(number * 256 ** (3 - index) for index, number in enumerate(numbers[:-1]))
     return ipaddress.IPv4Address(value)
 

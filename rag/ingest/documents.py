@@ -199,7 +199,9 @@ class DocumentIngestor:
         cleaned = clean_document(extracted, rule)
         parents = await asyncio.to_thread(build_chunks, cleaned.text, rule, self._encoding)
         if not parents:
-            raise NoTextFound("no text left after cleaning: the document is empty or only whitespace")
+            raise NoTextFound(
+                "no text left after cleaning: the document is empty or only whitespace", reason="blank_after_cleaning"
+            )
         document_id = existing.id if existing else _stable_id(kb.id, source.source_uri)
         version_key = (kb.id, source.source_uri, content_hash, rule_hash)
         # jieba runs inside _records: a few ms a chunk, kept off the event loop.

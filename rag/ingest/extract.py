@@ -6,6 +6,7 @@ Extraction is CPU-bound and synchronous; async callers run it with `asyncio.to_t
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from rag.errors import ExtractionError, NoTextFound
 from rag.ingest.extractors import detect as mime
@@ -17,18 +18,33 @@ __all__ = ["DEFAULT_LIMITS", "ExtractLimits", "detect_type", "extract"]
 
 DEFAULT_LIMITS = ExtractLimits()
 
+# Titles that programs write when the author gave none: ReportLab's "untitled", Office's "Document1" and
+# "Presentation1", Word's PDF printer's "Microsoft Word - <file>". The file's own name says more than these.
+_PLACEHOLDER_TITLE = re.compile(
+    r"\s*(?:untitled(?: document)?|no title|title|document|presentation|powerpoint presentation|book|workbook"
+    r"|microsoft (?:word|excel|powerpoint) - .*)[\s_-]*\d*\s*",
+    re.IGNORECASE,
+)
+
+# Why a file of each type came out empty (the reason id a chat words, and the operator's English).
 _NO_TEXT = {
-    mime.PDF: "no text found in the PDF (scanned images?): run OCR on it first",
-    mime.DOCX: "no text found in the Word document (images only?): add the text or run OCR on the images",
-    mime.PPTX: "no text found in the slides (images only?): add text or speaker notes to them",
-    mime.XLSX: "no data found in the Excel file: check that its sheets are not empty",
-    mime.EPUB: "no text found in the EPUB (images only?): upload a text edition",
-    mime.EML: "no text found in the e-mail: check that the file is the whole message",
-    mime.HTML: "no readable text found in the HTML page (built by JavaScript?): upload the content as a file",
-    mime.CSV: "no data found in the CSV file: check that it has rows",
-    mime.JSON: "the JSON file holds no values: check that it is the right file",
-    mime.MARKDOWN: "the Markdown file holds only whitespace: upload a file with content",
-    mime.TEXT: "the text file holds only whitespace: upload a file with content",
+    mime.PDF: ("no_text_pdf", "no text found in the PDF (scanned images?): run OCR on it first"),
+    mime.DOCX: (
+        "no_text_docx",
+        "no text found in the Word document (images only?): add the text or run OCR on the images",
+    ),
+    mime.PPTX: ("no_text_pptx", "no text found in the slides (images only?): add text or speaker notes to them"),
+    mime.XLSX: ("no_text_xlsx", "no data found in the Excel file: check that its sheets are not empty"),
+    mime.EPUB: ("no_text_epub", "no text found in the EPUB (images only?): upload a text edition"),
+    mime.EML: ("no_text_eml", "no text found in the e-mail: check that the file is the whole message"),
+    mime.HTML: (
+        "no_text_html",
+        "no readable text found in the HTML page (built by JavaScript?): upload the content as a file",
+    ),
+    mime.CSV: ("no_text_csv", "no data found in the CSV file: check that it has rows"),
+    mime.JSON: ("no_text_json", "the JSON file holds no values: check that it is the right file"),
+    mime.MARKDOWN: ("blank", "the Markdown file holds only whitespace: upload a file with content"),
+    mime.TEXT: ("blank", "the text file holds only whitespace: upload a file with content"),
 }
 
 
@@ -50,7 +66,7 @@ def extract(
 ) -> ExtractedDocument:
     """The text of a file as ordered sections; never an empty success (NoTextFound instead)."""
     if not data:
-        raise ExtractionError("file is empty: upload it again with its content")
+        raise ExtractionError("file is empty: upload it again with its content", reason="empty")
     check_file_size(data, limits)
     detection = detect(data, filename, content_type)
     if detection.mime_type in mime.ZIP_CONTAINERS:
@@ -58,8 +74,14 @@ def extract(
     document = _extract(data, detection, limits)
     sections = tuple(Section(text, section.metadata) for section in document.sections if (text := _clean(section.text)))
     if not sections:
-        raise NoTextFound(_NO_TEXT[detection.mime_type])
-    return dataclasses.replace(document, sections=sections)
+        reason, message = _NO_TEXT[detection.mime_type]
+        raise NoTextFound(message, reason=reason)
+    return dataclasses.replace(document, sections=sections, title=_real_title(document.title))
+
+
+def _real_title(title: str) -> str:
+    """The title the file gives, or "" when it gives none or only a program's placeholder."""
+    return "" if _PLACEHOLDER_TITLE.fullmatch(title) else " ".join(title.split())
 
 
 def _extract(data: bytes, detection: Detection, limits: ExtractLimits) -> ExtractedDocument:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from charset_normalizer import from_bytes
 
-from rag.errors import FaqImportError
+from rag.errors import Detail, FaqImportError, FaqProblem
 
 MAX_QUESTION_CHARS = 2000
 """Longest standard, similar or negative question accepted."""
@@ -22,7 +22,7 @@ MAX_QUESTION_CHARS = 2000
 MAX_ANSWER_CHARS = 10000
 """Longest single answer accepted."""
 
-_Problems = list[tuple[int, str]]
+_Problems = list[FaqProblem]
 
 _TEMPLATE_DIR = Path(__file__).parent
 _EXPECTED = (
@@ -74,6 +74,11 @@ class FaqEntry:
     enabled: bool = True
 
 
+def _failed(row: int, reason: str, message: str, **details: Detail) -> FaqImportError:
+    """The error for a file with one problem (`reason` names it for a chat; `message` is the operator's English)."""
+    return FaqImportError([FaqProblem(row, message, reason, details)])
+
+
 def template_path(kind: Literal["csv", "json"]) -> Path:
     """Path of the packaged FAQ template of that kind, which `parse_faq_file` accepts as is."""
     return _TEMPLATE_DIR / f"faq_template.{kind}"
@@ -84,14 +89,45 @@ def parse_faq_file(data: bytes, filename: str) -> list[FaqEntry]:
     suffix = PurePath(filename).suffix.lower()
     if suffix not in (".csv", ".xlsx", ".json"):
         shown = f"'{suffix}'" if suffix else "(no extension)"
-        raise FaqImportError([(0, f"unsupported FAQ file type {shown}: use .csv, .xlsx or .json (see the template)")])
+        raise _failed(
+            0,
+            "unsupported_type",
+            f"unsupported FAQ file type {shown}: use .csv, .xlsx or .json (see the template)",
+            suffix=suffix,
+        )
     if not data.strip():
-        raise FaqImportError([(0, "no FAQ rows found: the file is empty")])
+        raise _failed(0, "empty", "no FAQ rows found: the file is empty")
     if suffix == ".csv":
         return _parse_csv(data)
     if suffix == ".xlsx":
         return _parse_xlsx(data)
     return _parse_json(data)
+
+
+def is_faq_sheet(data: bytes, filename: str) -> bool:
+    """Whether a file is an FAQ sheet: a .csv, .xlsx or .json whose header row (a JSON list's first object) has the
+    question and answer columns `parse_faq_file` needs. Such an upload is imported as FAQs, not indexed as prose."""
+    suffix = PurePath(filename).suffix.lower()
+    try:
+        header = _header(data, suffix)
+    except (FaqImportError, csv.Error, ValueError, RecursionError, *_XLSX_ERRORS):
+        return False  # not readable as a sheet at all: it is no FAQ sheet either
+    roles = {_role(_cell_text(cell)) for cell in header}
+    return {"question", "answer"} <= roles
+
+
+def _header(data: bytes, suffix: str) -> Sequence[object]:
+    if suffix == ".csv":
+        return next(csv.reader(io.StringIO(_decode(data), newline="")), [])
+    if suffix == ".xlsx":
+        rows = _xlsx_rows(data, max_row=1)
+        return rows[0] if rows else ()
+    if suffix == ".json":
+        document = json.loads(data)
+        items = document.get("faqs") if isinstance(document, dict) else document
+        first = items[0] if isinstance(items, list) and items else None
+        return list(first) if isinstance(first, dict) else ()
+    return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +157,13 @@ class _Layout:
 def _parse_csv(data: bytes) -> list[FaqEntry]:
     text = _decode(data)
     if not text.strip():
-        raise FaqImportError([(0, "no FAQ rows found: the file is empty")])
+        raise _failed(0, "empty", "no FAQ rows found: the file is empty")
     rows: list[list[str]] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         rows.extend(reader)
     except csv.Error as exc:
-        raise FaqImportError([(len(rows) + 1, f"the CSV could not be read: {exc}")]) from exc
+        raise _failed(len(rows) + 1, "csv_unreadable", f"the CSV could not be read: {exc}") from exc
     return _read_sheet(rows, check_width=True)
 
 
@@ -139,7 +175,7 @@ def _decode(data: bytes) -> str:
     matches = from_bytes(data)
     best = matches.best()
     if best is None:
-        raise FaqImportError([(0, "could not tell the text encoding of the CSV: save it as 'CSV UTF-8'")])
+        raise _failed(0, "encoding", "could not tell the text encoding of the CSV: save it as 'CSV UTF-8'")
     # Short Chinese texts decode equally well as GBK, Korean cp949 or Japanese cp932, and the detector then picks
     # any of them; Excel on a Chinese system saves CSV as GBK, so a tie goes to gb18030 (a superset of GBK).
     for match in matches:
@@ -149,6 +185,11 @@ def _decode(data: bytes) -> str:
 
 
 def _parse_xlsx(data: bytes) -> list[FaqEntry]:
+    return _read_sheet(_xlsx_rows(data), check_width=False)
+
+
+def _xlsx_rows(data: bytes, max_row: int | None = None) -> list[tuple[object, ...]]:
+    """The rows of the workbook's `faq` sheet (any case), else of its first sheet, up to `max_row`."""
     # Imported for an .xlsx only: openpyxl costs ~0.27 s of start-up to every process that imports this module.
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
@@ -161,27 +202,28 @@ def _parse_xlsx(data: bytes) -> list[FaqEntry]:
     try:
         sheets = list(workbook.worksheets)
         if not sheets:
-            raise FaqImportError([(0, "the .xlsx file has no worksheet")])
+            raise _failed(0, "no_worksheet", "the .xlsx file has no worksheet")
         sheet = next((s for s in sheets if str(s.title).strip().casefold() == "faq"), sheets[0])
         # Some writers store a wrong sheet size; without it openpyxl reads every row that is there.
         sheet.reset_dimensions()
-        rows: list[tuple[object, ...]] = list(sheet.iter_rows(values_only=True))
+        return list(sheet.iter_rows(max_row=max_row, values_only=True))
     except errors as exc:
         raise _unreadable_xlsx(exc) from exc
     finally:
         workbook.close()
-    return _read_sheet(rows, check_width=False)
 
 
 def _unreadable_xlsx(exc: Exception) -> FaqImportError:
     reason = f"the .xlsx file could not be read ({type(exc).__name__}): it may be damaged, password-protected or "
-    return FaqImportError([(0, reason + "not an .xlsx; save it again from Excel as .xlsx, or use the CSV template")])
+    return _failed(
+        0, "xlsx_unreadable", reason + "not an .xlsx; save it again from Excel as .xlsx, or use the CSV template"
+    )
 
 
 def _read_sheet(rows: Sequence[Sequence[object]], *, check_width: bool) -> list[FaqEntry]:
     """Rows as a spreadsheet shows them: the first is the header (row 1), data starts at row 2."""
     if not any(_is_filled(row) for row in rows):
-        raise FaqImportError([(0, "no FAQ rows found: the file is empty")])
+        raise _failed(0, "empty", "no FAQ rows found: the file is empty")
     layout = _layout(rows[0])
     problems: _Problems = []
     raws: list[_RawRow] = []
@@ -190,12 +232,11 @@ def _read_sheet(rows: Sequence[Sequence[object]], *, check_width: bool) -> list[
             continue
         extra = sum(1 for cell in cells[layout.width :] if _cell_text(cell).strip())
         if check_width and extra:
-            problems.append(
-                (row_number, f"{extra} more cell(s) than the header has columns: put cells holding commas in quotes")
-            )
+            message = f"{extra} more cell(s) than the header has columns: put cells holding commas in quotes"
+            problems.append(FaqProblem(row_number, message, "extra_cells", {"count": extra}))
         raws.append(_sheet_row(layout, row_number, cells))
     if not raws:
-        raise FaqImportError([(0, "no FAQ rows found: add one FAQ per row below the header row")])
+        raise _failed(0, "no_rows", "no FAQ rows found: add one FAQ per row below the header row")
     return _build(raws, problems, noun="row")
 
 
@@ -212,10 +253,12 @@ def _layout(header: Sequence[object]) -> _Layout:
     missing = [name for name, present in (("question", "question" in found), ("answer", bool(answers))) if not present]
     if missing:
         seen = ", ".join(f"'{text}'" for cell in header if (text := _cell_text(cell).strip())) or "nothing"
-        problems.append((1, f"missing required column(s) {', '.join(missing)} (row 1 has {seen}); {_EXPECTED}"))
+        message = f"missing required column(s) {', '.join(missing)} (row 1 has {seen}); {_EXPECTED}"
+        problems.append(FaqProblem(1, message, "missing_columns", {"missing": ", ".join(missing), "seen": seen}))
     for role, indexes in found.items():
         if len(indexes) > 1:
-            problems.append((1, f"the {role} column appears {len(indexes)} times; keep one"))
+            message = f"the {role} column appears {len(indexes)} times; keep one"
+            problems.append(FaqProblem(1, message, "duplicate_column", {"column": role, "count": len(indexes)}))
     if problems:
         raise FaqImportError(problems)
 
@@ -258,14 +301,15 @@ def _parse_json(data: bytes) -> list[FaqEntry]:
     try:
         document = json.loads(data)
     except UnicodeDecodeError as exc:
-        raise FaqImportError([(0, "the JSON file is not UTF-8 text: save it as UTF-8")]) from exc
+        raise _failed(0, "json_not_utf8", "the JSON file is not UTF-8 text: save it as UTF-8") from exc
     except json.JSONDecodeError as exc:
-        raise FaqImportError([(0, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")]) from exc
+        message = f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        raise _failed(0, "json_invalid", message, line=exc.lineno, column=exc.colno) from exc
     items = document.get("faqs") if isinstance(document, dict) else document
     if not isinstance(items, list):
-        raise FaqImportError([(0, 'the JSON must be a list of FAQ objects, or an object {"faqs": [...]}')])
+        raise _failed(0, "json_not_list", 'the JSON must be a list of FAQ objects, or an object {"faqs": [...]}')
     if not items:
-        raise FaqImportError([(0, "no FAQ rows found: the JSON list is empty")])
+        raise _failed(0, "json_empty", "no FAQ rows found: the JSON list is empty")
     problems: _Problems = []
     raws = [raw for index, item in enumerate(items, start=1) if (raw := _json_row(index, item, problems))]
     return _build(raws, problems, noun="entry")
@@ -274,7 +318,8 @@ def _parse_json(data: bytes) -> list[FaqEntry]:
 def _json_row(index: int, item: object, problems: _Problems) -> _RawRow | None:
     """Read one JSON entry; a string value is read like a sheet cell, a list gives its items as they are."""
     if not isinstance(item, dict):
-        problems.append((index, "each entry must be an object with at least question and answers"))
+        message = "each entry must be an object with at least question and answers"
+        problems.append(FaqProblem(index, message, "entry_not_object"))
         return None
     before = len(problems)
     values: dict[str, list[str]] = {"question": [], "answer": [], "similar_questions": [], "negative_questions": []}
@@ -296,7 +341,8 @@ def _json_row(index: int, item: object, problems: _Problems) -> _RawRow | None:
             values[role].extend(value)
         else:
             kind = "text" if role == "question" else "text or a list of texts"
-            problems.append((index, f"'{key}' must be {kind}, not {type(value).__name__}"))
+            message = f"'{key}' must be {kind}, not {type(value).__name__}"
+            problems.append(FaqProblem(index, message, "wrong_type", {"key": str(key)}))
     if len(problems) > before:
         return None
     return _RawRow(
@@ -313,7 +359,7 @@ def _build(raws: Iterable[_RawRow], problems: _Problems, *, noun: str) -> list[F
     first_rows: dict[str, int] = {}
     entries = [entry for raw in raws if (entry := _entry(raw, problems, first_rows, noun))]
     if problems:
-        raise FaqImportError(sorted(problems, key=lambda problem: problem[0]))
+        raise FaqImportError(sorted(problems, key=lambda problem: problem.row))
     return entries
 
 
@@ -321,40 +367,52 @@ def _entry(raw: _RawRow, problems: _Problems, first_rows: dict[str, int], noun: 
     """Validate one row; append its problems and return None, or return the entry."""
     before = len(problems)
 
-    def problem(message: str) -> None:
-        problems.append((raw.row, message))
+    def problem(reason: str, message: str, **details: Detail) -> None:
+        problems.append(FaqProblem(raw.row, message, reason, details))
 
     question = raw.question.strip()
     key = question_key(question)
     if not question:
-        problem("the question is empty")
+        problem("question_empty", "the question is empty")
     else:
         first = first_rows.setdefault(key, raw.row)
         if first != raw.row:
-            problem(f"the question {_show(question)} already appears in {noun} {first}")
+            shown = _show(question)
+            problem(
+                "question_repeated",
+                f"the question {shown} already appears in {noun} {first}",
+                question=shown,
+                first=first,
+            )
     answers = tuple(text for answer in raw.answers if (text := answer.strip()))
     if not answers:
-        problem("there is no answer: fill in the answer column")
+        problem("no_answer", "there is no answer: fill in the answer column")
     enabled = _parse_enabled(raw.enabled)
     if enabled is None:
-        problem(f"enabled must be one of true/false/yes/no/1/0/是/否, not {_show(_cell_text(raw.enabled))}")
+        value = _show(_cell_text(raw.enabled))
+        problem("bad_enabled", f"enabled must be one of true/false/yes/no/1/0/是/否, not {value}", value=value)
     similar = _unique(raw.similar, exclude={key})
     negative = _unique(raw.negative, exclude=set())
-    for label, texts, limit in (
-        ("the question", (question,), MAX_QUESTION_CHARS),
-        ("a similar question", similar, MAX_QUESTION_CHARS),
-        ("a negative question", negative, MAX_QUESTION_CHARS),
-        ("an answer", answers, MAX_ANSWER_CHARS),
+    for what, label, texts, limit in (
+        ("question", "the question", (question,), MAX_QUESTION_CHARS),
+        ("similar", "a similar question", similar, MAX_QUESTION_CHARS),
+        ("negative", "a negative question", negative, MAX_QUESTION_CHARS),
+        ("answer", "an answer", answers, MAX_ANSWER_CHARS),
     ):
         for text in texts:
             if len(text) > limit:
-                problem(f"{label} is {len(text):,} characters long; the limit is {limit:,}")
+                message = f"{label} is {len(text):,} characters long; the limit is {limit:,}"
+                problem(f"{what}_too_long", message, length=len(text), max_length=limit)
     similar_keys = {question_key(text) for text in similar}
     for text in negative:
         if question and question_key(text) == key:
-            problem(f"the negative question {_show(text)} is the same as the question")
+            shown = _show(text)
+            problem(
+                "negative_is_question", f"the negative question {shown} is the same as the question", question=shown
+            )
         elif question_key(text) in similar_keys:
-            problem(f"the negative question {_show(text)} is also a similar question")
+            shown = _show(text)
+            problem("negative_is_similar", f"the negative question {shown} is also a similar question", question=shown)
     if len(problems) > before:
         return None
     return FaqEntry(question, answers, similar, negative, enabled is not False)

@@ -89,7 +89,8 @@ async def fetch_url(
                 await resolver.close()
     except TimeoutError as exc:
         raise FetchError(
-            f"{_shown(target)} timed out after {limits.total_timeout:g}s: try again later or upload the file"
+            f"{_shown(target)} timed out after {limits.total_timeout:g}s: try again later or upload the file",
+            reason="url_timeout",
         ) from exc
 
 
@@ -117,7 +118,11 @@ async def _follow(
                     current, previous = _next_hop(current, response), current
                     continue
                 if not 200 <= response.status < 300:
-                    raise FetchError(f"{_shown(current)} answered {_status(response)}: check the link")
+                    raise FetchError(
+                        f"{_shown(current)} answered {_status(response)}: check the link",
+                        reason="url_status",
+                        status=response.status,
+                    )
                 data = await _read_body(response, current, limits.max_bytes)
                 fetched = FetchedFile(
                     data=data,
@@ -134,7 +139,8 @@ async def _follow(
         logger.info("url_fetched host=%s bytes=%d", current.host, len(fetched.data))
         return fetched
     raise FetchError(
-        f"{_shown(target)} redirected more than {limits.max_redirects} times: link to the final address instead"
+        f"{_shown(target)} redirected more than {limits.max_redirects} times: link to the final address instead",
+        reason="url_redirects",
     )
 
 
@@ -142,11 +148,11 @@ def _parse(url: str) -> URL:
     try:
         parsed = URL(url.strip())
     except (ValueError, TypeError) as exc:
-        raise FetchError(f"not a valid URL ({reason(exc)}): check the link") from exc
+        raise FetchError(f"not a valid URL ({reason(exc)}): check the link", reason="bad_url") from exc
     if parsed.scheme and parsed.scheme not in _SCHEMES:
-        raise FetchError(f"cannot fetch {parsed.scheme} URLs: use an http or https link")
+        raise _bad_scheme(parsed.scheme)
     if not parsed.is_absolute() or not parsed.scheme:
-        raise FetchError(f"{url!r} is not a full URL: give one starting with http:// or https://")
+        raise FetchError(f"{url!r} is not a full URL: give one starting with http:// or https://", reason="bad_url")
     return parsed
 
 
@@ -156,10 +162,10 @@ async def _check_hop(url: URL, *, policy: AddressPolicy, resolve: bool) -> URL:
     A name is checked here only when asked to (a caller's session); otherwise the resolver checks it.
     """
     if url.scheme not in _SCHEMES:
-        raise FetchError(f"cannot fetch {url.scheme} URLs: use an http or https link")
+        raise _bad_scheme(url.scheme)
     host = url.host
     if not host:
-        raise FetchError(f"{_shown(url)} has no host name: check the link")
+        raise FetchError(f"{_shown(url)} has no host name: check the link", reason="bad_url")
     if is_address_literal(host):
         # aiohttp connects to an address literal without asking the resolver, so it is checked here.
         check_address(host, policy)
@@ -173,7 +179,9 @@ async def _check_hop(url: URL, *, policy: AddressPolicy, resolve: bool) -> URL:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, url.port, type=socket.SOCK_STREAM)
         except OSError as exc:
-            raise FetchError(f"could not resolve {host} ({reason(exc)}): check the link") from exc
+            raise FetchError(
+                f"could not resolve {host} ({reason(exc)}): check the link", reason="url_unresolved", host=host
+            ) from exc
         for *_, address in infos:
             check_address(str(address[0]), policy, host=host, resolved=True)
     return url
@@ -182,11 +190,17 @@ async def _check_hop(url: URL, *, policy: AddressPolicy, resolve: bool) -> URL:
 def _next_hop(current: URL, response: aiohttp.ClientResponse) -> URL:
     location = response.headers.get("Location")
     if not location:
-        raise FetchError(f"{_shown(current)} answered {_status(response)} without a Location: check the link")
+        raise FetchError(
+            f"{_shown(current)} answered {_status(response)} without a Location: check the link",
+            reason="url_status",
+            status=response.status,
+        )
     try:
         return current.join(URL(location))
     except (ValueError, TypeError) as exc:
-        raise FetchError(f"{_shown(current)} redirected to an invalid URL ({reason(exc)}): check the link") from exc
+        raise FetchError(
+            f"{_shown(current)} redirected to an invalid URL ({reason(exc)}): check the link", reason="bad_url"
+        ) from exc
 
 
 async def _read_body(response: aiohttp.ClientResponse, url: URL, max_bytes: int) -> bytes:
@@ -195,14 +209,18 @@ async def _read_body(response: aiohttp.ClientResponse, url: URL, max_bytes: int)
     if declared is not None and declared > max_bytes:
         raise DocumentTooLarge(
             f"{_shown(url)} is {format_size(declared)}, over the limit of {format_size(max_bytes)}: "
-            "upload a smaller file"
+            "upload a smaller file",
+            reason="url_too_large",
+            max_size=max_bytes,
         )
     body = bytearray()
     async for chunk in response.content.iter_chunked(_CHUNK):
         body += chunk
         if len(body) > max_bytes:
             raise DocumentTooLarge(
-                f"{_shown(url)} sent more than the limit of {format_size(max_bytes)}: upload a smaller file"
+                f"{_shown(url)} sent more than the limit of {format_size(max_bytes)}: upload a smaller file",
+                reason="url_too_large",
+                max_size=max_bytes,
             )
     return bytes(body)
 
@@ -210,16 +228,32 @@ async def _read_body(response: aiohttp.ClientResponse, url: URL, max_bytes: int)
 def _client_error(exc: aiohttp.ClientError, url: URL, limits: FetchLimits) -> FetchError:
     host = url.host or str(url)
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return FetchError(f"could not connect to {host} within {limits.connect_timeout:g}s: try again later")
+        return FetchError(
+            f"could not connect to {host} within {limits.connect_timeout:g}s: try again later",
+            reason="url_unreachable",
+            host=host,
+        )
     if isinstance(exc, aiohttp.SocketTimeoutError):
-        return FetchError(f"{host} sent nothing for {limits.read_idle_timeout:g}s: try again later")
+        return FetchError(
+            f"{host} sent nothing for {limits.read_idle_timeout:g}s: try again later", reason="url_timeout"
+        )
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return FetchError(f"could not resolve {host}: check the link")
+        return FetchError(f"could not resolve {host}: check the link", reason="url_unresolved", host=host)
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return FetchError(f"{host} has an invalid TLS certificate ({reason(exc.certificate_error)}): fix the site")
+        return FetchError(
+            f"{host} has an invalid TLS certificate ({reason(exc.certificate_error)}): fix the site",
+            reason="url_tls",
+            host=host,
+        )
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return FetchError(f"could not connect to {host} ({reason(exc.os_error)}): check the link")
-    return FetchError(f"fetching {_shown(url)} failed ({reason(exc)}): try again later")
+        return FetchError(
+            f"could not connect to {host} ({reason(exc.os_error)}): check the link", reason="url_unreachable", host=host
+        )
+    return FetchError(f"fetching {_shown(url)} failed ({reason(exc)}): try again later", reason="url_failed")
+
+
+def _bad_scheme(scheme: str) -> FetchError:
+    return FetchError(f"cannot fetch {scheme} URLs: use an http or https link", reason="bad_scheme", scheme=scheme)
 
 
 def _status(response: aiohttp.ClientResponse) -> str:

@@ -215,13 +215,19 @@ class JobRepo:
             result = await session.exec(statement)
         return int(result.rowcount)
 
-    async def abandon(self, job_id: str, error: str, *, now: datetime) -> JobRecord | None:
-        """Fail an orphaned running job (one that keeps killing its runner); None unless it is still orphaned."""
+    async def abandon(
+        self, job_id: str, error: str, *, now: datetime, result: dict[str, Any] | None = None
+    ) -> JobRecord | None:
+        """Fail an orphaned running job (one that keeps killing its runner); None unless it is still orphaned.
+
+        `result` keeps what the failure's wording needs (its reason id and details), beside the one-line `error`.
+        """
         return await self._change(
             job_id,
             _orphaned(now),
             status="failed",
             error=error[:2000],
+            result=result or {},
             finished_at=now,
             lease_owner="",
             lease_expires_at=None,
@@ -244,13 +250,15 @@ class JobRepo:
             lease_expires_at=None,
         )
 
-    async def fail(self, job_id: str, owner: str, error: str) -> JobRecord | None:
-        """Mark failed with a one-line reason; None when `owner` no longer runs the job."""
+    async def fail(self, job_id: str, owner: str, error: str, result: dict[str, Any] | None = None) -> JobRecord | None:
+        """Mark failed with a one-line reason (and in `result`, what its wording needs); None when `owner` no longer
+        runs the job."""
         return await self._change(
             job_id,
             self._running_for(owner),
             status="failed",
             error=error[:2000],
+            result=result or {},
             finished_at=utcnow(),
             lease_owner="",
             lease_expires_at=None,

@@ -28,6 +28,7 @@ from fakes.slack import FakeSlackAPI, Shown, events
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
+from tests.support.documents import make_xlsx
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"
@@ -242,13 +243,28 @@ async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slac
     event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
     assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
     thread = str(event["ts"])
-    await slack.fake.wait_for(lambda: any("Done:" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60)
+    await slack.fake.wait_for(
+        lambda: any("parking.md: indexed" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60
+    )
     (status,) = slack.bot_replies("D0ADMIN", thread)
     assert "parking.md" in status.text
     assert status.edits >= 1
     question = await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
     (shown,) = await slack.answers("D0ADMIN", str(question["ts"]))
     assert "Marigold" in shown
+
+
+async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document(slack: Slack) -> None:
+    sheet = make_xlsx({"FAQ": [["question", "answer"], ["Who waters the plants?", "Facilities, on Mondays."]]})
+    file = slack.fake.add_file(TEAM, "plants.xlsx", sheet, mimetype="application/vnd.ms-excel")
+    ts = slack.fake.user_message(TEAM, "D0ADMIN", ADMIN, "")
+    event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
+    assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
+    expected = "plants.xlsx: FAQ sheet imported: 1 added, 0 updated, 0 unchanged."
+    await slack.fake.wait_for(
+        lambda: any(m.text == expected for m in slack.bot_replies("D0ADMIN", str(event["ts"]))), timeout=60
+    )
+    assert "plants.xlsx" not in [document.title for document in await slack.services.knowledge.documents("handbook")]
 
 
 async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack: Slack) -> None:
@@ -269,7 +285,11 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     ("name", "fields", "expected"),
     [
         ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf")),
-        ("huge.pdf", {"size": 900_000_000}, "huge.pdf is 900.0 MB, over the"),
+        (
+            "huge.pdf",
+            {"size": 900_000_000},
+            "huge.pdf is 900 MB, over the 50 MB limit for files. An admin of the server",
+        ),
     ],
 )
 async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingested(

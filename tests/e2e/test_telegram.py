@@ -161,13 +161,26 @@ async def test_an_admins_document_is_ingested_with_progress_then_answerable(tele
     fake = telegram.fake
     file_id = fake.add_file(b"# Parking\n\nVisitors park in the Marigold garage.", "parking.md", "text/markdown")
     fake.queue_update(fake.document_message(file_id, user=ADMIN))
-    await fake.wait_for(lambda: any("Done:" in t for t in fake.visible(ADMIN["id"])), timeout=60)
+    await fake.wait_for(lambda: any("parking.md: indexed" in t for t in fake.visible(ADMIN["id"])), timeout=60)
     (status,) = fake.bot_messages(ADMIN["id"])
     assert status.history[0] == _plain(messages.ingest_queued(1, "handbook", "en"))
     assert "parking.md" in status.text
     fake.queue_update(fake.private_message("Where do visitors park?", user=ADMIN))
     await fake.wait_for(lambda: any(m.reply_markup for m in fake.bot_messages(ADMIN["id"])), timeout=60)
     assert "Marigold" in fake.visible(ADMIN["id"])[1]
+
+
+async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document(telegram: Bot) -> None:
+    fake = telegram.fake
+    sheet = "问题,答案\n班车几点发车？,早上八点。\n食堂在哪里？,二楼。\n".encode()
+    file_id = fake.add_file(sheet, "常见问题.csv", "text/csv")
+    fake.queue_update(fake.document_message(file_id, user=ADMIN))
+    await fake.wait_for(lambda: any("常见问题.csv: FAQ sheet" in t for t in fake.visible(ADMIN["id"])), timeout=60)
+    assert "常见问题.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged." in fake.visible(ADMIN["id"])
+    titles = [document.title for document in await telegram.services.knowledge.documents("handbook")]
+    assert "常见问题.csv" not in titles
+    kb = await telegram.services.knowledge.find("handbook")
+    assert {faq.question for faq in await telegram.services.faqs.in_kb(kb.id)} >= {"班车几点发车？", "食堂在哪里？"}
 
 
 async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(telegram: Bot) -> None:
@@ -179,7 +192,10 @@ async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(
     huge = fake.add_file(b"x", "huge.pdf", "application/pdf", size=5_000_000)
     fake.queue_update(fake.document_message(huge, user=ADMIN))
     await fake.wait_for(lambda: any("huge.pdf" in t for t in fake.visible(ADMIN["id"])), timeout=30)
-    assert _plain(messages.telegram_file_too_big("huge.pdf", "1.0 MB")) in fake.visible(ADMIN["id"])
+    [refusal] = [text for text in fake.visible(ADMIN["id"]) if "huge.pdf" in text]
+    assert "1 MB" in refusal
+    assert "admin of the server" in refusal
+    assert "TELEGRAM_" not in refusal
 
 
 async def test_a_non_admin_who_sends_a_document_is_told_in_their_terms_and_the_file_is_left_alone(

@@ -133,6 +133,28 @@ async def test_a_question_streams_deltas_then_a_final_with_sources_and_history_r
         assert (await response.json())["messages"][-1]["feedback"] == "up"
 
 
+ROOMS = (
+    "# Meeting rooms\n\n**Formats**: rooms are booked by the hour.\n\n"
+    "- The *Blue room* seats twelve people and has a `projector`.\n- The Green room seats four.\n"
+)
+
+
+async def test_a_source_shows_the_sentence_the_answer_quoted_as_plain_text_live_and_in_the_history(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    kb = await served.services.knowledge.find("docs")
+    await served.services.ingestor.ingest(kb, SourceFile(ROOMS.encode(), "upload:rooms.md", "rooms.md"))
+    served.model.reply = "The Blue room seats twelve people and has a projector [1]."
+    events = await _say(browser, "Which meeting room has a projector?")
+    final = events[-2][1]
+    [rooms] = [source for source in final["sources"] if source["title"] == "rooms.md"]
+    quoted = "The Blue room seats twelve people and has a projector."
+    assert rooms["snippet"] == quoted
+    async with browser.get("/api/history") as response:
+        stored = (await response.json())["messages"][-1]
+    assert [source["snippet"] for source in stored["sources"] if source["title"] == "rooms.md"] == [quoted]
+
+
 async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers(
     served: Served, browser: aiohttp.ClientSession
 ) -> None:
@@ -213,7 +235,11 @@ async def test_uploads_need_the_admin_token_and_stay_within_the_limit(browser: a
     too_big.add_field("file", b"x" * 60_000, filename="big.txt")
     async with browser.post("/api/upload", data=too_big) as response:
         assert response.status == 413
-        assert "50.0 KB" in (await response.json())["error"]
+        refusal = (await response.json())["error"]
+    assert "big.txt" in refusal
+    assert "0.05 MB" in refusal
+    assert "admin of the server" in refusal
+    assert "INGEST_MAX_FILE_MB" not in refusal
     async with browser.post("/api/upload", data=aiohttp.FormData({"other": "x"})) as response:
         assert response.status == 400
 
@@ -229,8 +255,7 @@ async def test_an_admin_upload_streams_its_progress_then_is_answerable(
         events = await _events(response)
     shown = [data["text"] for name, data in events if name in ("message", "edit")]
     assert shown[0] == messages.ingest_queued(1, "docs", "en")
-    assert shown[-1].startswith("Done: everything was ingested.")
-    assert "gym.md" in shown[-1]
+    assert shown[-1] == "gym.md: indexed, 1 passage."
     served.model.reply = "At six [1]."
     answer = await _say(browser, "When does the staff gym open?")
     assert "gym.md" in [source["title"] for source in answer[-2][1]["sources"]]
@@ -250,9 +275,133 @@ async def test_an_upload_with_a_lying_extension_fails_with_a_reason_and_nothing_
     async with browser.post("/api/upload", data=form) as response:
         events = await _events(response)
     final = [data["text"] for name, data in events if name in ("message", "edit")][-1]
-    assert final.startswith("Ingested 0 of 1.")
-    assert "report.pdf: failed:" in final
+    assert final.startswith("report.pdf: not ingested: ")
     assert len(await served.services.knowledge.documents("docs")) == documents_before
+
+
+async def _upload(browser: aiohttp.ClientSession, files: dict[str, bytes], command: str = "") -> str:
+    """Upload `files` as an admin (with a typed command, if any): the status message's final text."""
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    form = aiohttp.FormData()
+    if command:
+        form.add_field("text", command)
+    for name, data in files.items():
+        form.add_field("file", data, filename=name)
+    async with browser.post("/api/upload", data=form) as response:
+        events = await _events(response)
+    return str([data["text"] for name, data in events if name in ("message", "edit")][-1])
+
+
+FAQ_SHEET = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,At six.\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "command", "outcome"),
+    [
+        (
+            {"faq.csv": FAQ_SHEET},
+            "/faq import",
+            "faq.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged.",
+        ),
+        (
+            {"broken-faq.csv": b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"},
+            "/faq import",
+            "broken-faq.csv: FAQ sheet not imported: row 3: there is no answer: fill in the answer column",
+        ),
+        (
+            {"pool.md": b"# Pool\n\nThe pool is on the roof.", "report.pdf": b"%PDF-1.4 not really"},
+            "",
+            "Done: 1 indexed, 1 failed.\n- pool.md: indexed, 1 passage.\n- report.pdf: not ingested: ",
+        ),
+    ],
+)
+async def test_the_ingestion_status_says_what_happened_to_each_file(
+    browser: aiohttp.ClientSession, files: dict[str, bytes], command: str, outcome: str
+) -> None:
+    assert (await _upload(browser, files, command)).startswith(outcome)
+
+
+@pytest.mark.parametrize(
+    ("name", "sheet"),
+    [
+        ("team-faq.csv", b'Question,Answer\nWho runs the canteen?,Sodexo.\nIs there parking?,"Yes, on level -2."\n'),
+        (
+            "team-faq.json",
+            b'[{"question": "Where is lost property?", "answers": ["At reception."]},'
+            b' {"question": "Can I bring a dog?", "answer": "On Fridays."}]',
+        ),
+    ],
+)
+async def test_an_faq_sheet_uploaded_like_any_file_is_imported_as_faqs_not_indexed_as_a_document(
+    served: Served, browser: aiohttp.ClientSession, name: str, sheet: bytes
+) -> None:
+    kb = await served.services.knowledge.find("docs")
+    faqs_before = len(await served.services.faqs.in_kb(kb.id))
+    status = await _upload(browser, {name: sheet})
+    assert status == f"{name}: FAQ sheet imported: 2 added, 0 updated, 0 unchanged."
+    assert name not in [document.title for document in await served.services.knowledge.documents("docs")]
+    assert len(await served.services.faqs.in_kb(kb.id)) == faqs_before + 2
+
+
+@pytest.mark.parametrize(
+    ("typed", "status", "said"),
+    [
+        ("What is in this file?", 400, messages.WEB_FILES_WITH_A_COMMAND),
+        ("/kb list", 400, messages.WEB_FILES_WITH_A_COMMAND),
+        ("/faq import", 200, "notes.txt: FAQ sheet not imported: an FAQ sheet must be .csv, .xlsx or .json, not .txt"),
+        ("/ingest", 200, "notes.txt: indexed, 1 passage."),
+    ],
+)
+async def test_files_go_with_the_command_typed_beside_them(
+    browser: aiohttp.ClientSession, typed: str, status: int, said: str
+) -> None:
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    form = aiohttp.FormData()
+    form.add_field("text", typed)
+    form.add_field("file", f"Notes taken for {typed!r}.".encode(), filename="notes.txt")
+    async with browser.post("/api/upload", data=form) as response:
+        if status != 200:
+            assert (response.status, (await response.json())["error"]) == (status, said)
+            return
+        events = await _events(response)
+    assert [data["text"] for name, data in events if name in ("message", "edit")][-1].startswith(said)
+
+
+async def test_a_file_uploaded_again_unchanged_is_said_to_be_already_indexed(browser: aiohttp.ClientSession) -> None:
+    sauna = {"sauna.md": b"# Sauna\n\nThe sauna is next to the pool."}
+    assert await _upload(browser, sauna) == "sauna.md: indexed, 1 passage."
+    assert await _upload(browser, sauna) == "sauna.md: already indexed; nothing changed."
+    again = await _upload(browser, {**sauna, "spa.md": b"# Spa\n\nThe spa opens at ten."})
+    assert again.splitlines() == [
+        "Done: 1 indexed, 1 already indexed.",
+        "- sauna.md: already indexed; nothing changed.",
+        "- spa.md: indexed, 1 passage.",
+    ]
+
+
+async def test_a_chinese_chat_hears_why_ingestion_failed_in_chinese_in_the_status_and_in_jobs(
+    browser: aiohttp.ClientSession,
+) -> None:
+    async with browser.post("/api/admin/login", json={"token": ADMIN_TOKEN}) as response:
+        assert response.status == 200
+    await _say(browser, "/lang zh")
+    photo = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    assert await _upload(browser, {"photo.png": photo}) == (
+        "photo.png：未能导入：我识别不了图片里的文字：请上传文字，或带文字层的 PDF"
+    )
+    broken = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"
+    assert await _upload(browser, {"broken.csv": broken}, "/faq import") == (
+        "broken.csv：问答表格未导入：第 3 行：没有答案：请填写答案列"
+    )
+    jobs = (await _say(browser, "/jobs"))[-2][1]["text"]
+    assert "`photo.png` → docs，刚刚：失败：我识别不了图片里的文字：请上传文字，或带文字层的 PDF" in jobs
+    # Other tests' sheets failed the same way: listed on the same line, the reason said once.
+    [faq_line] = [line for line in jobs.splitlines() if "`broken.csv`" in line]
+    assert faq_line.endswith("→ docs，刚刚：失败：第 3 行：没有答案：请填写答案列")
+    assert "OCR" not in jobs
+    assert "there is no answer" not in jobs
 
 
 async def test_a_tab_closed_mid_answer_still_gets_its_answer_stored_whole(

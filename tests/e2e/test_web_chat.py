@@ -42,7 +42,7 @@ XSS_DOC = f"# Quasar release notes\n\nQuasar builds ship on Fridays. {PAYLOAD} Q
 UPLOAD_NAME = "zorblax-manual.md"
 UPLOAD_DOC = (
     "# Zorblax-7 maintenance\n\n"
-    "The Zorblax-7 coolant must be replaced every 41 days by a certified technician.\n\n"
+    "The **Zorblax-7 coolant** must be replaced every 41 days by a `certified` technician.\n\n"
     "## Storage\n\nKeep spare Zorblax cartridges below 12 degrees.\n"
 )
 VPN_INTRO = "The VPN client is installed from the Software Center app on your laptop [1]."
@@ -342,14 +342,19 @@ async def test_a_reload_restores_the_conversation_and_its_feedback(site: Site, c
     chat.assert_nothing_ran()
 
 
-async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> None:
-    long_answer = " ".join(f"Step {n} of the VPN set-up is described in the guide [1]." for n in range(1, 9))
+async def _ask_for_a_long_answer(site: Site, chat: Chat, topic: str, steps: int) -> None:
+    """Ask for every step of `topic` and wait until the answer, `steps` sentences long, is being written."""
+    long_answer = " ".join(f"Step {n} of the {topic} set-up is described in the guide [1]." for n in range(1, steps))
     site.model.answer = lambda prompt: long_answer
     await chat.open()
-    await chat.input.fill("Describe every step of the VPN set-up")
+    await chat.input.fill(f"Describe every step of the {topic} set-up")
     await chat.input.press("Enter")
     writing = chat.page.locator("[data-testid=message][data-role=assistant][data-status=streaming]")
     await expect(writing.get_by_test_id("message-text")).to_contain_text("Step 1", timeout=ANSWER_MS)
+
+
+async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> None:
+    await _ask_for_a_long_answer(site, chat, "VPN", 9)
     await chat.page.get_by_test_id("stop").click()
 
     answer = chat.page.locator(ANSWERS).last
@@ -357,6 +362,27 @@ async def test_stop_ends_the_answer_being_written(site: Site, chat: Chat) -> Non
     await expect(chat.page.get_by_test_id("stop")).to_be_hidden()
     await expect(chat.page.get_by_test_id("send")).to_be_enabled()
     assert "Step 8" not in (await answer.get_by_test_id("message-text").text_content() or "")
+    chat.assert_nothing_ran()
+
+
+async def test_enter_while_an_answer_is_written_says_so_keeps_the_text_and_sends_nothing(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
+    await _ask_for_a_long_answer(site, chat, "printer", 13)
+    await chat.input.fill("And the scanner?")
+    await chat.input.press("Enter")
+    notice = chat.page.get_by_test_id("composer-notice")
+    await expect(notice).to_have_text("An answer is still being written: wait for it, or press Stop to end it.")
+    await expect(chat.page.get_by_test_id("stop")).to_be_visible()
+    await chat.page.screenshot(path=tmp_path / "busy.png")
+    await expect(chat.input).to_have_value("And the scanner?")
+    await expect(chat.page.locator("[data-testid=message][data-role=user]")).to_have_count(1)
+
+    await expect(chat.page.get_by_test_id("send")).to_be_enabled(timeout=ANSWER_MS)
+    await expect(notice).to_be_hidden()
+    site.model.answer = lambda prompt: "The scanner is next to the printer [1]."
+    answer = await chat.ask("And the scanner?")
+    await expect(answer.get_by_test_id("message-text")).to_contain_text("next to the printer")
     chat.assert_nothing_ran()
 
 
@@ -379,7 +405,9 @@ async def test_new_conversation_by_button_or_command_clears_the_screen_and_the_h
     chat.assert_nothing_ran()
 
 
-async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_it(site: Site, chat: Chat) -> None:
+async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_it(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
     await chat.open()
     await expect(chat.page.get_by_test_id("upload-area")).to_be_hidden()
     await chat.log_in(ADMIN_TOKEN)
@@ -398,7 +426,66 @@ async def test_an_admin_uploads_a_file_watches_it_indexed_and_gets_answers_from_
     site.model.answer = quote("Zorblax-7 coolant")
     answer = await chat.ask("How often must the Zorblax-7 coolant be replaced?")
     await expect(answer.get_by_test_id("message-text")).to_contain_text("replaced every 41 days")
-    await expect(answer.get_by_test_id("source-title").first).to_have_text(UPLOAD_NAME)
+    source = answer.get_by_test_id("source").first
+    await expect(source.get_by_test_id("source-title")).to_have_text(UPLOAD_NAME)
+    # The sentence the answer quoted, as plain text; no document id beside the title.
+    await expect(source.get_by_test_id("source-snippet")).to_have_text(
+        "The Zorblax-7 coolant must be replaced every 41 days by a certified technician."
+    )
+    document_id = await source.get_attribute("data-document-id")
+    assert document_id
+    assert document_id not in (await source.inner_text())
+    await answer.screenshot(path=tmp_path / "sources.png")
+    chat.assert_nothing_ran()
+
+
+FAQ_SHEET = "question,answer\nWhere is the bike shed?,Behind building C.\nWho has the shed key?,Reception.\n"
+
+
+async def test_an_admin_attaches_an_faq_sheet_to_faq_import_and_files_to_ingest(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
+    await chat.open()
+    await expect(chat.page.get_by_test_id("attach")).to_be_hidden()
+    await chat.log_in(ADMIN_TOKEN)
+    await expect(chat.page.get_by_test_id("attach")).to_be_visible()
+    attached = chat.page.get_by_test_id("attachment")
+
+    async with chat.page.expect_file_chooser() as chooser:
+        await chat.page.get_by_test_id("attach").click()
+    await (await chooser.value).set_files({"name": "faq.csv", "mimeType": "text/csv", "buffer": FAQ_SHEET.encode()})
+    await expect(attached.get_by_test_id("attachment-name")).to_have_text(["faq.csv"])
+    await chat.page.screenshot(path=tmp_path / "attached.png")
+    await chat.input.fill("/faq import")
+    await chat.input.press("Enter")
+    status = chat.page.locator("[data-testid=message][data-role=assistant][data-ref]").last
+    await expect(status.get_by_test_id("message-text")).to_have_text(
+        "faq.csv: FAQ sheet imported: 2 added, 0 updated, 0 unchanged.", timeout=ANSWER_MS
+    )
+    await expect(chat.page.locator("[data-testid=message][data-role=user]").last).to_have_text("/faq import · faq.csv")
+    await expect(attached).to_have_count(0)
+    await chat.command("/faq list")
+    await expect(chat.messages.last).to_contain_text("Where is the bike shed?")
+
+    # Text that is no command for files sends nothing and says why; the files stay attached.
+    await chat.page.get_by_test_id("attach-input").set_input_files(
+        [
+            {"name": "bikes.md", "mimeType": "text/markdown", "buffer": b"# Bikes\n\nBikes are lent for a day.\n"},
+            {"name": "lockers.md", "mimeType": "text/markdown", "buffer": b"# Lockers\n\nLockers open by badge.\n"},
+        ]
+    )
+    before = await chat.messages.count()
+    await chat.input.fill("What are these?")
+    await chat.input.press("Enter")
+    await expect(chat.page.get_by_test_id("composer-notice")).to_contain_text("/faq import or /ingest")
+    assert await chat.messages.count() == before
+    await expect(attached).to_have_count(2)
+    await chat.page.get_by_test_id("attachment-remove").last.click()
+    await expect(attached.get_by_test_id("attachment-name")).to_have_text(["bikes.md"])
+    await chat.input.fill("/ingest")
+    await chat.input.press("Enter")
+    await expect(status.get_by_test_id("message-text")).to_have_text("bikes.md: indexed, 1 passage.", timeout=ANSWER_MS)
+    await expect(chat.page.get_by_test_id("composer-notice")).to_be_hidden()
     chat.assert_nothing_ran()
 
 

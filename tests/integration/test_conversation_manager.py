@@ -6,7 +6,10 @@ Real repositories on SQLite and PostgreSQL; the answerer is scripted and the rep
 from __future__ import annotations
 
 import asyncio
+import re
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +30,11 @@ from bot.words.catalogue import catalogue
 from bot.words.messages import TURN_FAILED
 from storage.db import Database
 from storage.errors import StorageError
-from storage.records import ConversationRecord
+from storage.records import ChunkRecord, ConversationRecord, DocumentVersion
 from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
-from storage.repos.faqs import FaqRepo
+from storage.repos.faqs import FaqDraft, FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
@@ -63,6 +66,7 @@ class ChatWorld:
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
+    now: datetime | None = None
 
     def chat_parts(self) -> ChatParts:
         """The manager's parts over these repositories and the current answerer."""
@@ -87,6 +91,7 @@ class ChatWorld:
             job_repo=self.job_repo,
             index_lock=self.index_lock,
             uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
+            clock=lambda: self.now or datetime.now(UTC),
         )
 
 
@@ -341,6 +346,99 @@ async def test_admin_commands_with_bad_arguments_say_what_is_wrong(world: ChatWo
     target = RecordingTarget()
     await _manager(world).handle(_message(text, user=ADMIN), target)
     assert target.replies() == [reply]
+
+
+async def _fill(world: ChatWorld, kb_name: str, documents: int, faqs: int) -> None:
+    """Store `documents` one-chunk documents and `faqs` FAQs in the knowledge base, as ingestion would."""
+    kb = await world.knowledge.find(kb_name)
+    for n in range(documents):
+        document_id = str(uuid.uuid4())
+        chunk = ChunkRecord(str(uuid.uuid4()), kb.id, document_id, None, 0, 0, 5, "Hours", "hours")
+        version = DocumentVersion(kb.id, f"upload:{n}.md", f"{n}.md", "text/markdown", "h", "r", "Hours", (), (chunk,))
+        await world.documents.store_versions([(version, document_id)])
+    drafts = [FaqDraft(str(uuid.uuid4()), f"Question {n}?", (), (), ("Answer.",), True, "h") for n in range(faqs)]
+    await world.faqs.save_many(kb.id, drafts)
+
+
+@pytest.mark.parametrize(
+    ("documents", "faqs", "language", "figures"),
+    [
+        (3, 15, "en", "3 documents, 15 FAQs"),
+        (1, 1, "en", "1 document, 1 FAQ"),
+        (0, 0, "en", "0 documents, 0 FAQs"),
+        (3, 15, "zh", "3 篇文档，15 条问答"),
+    ],
+)
+async def test_kb_info_counts_documents_and_faqs_in_a_persons_words(
+    world: ChatWorld, documents: int, faqs: int, language: str, figures: str
+) -> None:
+    await _fill(world, "handbook", documents, faqs)
+    await world.bindings.save_setting(DM.platform, DM.workspace, DM.chat, language=language)
+    target = RecordingTarget()
+    await _manager(world).handle(_message("/kb info"), target)
+    assert target.replies() == [f"**handbook**\n{figures}"]
+
+
+# A configuration variable's name (INGEST_MAX_FILE_MB, TELEGRAM_API_BASE_URL): operator words, never a chat's.
+SETTING_NAME = re.compile(r"\b[A-Z]+(?:_[A-Z]+)+\b")
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", ["guide.pdf", "60 MB", "50 MB", "An admin of the server can raise"]),
+        ("zh", ["guide.pdf", "50 MB", "服务器管理员"]),
+    ],
+)
+async def test_a_file_over_the_size_limit_is_refused_with_the_limit_in_mb_and_who_can_raise_it(
+    world: ChatWorld, language: str, said: list[str]
+) -> None:
+    await world.bindings.save_setting(DM.platform, DM.workspace, DM.chat, language=language)
+    target = RecordingTarget()
+    huge = Attachment("guide.pdf", 60_000_000, "application/pdf")
+    await _manager(world).handle(_message("/ingest", user=ADMIN, attachments=(huge,)), target)
+    [reply] = target.replies()
+    assert all(words in reply for words in said), reply
+    assert SETTING_NAME.search(reply) is None, reply
+    assert await world.job_repo.recent(limit=None) == []
+
+
+async def _finished_job(world: ChatWorld, kind: str, source: str, *, error: str = "", **result: Any) -> None:
+    """A job that ran here and ended now: failed with `error`, else succeeded with `result`."""
+    kb = await world.knowledge.find("handbook")
+    now = datetime.now(UTC)
+    job = await world.job_repo.create(kb.id, kind, source, owner="test", lease_until=now + timedelta(minutes=1))
+    await world.job_repo.start(job.id, "test", now=now, until=now + timedelta(minutes=1))
+    if error:
+        await world.job_repo.fail(job.id, "test", error)
+    else:
+        await world.job_repo.succeed(job.id, "test", result)
+
+
+DAMAGED = (
+    "PDF is damaged (Stream has ended unexpectedly while reading the cross-reference table, object 12 0 at byte "
+    "18273, which usually means the upload was cut short or the writer crashed before finishing the file). Export "
+    "or print it to PDF again from the application that made it, then upload the new file; if it still fails, "
+    "send the server log to an admin."
+)
+
+
+async def test_jobs_say_when_name_files_only_and_say_a_repeated_reason_once(world: ChatWorld) -> None:
+    await _finished_job(world, "file", "/srv/ragbot/handbook/guide.md", chunks=3)
+    for n in range(1, 5):
+        await _finished_job(world, "upload", f"/var/lib/ragbot/uploads/{n:032x}/scan{n}.pdf", error=DAMAGED)
+    await _finished_job(world, "faq", "/var/lib/ragbot/uploads/f00/faq.csv", created=2, updated=0, unchanged=1)
+    world.now = datetime.now(UTC) + timedelta(minutes=5, seconds=10)
+    target = RecordingTarget()
+    await _manager(world).handle(_message("/jobs", user=ADMIN), target)
+    [reply] = target.replies()
+    assert reply.splitlines() == [
+        "- `faq.csv` → handbook, 5 min ago: FAQ sheet imported: 2 added, 0 updated, 1 unchanged.",
+        "- `scan4.pdf`, `scan3.pdf`, `scan2.pdf` and 1 more → handbook, 5 min ago: failed: PDF is damaged (Stream "
+        "has ended unexpectedly while reading the cross-reference table, object 12 0 at byte 18273, which usually "
+        "means the upload was cut short…",
+        "- `guide.md` → handbook, 5 min ago: indexed, 3 passages.",
+    ]
 
 
 async def test_help_lists_admin_commands_to_admins_only(world: ChatWorld) -> None:

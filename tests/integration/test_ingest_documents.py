@@ -28,6 +28,7 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.schema import Collection
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
+from tests.support.documents import make_docx, make_pdf, make_pptx
 from tests.support.killed_ingestion import KILLED
 
 GUIDE = """# Returns
@@ -146,6 +147,36 @@ async def test_ingested_chunks_point_into_the_stored_text(
     assert hits
     assert "退款" in hits[0].properties["text"]
     assert hits[0].properties["document_id"] == result.document_id
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("opening-hours.pdf", make_pdf(["The shop opens at nine on weekdays."])),
+        ("returns.docx", make_docx()),
+        ("review.pptx", make_pptx()),
+        ("notes.md", b"Lunch is served from noon."),
+    ],
+)
+async def test_a_document_whose_file_has_no_title_is_titled_by_its_file_name(
+    db: Database,
+    store: WeaviateStore,
+    embedder: OnnxEmbedder,
+    lexical: LexicalAnalyzer,
+    encoding: tiktoken.Encoding,
+    name: str,
+    data: bytes,
+) -> None:
+    kb = await _kb(db)
+    source = SourceFile(data, source_uri=f"upload:{name}", filename=name)
+    result = await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, source)
+    assert result.title == name
+    [document] = await DocumentRepo(db).in_kb(kb.id)
+    assert document.title == name
+    chunks = await DocumentRepo(db).chunks_with_titles(
+        [chunk.chunk_id for chunk in await DocumentRepo(db).document_chunks(document.id)]
+    )
+    assert {title for _, title in chunks} == {name}
 
 
 async def test_identical_reingest_changes_nothing_and_embeds_nothing(

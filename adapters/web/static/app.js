@@ -34,6 +34,10 @@
     adminLogout: $("admin-logout"),
     upload: $("upload"),
     uploadInput: $("upload-input"),
+    attach: $("attach"),
+    attachInput: $("attach-input"),
+    attachments: $("attachments"),
+    notice: $("composer-notice"),
     dropzone: $("dropzone"),
     dropzoneHint: $("dropzone-hint"),
   };
@@ -45,7 +49,12 @@
     stickToBottom: true,
     bubbles: new Map(), // ref -> bubble
     dragDepth: 0,
+    attachments: [], // files chosen to go with the next command (/faq import, /ingest)
+    noticeKind: "", // what the notice above the composer is about: "busy", "files" or nothing
   };
+
+  // The commands a file can go with, as typed in the composer (nothing typed means /ingest).
+  var FILE_COMMAND = /^\/(?:ingest|faq\s+import)(?:\s|$)/i;
 
   // ---- scrolling -----------------------------------------------------------------------------------------
 
@@ -233,25 +242,13 @@
     titleEl.setAttribute("data-testid", "source-title");
     titleEl.textContent = title;
     main.appendChild(titleEl);
-    if (source.document_id) {
-      var id = document.createElement("small");
-      id.className = "source__id";
-      id.setAttribute("data-testid", "source-document-id");
-      id.textContent = String(source.document_id);
-      id.title = String(source.document_id);
-      main.appendChild(id);
-    }
     if (source.snippet) {
+      // The server sends the snippet as plain text (the quoted sentence where the answer quoted one).
       var snippet = document.createElement("p");
       snippet.className = "source__snippet";
       snippet.setAttribute("data-testid", "source-snippet");
-      // A snippet is a slice of the document's Markdown: its heading marks and line breaks are noise here.
-      var plain = String(source.snippet)
-        .replace(/(^|\s)#{1,6}(?=\s)/g, "$1")
-        .replace(/\s+/g, " ")
-        .trim();
-      snippet.textContent = plain;
-      snippet.title = plain;
+      snippet.textContent = String(source.snippet);
+      snippet.title = String(source.snippet);
       main.appendChild(snippet);
     }
     li.appendChild(main);
@@ -495,6 +492,9 @@
 
   function setBusy(busy) {
     state.busy = busy;
+    if (!busy && state.noticeKind === "busy") {
+      showNotice("");
+    }
     els.send.disabled = busy;
     els.stop.hidden = !busy;
     els.stop.disabled = false;
@@ -504,7 +504,16 @@
 
   async function sendMessage(text) {
     var trimmed = text.trim();
-    if (!trimmed || state.busy) {
+    if (state.attachments.length) {
+      sendAttached(trimmed);
+      return;
+    }
+    if (trimmed && state.busy) {
+      // One answer at a time in a conversation: say so, and keep what was typed for when it is done.
+      showNotice("An answer is still being written: wait for it, or press Stop to end it.", "busy");
+      return;
+    }
+    if (!trimmed) {
       return;
     }
     var startsOver = /^\/new(\s|$)/i.test(trimmed);
@@ -605,6 +614,11 @@
   function setAdmin(admin) {
     state.admin = admin;
     els.upload.hidden = !admin;
+    els.attach.hidden = !admin;
+    if (!admin && state.attachments.length) {
+      state.attachments = [];
+      renderAttachments();
+    }
     els.adminButton.textContent = admin ? "Admin ✓" : "Admin";
     els.adminButton.classList.toggle("btn--admin-on", admin);
     els.adminButton.setAttribute("aria-label", admin ? "Admin: signed in" : "Admin login");
@@ -685,7 +699,8 @@
 
   // ---- uploads -------------------------------------------------------------------------------------------
 
-  async function upload(fileList) {
+  /** Send files with the command typed beside them ("" for /ingest): the jobs' progress streams back. */
+  async function upload(fileList, typed) {
     var files = Array.prototype.slice.call(fileList || []);
     if (files.length === 0) {
       return;
@@ -695,7 +710,7 @@
         return file.name;
       })
       .join(", ");
-    var userBubble = addUserBubble(names);
+    var userBubble = addUserBubble(typed ? typed + " · " + names : names);
     userBubble.el.setAttribute("data-kind", "upload");
     userBubble.body.prepend(icon("file"), " ");
     scrollToEnd(true);
@@ -705,10 +720,17 @@
       return state.uploadLimitMb && file.size > state.uploadLimitMb * 1000000;
     });
     if (tooLarge.length) {
-      addErrorBubble(tooLarge[0].name + " is over the " + state.uploadLimitMb + " MB upload limit.", ctx);
+      addErrorBubble(
+        tooLarge[0].name + " is over the " + state.uploadLimitMb + " MB limit for files. An admin of the server " +
+          "can raise the limit; until then, split it into smaller files.",
+        ctx
+      );
       return;
     }
     var form = new FormData();
+    if (typed) {
+      form.append("text", typed);
+    }
     files.forEach(function (file) {
       form.append("file", file, file.name);
     });
@@ -730,6 +752,79 @@
       showStatus(null);
     }
   }
+
+  // ---- files attached to a command --------------------------------------------------------------------
+
+  /** The one-line notice above the composer ("" hides it); `kind` says what ends it. */
+  function showNotice(text, kind) {
+    els.notice.textContent = text;
+    els.notice.hidden = !text;
+    state.noticeKind = text ? kind || "" : "";
+  }
+
+  function renderAttachments() {
+    els.attachments.replaceChildren();
+    state.attachments.forEach(function (file, index) {
+      var li = document.createElement("li");
+      li.className = "attachment";
+      li.setAttribute("data-testid", "attachment");
+      li.appendChild(icon("file"));
+      var name = document.createElement("span");
+      name.className = "attachment__name";
+      name.setAttribute("data-testid", "attachment-name");
+      name.textContent = file.name;
+      name.title = file.name;
+      li.appendChild(name);
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "×";
+      remove.setAttribute("data-testid", "attachment-remove");
+      remove.setAttribute("aria-label", "Remove " + file.name);
+      remove.addEventListener("click", function () {
+        state.attachments.splice(index, 1);
+        renderAttachments();
+        els.input.focus();
+      });
+      li.appendChild(remove);
+      els.attachments.appendChild(li);
+    });
+    var attached = state.attachments.length > 0;
+    els.attachments.hidden = !attached;
+    els.input.placeholder = attached ? "Type /faq import or /ingest (or nothing) and press Enter…" : "Ask a question…";
+    if (!attached && state.noticeKind === "files") {
+      showNotice("");
+    }
+  }
+
+  function attach(fileList) {
+    Array.prototype.forEach.call(fileList || [], function (file) {
+      state.attachments.push(file);
+    });
+    renderAttachments();
+    els.input.focus();
+  }
+
+  /** Send the attached files with the command typed ("" is /ingest); other text is not a command for files. */
+  function sendAttached(typed) {
+    if (typed && !FILE_COMMAND.test(typed)) {
+      showNotice("Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter.", "files");
+      return;
+    }
+    var files = state.attachments.slice();
+    state.attachments = [];
+    renderAttachments();
+    els.input.value = "";
+    autoGrow();
+    upload(files, typed);
+  }
+
+  els.attach.addEventListener("click", function () {
+    els.attachInput.click();
+  });
+  els.attachInput.addEventListener("change", function () {
+    attach(els.attachInput.files);
+    els.attachInput.value = "";
+  });
 
   els.uploadInput.addEventListener("change", function () {
     var files = els.uploadInput.files;

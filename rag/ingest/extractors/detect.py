@@ -60,13 +60,14 @@ _NAMES = {
     EPUB: "EPUB",
 }
 
-_IMAGE = "ragbot has no OCR, so upload the text or a PDF that has a text layer"
-_ARCHIVE = "unpack it and upload the files one by one"
-_PROGRAM = "upload a document instead"
-_MEDIA = "upload a transcript instead"
+# What to tell the admin about a kind of file ragbot does not read: the reason id a chat words, and the advice.
+_IMAGE = ("unsupported_image", "ragbot has no OCR, so upload the text or a PDF that has a text layer")
+_ARCHIVE = ("unsupported_archive", "unpack it and upload the files one by one")
+_PROGRAM = ("unsupported_program", "upload a document instead")
+_MEDIA = ("unsupported_media", "upload a transcript instead")
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # Leading bytes of common formats ragbot does not read, and what to tell the admin about each.
-_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+_SIGNATURES: tuple[tuple[bytes, str, tuple[str, str]], ...] = (
     (b"\x89PNG\r\n\x1a\n", "PNG image", _IMAGE),
     (b"\xff\xd8\xff", "JPEG image", _IMAGE),
     (b"GIF87a", "GIF image", _IMAGE),
@@ -84,9 +85,9 @@ _SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
     (b"\xca\xfe\xba\xbe", "Java class or macOS executable", _PROGRAM),
     (b"\xcf\xfa\xed\xfe", "macOS executable", _PROGRAM),
     (b"\x00asm", "WebAssembly module", _PROGRAM),
-    (b"SQLite format 3\x00", "SQLite database", "export the tables as CSV and upload those"),
-    (b"{\\rtf", "RTF document", "save it as .docx or PDF and upload it again"),
-    (b"%!PS", "PostScript document", "convert it to PDF and upload it again"),
+    (b"SQLite format 3\x00", "SQLite database", ("unsupported_database", "export the tables as CSV and upload those")),
+    (b"{\\rtf", "RTF document", ("unsupported_rtf", "save it as .docx or PDF and upload it again")),
+    (b"%!PS", "PostScript document", ("unsupported_postscript", "convert it to PDF and upload it again")),
     (b"OggS", "Ogg media file", _MEDIA),
     (b"fLaC", "FLAC audio file", _MEDIA),
     (b"ID3", "MP3 audio file", _MEDIA),
@@ -125,8 +126,12 @@ def detect(data: bytes, filename: str | None = None, content_type: str | None = 
     if decoded is None:
         if extension in _BINARY_EXTENSIONS:
             label = _NAMES[_BINARY_EXTENSIONS[extension]]
-            raise CorruptDocument(f"{filename} is not a readable {label} (damaged or mislabelled): export it again")
-        raise UnsupportedType(f"unrecognised binary file: upload {SUPPORTED}")
+            raise CorruptDocument(
+                f"{filename} is not a readable {label} (damaged or mislabelled): export it again",
+                reason="mislabelled",
+                name=filename or "",
+            )
+        raise UnsupportedType(f"unrecognised binary file: upload {SUPPORTED}", reason="unsupported_binary")
     return Detection(_text_type(decoded.text, extension, content_type), decoded)
 
 
@@ -140,12 +145,19 @@ def _zip_type(data: bytes, filename: str | None, extension: str) -> str:
             declared = _small_part(archive, "mimetype")
     except _ZIP_ERRORS as exc:
         label = _NAMES.get(_BINARY_EXTENSIONS.get(extension, ""), "ZIP container")
-        raise CorruptDocument(f"{filename or 'file'} is a damaged {label} ({reason(exc)}): export it again") from exc
+        raise CorruptDocument(
+            f"{filename or 'file'} is a damaged {label} ({reason(exc)}): export it again",
+            reason="mislabelled",
+            name=filename or "",
+        ) from exc
     if declared == EPUB:
         return EPUB
     if declared.startswith("application/vnd.oasis.opendocument."):
-        raise UnsupportedType("OpenDocument files (.odt/.ods/.odp) are not supported: save it as .docx, .xlsx or .pptx")
-    raise UnsupportedType(f"ZIP archives are not supported: {_ARCHIVE}")
+        raise UnsupportedType(
+            "OpenDocument files (.odt/.ods/.odp) are not supported: save it as .docx, .xlsx or .pptx",
+            reason="unsupported_opendocument",
+        )
+    raise UnsupportedType(f"ZIP archives are not supported: {_ARCHIVE[1]}", reason=_ARCHIVE[0])
 
 
 def _small_part(archive: zipfile.ZipFile, name: str) -> str:
@@ -164,21 +176,26 @@ def _small_part(archive: zipfile.ZipFile, name: str) -> str:
 def _legacy_office(data: bytes) -> EncryptedDocument | UnsupportedType:
     # Word and Excel store a password-protected .docx/.xlsx as an OLE file holding an "EncryptedPackage" stream.
     if "EncryptedPackage".encode("utf-16-le") in data:
-        return EncryptedDocument("Office file is password-protected: remove the password and upload it again")
-    return UnsupportedType("old Office files (.doc/.xls/.ppt) are not supported: save it as .docx, .xlsx or .pptx")
+        return EncryptedDocument(
+            "Office file is password-protected: remove the password and upload it again", reason="encrypted"
+        )
+    return UnsupportedType(
+        "old Office files (.doc/.xls/.ppt) are not supported: save it as .docx, .xlsx or .pptx",
+        reason="unsupported_old_office",
+    )
 
 
 def _refuse_known_binary(data: bytes) -> None:
-    for signature, kind, advice in _SIGNATURES:
+    for signature, kind, (why, advice) in _SIGNATURES:
         if data.startswith(signature):
             if len(signature) <= 3 and decode_text(data[:4096]) is not None:
                 return  # two or three letters could start a text file ("MZ", "BZh", "ID3"): text wins
-            raise UnsupportedType(f"{kind} files are not supported: {advice}")
+            raise UnsupportedType(f"{kind} files are not supported: {advice}", reason=why)
     if data.startswith(b"RIFF") and data[8:12] in _RIFF_KINDS:
-        kind, advice = _RIFF_KINDS[data[8:12]]
-        raise UnsupportedType(f"{kind} files are not supported: {advice}")
+        kind, (why, advice) = _RIFF_KINDS[data[8:12]]
+        raise UnsupportedType(f"{kind} files are not supported: {advice}", reason=why)
     if data[4:8] == b"ftyp":
-        raise UnsupportedType(f"MP4/QuickTime media files are not supported: {_MEDIA}")
+        raise UnsupportedType(f"MP4/QuickTime media files are not supported: {_MEDIA[1]}", reason=_MEDIA[0])
 
 
 def _text_type(text: str, extension: str, content_type: str | None) -> str:

@@ -33,7 +33,7 @@ def extract_epub(data: bytes, *, mime_type: str) -> ExtractedDocument:
                 if text.strip():
                     sections.append(Section(text, {"chapter": number, "href": path}))
     except CONTAINER_ERRORS as exc:
-        raise CorruptDocument(f"EPUB is damaged ({reason(exc)}): export it again") from exc
+        raise CorruptDocument(f"EPUB is damaged ({reason(exc)}): export it again", reason="damaged_epub") from exc
     return ExtractedDocument(sections=tuple(sections), mime_type=mime_type, title=title)
 
 
@@ -46,7 +46,7 @@ def _package_path(archive: zipfile.ZipFile) -> str:
                 return str(element.get("full-path"))
     candidates = [name for name in archive.namelist() if name.lower().endswith(".opf")]
     if len(candidates) != 1:
-        raise CorruptDocument("EPUB has no package document (content.opf): export it again")
+        raise CorruptDocument("EPUB has no package document (content.opf): export it again", reason="damaged_epub")
     return candidates[0]
 
 

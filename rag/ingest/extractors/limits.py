@@ -56,7 +56,10 @@ def check_file_size(data: bytes, limits: ExtractLimits) -> None:
     if len(data) > limits.max_bytes:
         raise DocumentTooLarge(
             f"file is {format_size(len(data))}, over the limit of {format_size(limits.max_bytes)}: "
-            "split it into smaller files"
+            "split it into smaller files",
+            reason="too_large",
+            size=len(data),
+            max_size=limits.max_bytes,
         )
 
 
@@ -79,7 +82,9 @@ def check_zip_container(data: bytes, limits: ExtractLimits) -> None:
             for info in infos:
                 unpacked += _inflate(archive, info, budget - unpacked, declared, len(data), limits)
     except _ZIP_ERRORS as exc:
-        raise CorruptDocument(f"the ZIP container is damaged ({exc}): export or save the file again") from exc
+        raise CorruptDocument(
+            f"the ZIP container is damaged ({exc}): export or save the file again", reason="damaged_zip"
+        ) from exc
 
 
 def _check_declared(declared: int, packed: int, limits: ExtractLimits) -> None:
@@ -87,13 +92,17 @@ def _check_declared(declared: int, packed: int, limits: ExtractLimits) -> None:
     if declared > limits.max_unpacked_bytes:
         raise DocumentTooLarge(
             f"file would unpack to {format_size(declared)}, over the limit of "
-            f"{format_size(limits.max_unpacked_bytes)}: split it into smaller files"
+            f"{format_size(limits.max_unpacked_bytes)}: split it into smaller files",
+            reason="unpacks_too_large",
+            max_size=limits.max_unpacked_bytes,
         )
     ratio = declared / max(packed, 1)
     if declared > _RATIO_FLOOR and ratio > limits.max_compression_ratio:
         raise DocumentTooLarge(
             f"file is compressed {ratio:.0f}:1, over the limit of {limits.max_compression_ratio:.0f}:1 "
-            "(a zip bomb?): save it again from the application that made it"
+            "(a zip bomb?): save it again from the application that made it",
+            reason="compressed_too_much",
+            ratio=round(limits.max_compression_ratio),
         )
 
 
@@ -108,11 +117,14 @@ def _inflate(
 ) -> int:
     """Inflate one entry in bounded reads and return its real size; refuse it past `budget` or its declared size."""
     if info.flag_bits & _ENCRYPTED:
-        raise EncryptedDocument(f"{info.filename} inside the file is password-protected: remove the password")
+        raise EncryptedDocument(
+            f"{info.filename} inside the file is password-protected: remove the password", reason="encrypted"
+        )
     if info.compress_type not in _METHODS:
         raise CorruptDocument(
             f"{info.filename} inside the file uses ZIP compression method {info.compress_type}, which Office "
-            "and EPUB files never use: save it again from the application that made it"
+            "and EPUB files never use: save it again from the application that made it",
+            reason="damaged_zip",
         )
     # zipfile stops an entry at its declared size (and then checks the CRC); lift that cap past the budget
     # to see how far the stream really goes. The margin covers zipfile inflating 4 KB when asked for less.
@@ -140,7 +152,8 @@ def _understated(info: zipfile.ZipInfo, size: int) -> CorruptDocument:
     """The error for an entry that unpacks to more than its header declares, within the limits."""
     return CorruptDocument(
         f"{info.filename} inside the file unpacks to more than its ZIP header says ({format_size(size)}, not "
-        f"{format_size(info.file_size)}; damaged or tampered with): save it again from the application that made it"
+        f"{format_size(info.file_size)}; damaged or tampered with): save it again from the application that made it",
+        reason="damaged_zip",
     )
 
 
@@ -150,9 +163,13 @@ def _too_large(declared: int, packed: int, limits: ExtractLimits) -> DocumentToo
     if limits.max_unpacked_bytes <= max(_RATIO_FLOOR, packed * limits.max_compression_ratio):
         return DocumentTooLarge(
             f"file unpacks to more than the limit of {format_size(limits.max_unpacked_bytes)}{lie}: "
-            "save it again from the application that made it"
+            "save it again from the application that made it",
+            reason="unpacks_too_large",
+            max_size=limits.max_unpacked_bytes,
         )
     return DocumentTooLarge(
         f"file is compressed more than {limits.max_compression_ratio:.0f}:1{lie}: "
-        "save it again from the application that made it"
+        "save it again from the application that made it",
+        reason="compressed_too_much",
+        ratio=round(limits.max_compression_ratio),
     )

@@ -28,7 +28,9 @@ def extract_eml(data: bytes, *, mime_type: str) -> ExtractedDocument:
         body = _body_text(message)
         attachments = [part.get_filename() for part in message.iter_attachments()]
     except _MAIL_ERRORS as exc:
-        raise CorruptDocument(f"e-mail is damaged ({reason(exc)}): export it again as .eml") from exc
+        raise CorruptDocument(
+            f"e-mail is damaged ({reason(exc)}): export it again as .eml", reason="damaged_eml"
+        ) from exc
     parts = ["\n".join(lines)]
     if body.strip():
         parts.append(body.strip())

@@ -39,10 +39,15 @@ def extract_pdf(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDocu
             _open_with_empty_password(reader)
         page_count = len(reader.pages)
     except _PDF_ERRORS as exc:
-        raise CorruptDocument(f"PDF is damaged ({reason(exc)}): export or print it to PDF again") from exc
+        raise CorruptDocument(
+            f"PDF is damaged ({reason(exc)}): export or print it to PDF again", reason="damaged_pdf"
+        ) from exc
     if page_count > max_pages:
         raise DocumentTooLarge(
-            f"PDF has {page_count} pages, over the limit of {max_pages}: split it into smaller files"
+            f"PDF has {page_count} pages, over the limit of {max_pages}: split it into smaller files",
+            reason="too_many_pages",
+            pages=page_count,
+            max_pages=max_pages,
         )
     sections: list[Section] = []
     failed: list[int] = []
@@ -56,7 +61,9 @@ def extract_pdf(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDocu
         if text.strip():
             sections.append(Section(text, {"page": number}))
     if failed and len(failed) == page_count:
-        raise CorruptDocument("PDF is damaged: no page could be read; export or print it to PDF again")
+        raise CorruptDocument(
+            "PDF is damaged: no page could be read; export or print it to PDF again", reason="damaged_pdf"
+        )
     return ExtractedDocument(
         sections=tuple(sections),
         mime_type=mime_type,
@@ -71,10 +78,13 @@ def _open_with_empty_password(reader: PdfReader) -> None:
         opened = reader.decrypt("")
     except (NotImplementedError, DependencyError) as exc:
         raise EncryptedDocument(
-            f"PDF is encrypted in a way ragbot cannot open ({reason(exc)}): remove the protection and upload it again"
+            f"PDF is encrypted in a way ragbot cannot open ({reason(exc)}): remove the protection and upload it again",
+            reason="encrypted_unsupported",
         ) from exc
     if opened == PasswordType.NOT_DECRYPTED:
-        raise EncryptedDocument("PDF is password-protected: remove the password and upload it again")
+        raise EncryptedDocument(
+            "PDF is password-protected: remove the password and upload it again", reason="encrypted"
+        )
 
 
 def _title(reader: PdfReader) -> str:

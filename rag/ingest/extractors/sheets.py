@@ -30,7 +30,9 @@ def extract_xlsx(data: bytes, *, mime_type: str) -> ExtractedDocument:
         finally:
             workbook.close()
     except _XLSX_ERRORS as exc:
-        raise CorruptDocument(f"Excel file is damaged ({reason(exc)}): save it again from Excel") from exc
+        raise CorruptDocument(
+            f"Excel file is damaged ({reason(exc)}): save it again from Excel", reason="damaged_xlsx"
+        ) from exc
     return ExtractedDocument(
         sections=tuple(sections), mime_type=mime_type, title=title.strip(), metadata={"sheets": names}
     )

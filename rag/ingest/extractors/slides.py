@@ -27,7 +27,10 @@ def extract_pptx(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDoc
         slides = list(presentation.slides)
         if len(slides) > max_pages:
             raise DocumentTooLarge(
-                f"presentation has {len(slides)} slides, over the limit of {max_pages}: split it into smaller files"
+                f"presentation has {len(slides)} slides, over the limit of {max_pages}: split it into smaller files",
+                reason="too_many_slides",
+                slides=len(slides),
+                max_slides=max_pages,
             )
         sections = []
         for number, slide in enumerate(slides, start=1):
@@ -36,7 +39,9 @@ def extract_pptx(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDoc
                 sections.append(Section(text, {"slide": number}))
         title = presentation.core_properties.title or ""
     except _PPTX_ERRORS as exc:
-        raise CorruptDocument(f"PowerPoint file is damaged ({reason(exc)}): save it again from PowerPoint") from exc
+        raise CorruptDocument(
+            f"PowerPoint file is damaged ({reason(exc)}): save it again from PowerPoint", reason="damaged_pptx"
+        ) from exc
     return ExtractedDocument(
         sections=tuple(sections), mime_type=mime_type, title=title.strip(), metadata={"slides": len(slides)}
     )

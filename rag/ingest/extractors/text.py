@@ -130,7 +130,9 @@ def extract_csv(decoded: DecodedText, mime_type: str) -> ExtractedDocument:
         lines = format_rows(reader)
     except csv.Error as exc:
         raise CorruptDocument(
-            f"CSV is malformed at line {reader.line_num} ({reason(exc)}): fix that line and upload it again"
+            f"CSV is malformed at line {reader.line_num} ({reason(exc)}): fix that line and upload it again",
+            reason="damaged_csv",
+            line=reader.line_num,
         ) from exc
     return ExtractedDocument(
         sections=(Section("\n".join(lines)),), mime_type=mime_type, metadata={"encoding": decoded.encoding}
@@ -143,10 +145,15 @@ def extract_json(decoded: DecodedText, mime_type: str) -> ExtractedDocument:
         value = json.loads(decoded.text)
     except json.JSONDecodeError as exc:
         raise CorruptDocument(
-            f"JSON is invalid at line {exc.lineno} column {exc.colno} ({exc.msg}): fix it and upload again"
+            f"JSON is invalid at line {exc.lineno} column {exc.colno} ({exc.msg}): fix it and upload again",
+            reason="damaged_json",
+            line=exc.lineno,
+            column=exc.colno,
         ) from exc
     except RecursionError as exc:
-        raise CorruptDocument("JSON is nested too deeply to read: flatten it and upload again") from exc
+        raise CorruptDocument(
+            "JSON is nested too deeply to read: flatten it and upload again", reason="json_too_deep"
+        ) from exc
     if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
         text = "\n".join(_object_line(item) for item in value)
     elif value is None or value == "" or value == [] or value == {}:

@@ -33,7 +33,9 @@ def extract_docx(data: bytes, *, mime_type: str) -> ExtractedDocument:
                     lines.append(line)
         title = document.core_properties.title or ""
     except _DOCX_ERRORS as exc:
-        raise CorruptDocument(f"Word document is damaged ({reason(exc)}): save it again from Word") from exc
+        raise CorruptDocument(
+            f"Word document is damaged ({reason(exc)}): save it again from Word", reason="damaged_docx"
+        ) from exc
     return ExtractedDocument(sections=(Section("\n".join(lines)),), mime_type=mime_type, title=title.strip())
 
 

@@ -99,17 +99,19 @@ FIXED: dict[str, Callable[[str], str]] = {
     "kb_missing": lambda lang: messages.kb_missing("x", lang),
     "kb_not_allowed": lambda lang: messages.kb_not_allowed("x", lang),
     "kb_now_using": lambda lang: messages.kb_now_using("x", lang),
-    "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9}, lang),
+    "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9, "faqs": 1}, lang),
+    "jobs_list": lambda lang: messages.jobs_list(
+        [_job("running"), _job("queued"), _job("failed"), _job("failed"), _job("succeeded")],
+        {"kb": "x"},
+        datetime(2026, 1, 3, tzinfo=UTC),
+        lang,
+    ),
     "kb_created": lambda lang: messages.kb_created("x", lang, reading=False),
     "kb_created:reading": lambda lang: messages.kb_created("x", lang, reading=True),
     "kb_exists": lambda lang: messages.kb_exists("x", lang),
     "kb_bad_name": lambda lang: messages.kb_bad_name(64, lang),
     "kb_create_not_allowed": lambda lang: messages.kb_create_not_allowed("x", ("a", "b"), lang),
     "kb_create_not_allowed:none": lambda lang: messages.kb_create_not_allowed("x", (), lang),
-    "job_line:running": lambda lang: messages.job_line(_job("running"), "x", lang),
-    "job_line:queued": lambda lang: messages.job_line(_job("queued"), "x", lang),
-    "job_line:failed": lambda lang: messages.job_line(_job("failed"), "x", lang),
-    "job_line:done": lambda lang: messages.job_line(_job("succeeded"), "x", lang),
     "faq_added": lambda lang: messages.faq_added("x", lang, created=True),
     "faq_added:updated": lambda lang: messages.faq_added("x", lang, created=False),
     "faq_list": lambda lang: messages.faq_list("x", [("f1234567890", "Q?"), ("f2", "Q2?")], 1, lang),
@@ -118,18 +120,34 @@ FIXED: dict[str, Callable[[str], str]] = {
     "faq_ambiguous": lambda lang: messages.faq_ambiguous("12", lang),
     "faq_deleted": lambda lang: messages.faq_deleted("Q?", lang),
     "not_urls": lambda lang: messages.not_urls(["foo"], lang),
-    "file_too_large": lambda lang: messages.file_too_large("a.pdf", "30 MB", "20 MB", lang),
+    "file_too_large": lambda lang: messages.file_too_large("a.pdf", 30_000_000, 20_000_000, lang),
+    "file_too_large:unread": lambda lang: messages.file_too_large("a.pdf", None, 20_000_000, lang),
+    "telegram_file_too_big": lambda lang: messages.telegram_file_too_big("a.pdf", 20_000_000, lang),
     "file_unreadable": lambda lang: messages.file_unreadable("a.pdf", lang),
     "ingest_queued": lambda lang: messages.ingest_queued(2, "x", lang),
     "ingest_progress": lambda lang: messages.ingest_progress(
-        [_job("queued"), _job("running"), _job("succeeded")], lang
+        [_job("queued"), _job("running"), _job("running", "faq"), _job("succeeded")], lang
     ),
     "job_result": lambda lang: messages.job_result(_job("succeeded", "faq", {"created": 2}), lang),
     "job_result:unchanged": lambda lang: messages.job_result(
         _job("succeeded", result={"chunks": 1, "unchanged": True}), lang
     ),
-    "ingest_outcome": lambda lang: messages.ingest_outcome([_job("succeeded"), _job("failed")], lang),
-    "ingest_outcome:all": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
+    "job_result:indexed": lambda lang: messages.job_result(_job("succeeded"), lang),
+    "job_result:failed": lambda lang: messages.job_result(_job("failed"), lang),
+    "job_result:faq_failed": lambda lang: messages.job_result(_job("failed", "faq"), lang),
+    "ingest_outcome": lambda lang: messages.ingest_outcome(
+        [_job("succeeded"), _job("succeeded", result={"unchanged": True}), _job("succeeded", "faq"), _job("failed")],
+        lang,
+    ),
+    "ingest_outcome:one": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
+    "failure": lambda lang: messages.failure(
+        _job("failed", result={"failure": {"reason": "too_large", "details": {"size": 6_000_000, "max_size": 10}}}),
+        lang,
+    ),
+    "failure:faq": lambda lang: messages.failure(
+        _job("failed", "faq", {"failure": {"reason": "faq_sheet", "problems": [[3, "no_answer", {}]], "more": 2}}),
+        lang,
+    ),
     "index_rebuilding": messages.index_rebuilding,
 }
 

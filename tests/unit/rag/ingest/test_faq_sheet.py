@@ -15,6 +15,7 @@ from rag.ingest.faq_sheet import (
     MAX_ANSWER_CHARS,
     MAX_QUESTION_CHARS,
     FaqEntry,
+    is_faq_sheet,
     parse_faq_file,
     template_path,
 )
@@ -496,3 +497,35 @@ def test_corrupt_xlsx_inside_a_valid_zip_is_a_faq_import_error() -> None:
     [(row, message)] = problems_of(buffer.getvalue(), "faq.xlsx")
     assert row == 0
     assert message.startswith("the .xlsx file could not be read")
+
+
+# --- recognising a sheet among uploads ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "filename", "is_sheet"),
+    [
+        (template_path("csv").read_bytes(), "faq.csv", True),
+        (template_path("json").read_bytes(), "faq.json", True),
+        (xlsx_bytes({"FAQ": [HEADER, ["Q?", "A."]]}), "questions.xlsx", True),
+        (xlsx_bytes({"Notes": [["x"]], "faq": [["Question", "Answer 2"], ["Q?", "A."]]}), "book.xlsx", True),
+        (csv_bytes([["问题", "答案"], ["如何退货？", "在订单页申请。"]], "gbk"), "常见问题.csv", True),
+        (csv_bytes([["Question ", " ANSWER", "Notes"], ["Q?", "A.", ""]]), "faq.csv", True),
+        (b'{"faqs": [{"question": "Q?", "answers": ["A."]}]}', "export.json", True),
+        (csv_bytes([["question", "answer"]]), "faq.csv", True),  # a header alone is a sheet (with nothing in it)
+        (csv_bytes([["name", "price"], ["Tea", "3"]]), "prices.csv", False),
+        (csv_bytes([["question", "notes"], ["Q?", "n"]]), "survey.csv", False),
+        (xlsx_bytes({"Sheet1": [["Region", "Sales"], ["North", 3]]}), "sales.xlsx", False),
+        (b'[{"title": "Q?", "body": "A."}]', "posts.json", False),
+        (b'{"question": "Q?", "answer": "A."}', "one.json", False),
+        (b"not json", "faq.json", False),
+        (b"PK\x03\x04 broken", "faq.xlsx", False),
+        (b"# FAQ\n\nquestion,answer", "faq.md", False),
+        (b"", "faq.csv", False),
+        (b"\xff\xfe\x00\x01garbage", "faq.csv", False),
+    ],
+)
+def test_an_upload_is_an_faq_sheet_when_its_header_row_has_the_question_and_answer_columns(
+    data: bytes, filename: str, is_sheet: bool
+) -> None:
+    assert is_faq_sheet(data, filename) is is_sheet

@@ -70,3 +70,11 @@ def test_a_damaged_pdf_is_corrupt(content):
 def test_a_pdf_over_the_page_limit_is_refused():
     with pytest.raises(DocumentTooLarge, match="PDF has 3 pages, over the limit of 2"):
         extract(make_pdf(["a", "b", "c"]), filename="long.pdf", limits=ExtractLimits(max_pages=2))
+
+
+@pytest.mark.parametrize(
+    "placeholder", [None, "untitled", "Untitled", "Untitled-1", "Document1", "Microsoft Word - notes.docx", "  "]
+)
+def test_a_pdf_without_a_real_title_has_none_so_its_file_name_stands_in(placeholder):
+    # ReportLab writes "untitled" when no title is set, Word's PDF printer "Microsoft Word - <file>".
+    assert extract(make_pdf(["Opening hours"], title=placeholder), filename="h.pdf").title == ""

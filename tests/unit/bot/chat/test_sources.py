@@ -1,0 +1,78 @@
+"""A source's snippet as a person reads it under an answer: plain text, and the sentence the answer quoted."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.chat.sources import snippet
+
+OPENING = (
+    "Formats: the printer takes A4 and Letter paper. See the manual. Toner cartridges are kept in the blue cabinet "
+    "next to the lifts. Ask reception for the key."
+)
+GUIDE = (
+    "# Formats\n\n"
+    "**Formats**: the printer takes *A4* and `Letter` paper. See [the manual](https://example.org/manual).\n\n"
+    "## Toner\n\n"
+    "- Toner cartridges are kept in the __blue__ cabinet next to the lifts.\n"
+    "- Ask reception for the key.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (GUIDE, OPENING),
+        ("# Lunch\n\nLunch is served from noon.", "Lunch is served from noon."),
+        ("> Quoted **advice** with ~~no~~ marks\n> on two lines.", "Quoted advice with no marks on two lines."),
+        ("| Day | Opens |\n|---|---|\n| Monday | 9:00 |", "Day · Opens Monday · 9:00"),
+        (
+            "![diagram](x.png) shows the flow, see <https://example.org/flow>.",
+            "diagram shows the flow, see https://example.org/flow.",
+        ),
+        ("snake_case_names and 2 * 3 * 4 stay as written", "snake_case_names and 2 * 3 * 4 stay as written"),
+        ("## 退货\n\n**退货**请在七天内办理。", "退货请在七天内办理。"),
+        ("# Only a heading", "Only a heading"),
+        ("Before the break.\n\n---\n\n```python\nprint(1)\n```", "Before the break. print(1)"),
+    ],
+)
+def test_a_snippet_is_plain_text_without_markdown_marks_or_a_leading_heading(text: str, shown: str) -> None:
+    assert snippet(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("answer", "number", "shown"),
+    [
+        # The answer quoted the second bullet's sentence, citing this source.
+        (
+            "Toner cartridges are kept in the blue cabinet next to the lifts [1].",
+            1,
+            "Toner cartridges are kept in the blue cabinet next to the lifts.",
+        ),
+        # An extractive answer quotes sentences verbatim, each run followed by its source's number.
+        (
+            "> Ask reception for the key. [2]\n\n"
+            "> Toner cartridges are kept in the blue cabinet next to the lifts. [1]",
+            2,
+            "Ask reception for the key.",
+        ),
+        # A paraphrase close enough to one sentence still finds it.
+        (
+            "The toner cartridges are in the blue cabinet by the lifts [1].",
+            1,
+            "Toner cartridges are kept in the blue cabinet next to the lifts.",
+        ),
+        # An answer that quotes nothing of this source: its opening, in plain text.
+        ("The canteen opens at noon [2].", 1, OPENING),
+        ("", 1, OPENING),
+    ],
+)
+def test_a_snippet_is_the_sentence_the_answer_quoted_from_that_source(answer: str, number: int, shown: str) -> None:
+    assert snippet(GUIDE, answer, number) == shown
+
+
+def test_a_long_snippet_is_cut_on_a_word() -> None:
+    shown = snippet("word " * 100)
+    assert shown.endswith("…")
+    assert len(shown) <= 240
+    assert "  " not in shown
