@@ -93,9 +93,8 @@ def translate(
     documents = [doc for doc in (message.document, replied.document if replied else None) if doc is not None]
     if message.document is not None and command is None and private:
         command = Command("ingest")  # a file sent to the bot privately is a file to learn
+    # Unaddressed group messages go on too: the chat's answer mode (`/mode all`) decides in the manager.
     addressed = private or bool(mentions) or reply_to_bot or command is not None
-    if not addressed:
-        return None
     if command is not None and command.name in _FILE_COMMANDS and documents:
         too_big = [doc for doc in documents if (doc.file_size or 0) > download_limit]
         if too_big:
@@ -103,7 +102,9 @@ def translate(
                 messages.telegram_file_too_big(too_big[0].file_name or "the file", format_size(download_limit))
             )
     if not cleaned and command is None:
-        return Notice(messages.TELEGRAM_TEXT_ONLY) if private or reply_to_bot or mentions else None
+        # A sticker, photo or voice note sent to the bot gets a notice; service messages (joins, pins) and
+        # media nobody asked the bot about get nothing.
+        return Notice(messages.TELEGRAM_TEXT_ONLY) if addressed and message.effective_attachment is not None else None
     attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
     return IncomingMessage(
         key=conversation_key(message),
@@ -113,7 +114,7 @@ def translate(
         attachments=attachments,
         reply_to=MessageRef(str(replied.message_id)) if replied else None,
         command=command,
-        addressed=True,
+        addressed=addressed,
         private=private,
         raw=message,
     )

@@ -137,6 +137,35 @@ async def test_in_a_group_a_mention_is_answered_and_plain_chatter_is_not(telegra
     assert len(fake.bot_messages(group)) == 1
 
 
+async def test_after_mode_all_a_group_gets_every_question_answered_but_not_bots_joins_or_edits(telegram: Bot) -> None:
+    fake = telegram.fake
+    group = -100778
+    fake.queue_update(fake.group_message("/mode all", chat_id=group, user=ADMIN, mention=False))
+    await fake.wait_for(lambda: len(fake.visible(group)) == 1, timeout=30)
+    assert fake.visible(group) == [_plain(messages.mode_set("all", "en"))]
+    other_bot = {"id": 7300, "is_bot": True, "first_name": "Helper", "username": "helper_bot"}
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=group, user=other_bot, mention=False))
+    joined = fake.group_message("", chat_id=group, user=BOB, mention=False)
+    del joined["message"]["text"]
+    joined["message"]["new_chat_members"] = [BOB]
+    fake.queue_update(joined)
+    asked = fake.queue_update(
+        fake.group_message("How do I install the VPN client?", chat_id=group, user=BOB, mention=False)
+    )
+    fake.queue_update(fake.edited_message(asked, "How do I install the VPN client on Linux?"))
+
+    def answered(count: int) -> bool:
+        shown = fake.bot_messages(group)
+        return len(shown) >= count and all(message.reply_markup for message in shown[1:count])
+
+    await fake.wait_for(lambda: answered(2), timeout=60)
+    assert "Software Center" in fake.visible(group)[1]
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=group, user=BOB))
+    await fake.wait_for(lambda: answered(3), timeout=60)
+    assert "noon" in fake.visible(group)[2]
+    assert len(fake.bot_messages(group)) == 3  # the mode, the two questions: nothing for the bot, the join, the edit
+
+
 async def test_forum_topics_are_separate_conversations_and_a_follow_up_resolves_it(telegram: Bot) -> None:
     fake = telegram.fake
     forum = -100888

@@ -49,15 +49,31 @@ def test_a_private_question_is_addressed_and_keeps_its_text() -> None:
     assert (result.user.id, result.message_id) == ("42", "7")
 
 
-def test_a_group_mention_is_answered_without_the_mention_and_plain_chatter_is_ignored() -> None:
+def test_a_group_mention_is_addressed_without_the_mention_and_chatter_goes_on_unaddressed() -> None:
     text = "🙂 @ragbot where is the VPN?"
     result = translate(_message(GROUP, text, **_mention(text)), ME, _never, LIMIT)
     assert isinstance(result, IncomingMessage)
-    assert result.text == "🙂 where is the VPN?"
-    assert not result.private
-    assert translate(_message(GROUP, "where is lunch?"), ME, _never, LIMIT) is None
-    other = "@otherbot where is the VPN?"
-    assert translate(_message(GROUP, other, **_mention(other, "@otherbot")), ME, _never, LIMIT) is None
+    assert (result.text, result.addressed, result.private) == ("🙂 where is the VPN?", True, False)
+    # Whether plain chatter is answered is the chat's answer mode (`/mode all`), which the manager reads.
+    for text in ("where is lunch?", "@otherbot where is the VPN?"):
+        chatter = translate(_message(GROUP, text), ME, _never, LIMIT)
+        assert isinstance(chatter, IncomingMessage)
+        assert (chatter.text, chatter.addressed, chatter.command) == (text, False, None)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"new_chat_members": [ALICE]},
+        {"left_chat_member": ALICE},
+        {"pinned_message": {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "text": "hi"}},
+        {"new_chat_title": "Team 2"},
+        {"text": "where is lunch?", "from": {"id": 5, "is_bot": True, "first_name": "helper"}},
+        {"document": {"file_id": "F", "file_unique_id": "F", "file_name": "a.pdf", "file_size": 1}},
+    ],
+)
+def test_service_messages_other_bots_and_unaddressed_files_in_groups_are_ignored(fields: dict[str, Any]) -> None:
+    assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
 
 
 def test_a_reply_to_the_bot_is_addressed_and_a_forum_topic_is_its_own_conversation() -> None:
