@@ -34,6 +34,8 @@ class UserRef:
     name: str = ""
     # Set by an adapter that proved admin rights itself (the web chat's admin token); elsewhere ids are listed.
     verified_admin: bool = False
+    # The language the person's app is set to (an IETF tag such as "zh-hans"), when the platform says.
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,9 @@ def translate(
     command = parse_command(cleaned, me.username)
     if text.lstrip().startswith("/") and command is None:
         return None  # `/cmd@otherbot`: another bot's command
+    if command is not None and command.name == "start":
+        # A deep link's payload (`/start ref42`) is no text the person wrote: it tells nothing of their language.
+        command = Command("start", command.args)
     documents = [doc for doc in (message.document, replied.document if replied else None) if doc is not None]
     if message.document is not None and command is None and private:
         command = Command("ingest")  # a file sent to the bot privately is a file to learn
@@ -109,7 +112,7 @@ def translate(
     return IncomingMessage(
         key=conversation_key(message),
         message_id=str(message.message_id),
-        user=UserRef(str(user.id), user.full_name),
+        user=UserRef(str(user.id), user.full_name, language=user.language_code or ""),
         text=cleaned,
         attachments=attachments,
         reply_to=MessageRef(str(replied.message_id)) if replied else None,

@@ -149,7 +149,9 @@ class ConversationManager:
         setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
         # Decided once per message, here: every fixed text of this turn or command is in this language.
         lang = language.turn_language(
-            message.command.raw if message.command is not None else message.text, setting.language
+            message.command.raw if message.command is not None else message.text,
+            setting.language,
+            message.user.language,
         )
         if message.command is not None:
             is_admin = self.policy.is_admin(message.key.platform, message.user)

@@ -39,6 +39,14 @@ def register_all(registry: CommandRegistry) -> None:
         specs = context.registry.visible_to(context.is_admin)
         await context.reply(messages.help_text([(spec.name, spec.usage, spec.help) for spec in specs], context.lang))
 
+    # Every Telegram chat opens with /start (a deep link adds a payload): a greeting, then what the bot can do.
+    @registry.register("start", admin=False, usage="/start", help="", listed=False)
+    async def start(context: CommandContext) -> None:
+        names = [kb.name for kb in await _chat_kbs(context)]
+        specs = context.registry.visible_to(context.is_admin)
+        lines = [(spec.name, spec.usage, spec.help) for spec in specs]
+        await context.reply(messages.help_text(lines, context.lang, intro=messages.greeting(names, context.lang)))
+
     @registry.register("new", admin=False, usage="/new", help="start a new conversation")
     async def new(context: CommandContext) -> None:
         await context.chat.reset(context.message.key)

@@ -55,13 +55,17 @@ Handler = Callable[["CommandContext"], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    """A registered command: its name, whether only admins may run it, its usage and one-line help."""
+    """A registered command: its name, whether only admins may run it, its usage and one-line help.
+
+    An unlisted command (Telegram's `/start`) runs like any other but is left out of help and menus.
+    """
 
     name: str
     admin: bool
     usage: str
     help: str
     handler: Handler
+    listed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +95,13 @@ class CommandRegistry:
     def __init__(self) -> None:
         self._specs: dict[str, CommandSpec] = {}
 
-    def register(self, name: str, *, admin: bool, usage: str, help: str) -> Callable[[Handler], Handler]:
+    def register(
+        self, name: str, *, admin: bool, usage: str, help: str, listed: bool = True
+    ) -> Callable[[Handler], Handler]:
         """Decorator: record `handler` as the command `name`."""
 
         def record(handler: Handler) -> Handler:
-            self._specs[name] = CommandSpec(name, admin, usage, help, handler)
+            self._specs[name] = CommandSpec(name, admin, usage, help, handler, listed)
             return handler
 
         return record
@@ -106,7 +112,7 @@ class CommandRegistry:
 
     def visible_to(self, is_admin: bool) -> list[CommandSpec]:
         """The commands a person may run, in registration order (what /help and platform menus list)."""
-        return [spec for spec in self._specs.values() if is_admin or not spec.admin]
+        return [spec for spec in self._specs.values() if spec.listed and (is_admin or not spec.admin)]
 
     async def dispatch(
         self,

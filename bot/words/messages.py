@@ -175,10 +175,11 @@ def admins_only(name: str, lang: str) -> str:
     return catalogue(lang).text("command.admins_only", name=name)
 
 
-def help_text(commands: list[tuple[str, str, str]], lang: str) -> str:
-    """The /help reply: what to ask, then each command (name, English usage, English help) this person may use."""
+def help_text(commands: list[tuple[str, str, str]], lang: str, *, intro: str = "") -> str:
+    """The /help reply: what to ask (or `intro`), then each command (name, English usage, English help) this person
+    may use."""
     words = catalogue(lang)
-    lines = [words.text("command.help_intro"), ""]
+    lines = [intro or words.text("command.help_intro"), ""]
     lines += [
         words.text(
             "command.help_line", usage=command_usage(name, lang, usage_), help=words.get(f"help.{name}") or help_
@@ -186,6 +187,15 @@ def help_text(commands: list[tuple[str, str, str]], lang: str) -> str:
         for name, usage_, help_ in commands
     ]
     return "\n".join(lines)
+
+
+def greeting(kb_names: Sequence[str], lang: str) -> str:
+    """The first thing a person hears (`/start`): what the bot does, from which knowledge bases."""
+    words = catalogue(lang)
+    if not kb_names:
+        return words.text("start.greeting_no_kb")
+    named = words.text("start.separator").join(f"**{name}**" for name in kb_names)
+    return words.text("start.greeting", kbs=named)
 
 
 def mode_set(mode: str, lang: str) -> str:

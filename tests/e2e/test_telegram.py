@@ -166,6 +166,27 @@ async def test_after_mode_all_a_group_gets_every_question_answered_but_not_bots_
     assert len(fake.bot_messages(group)) == 3  # the mode, the two questions: nothing for the bot, the join, the edit
 
 
+@pytest.mark.parametrize(
+    ("text", "app_language", "lang"),
+    [("/start", "zh-hans", "zh"), ("/start ref42", "en", "en"), ("/start", "", "en")],
+)
+async def test_start_greets_in_the_persons_language_naming_the_knowledge_base_then_lists_the_commands(
+    telegram: Bot, text: str, app_language: str, lang: str
+) -> None:
+    fake = telegram.fake
+    newcomer = {"id": 7400 + len(text) + len(app_language), "is_bot": False, "first_name": "Nina"}
+    if app_language:
+        newcomer["language_code"] = app_language
+    fake.queue_update(fake.private_message(text, user=newcomer))
+    await fake.wait_for(lambda: len(fake.visible(newcomer["id"])) == 1, timeout=30)
+    (shown,) = fake.visible(newcomer["id"])
+    first_line, _, commands = shown.partition("\n")
+    assert first_line == _plain(messages.greeting(["handbook"], lang))
+    assert "handbook" in first_line
+    assert _plain(messages.help_text([("new", "/new", "")], lang)).splitlines()[-1] in commands
+    assert "/start" not in commands
+
+
 async def test_forum_topics_are_separate_conversations_and_a_follow_up_resolves_it(telegram: Bot) -> None:
     fake = telegram.fake
     forum = -100888

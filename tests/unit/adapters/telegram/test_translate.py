@@ -8,7 +8,7 @@ import pytest
 from telegram import Bot, Message
 
 from adapters.telegram.translate import BotIdentity, Notice, translate
-from bot.types import IncomingMessage
+from bot.types import Command, IncomingMessage
 from bot.words import messages
 
 ME = BotIdentity(id=999, username="ragbot")
@@ -104,6 +104,15 @@ def test_commands_are_parsed_in_groups_with_or_without_the_bot_name(
     assert result.command is not None
     assert (result.command.name, result.command.args) == (name, args)
     assert translate(_message(GROUP, "/kb@otherbot list"), ME, _never, LIMIT) is None
+
+
+def test_start_keeps_its_deep_link_payload_out_of_the_text_and_the_app_language_comes_along() -> None:
+    result = translate(
+        _message(PRIVATE, "/start ref42", **{"from": {**ALICE, "language_code": "zh-hans"}}), ME, _never, LIMIT
+    )
+    assert isinstance(result, IncomingMessage)
+    assert result.command == Command("start", ("ref42",))
+    assert result.user.language == "zh-hans"
 
 
 def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_notice() -> None:

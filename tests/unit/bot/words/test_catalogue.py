@@ -70,6 +70,8 @@ FIXED: dict[str, Callable[[str], str]] = {
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
     "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
+    "greeting": lambda lang: messages.greeting(["handbook", "it"], lang),
+    "greeting:no_kb": lambda lang: messages.greeting([], lang),
     "mode_set:all": lambda lang: messages.mode_set("all", lang),
     "mode_set:mention": lambda lang: messages.mode_set("mention", lang),
     "fallback_set": lambda lang: messages.fallback_set("Call 100.", lang),
@@ -200,6 +202,23 @@ def test_a_turn_is_in_the_chats_language_else_in_the_language_of_the_message(
     text: str, override: str, language: str
 ) -> None:
     assert turn_language(text, override) == language
+
+
+@pytest.mark.parametrize(
+    ("text", "override", "app_language", "language"),
+    [
+        ("", "", "zh-hans", "zh"),  # `/start` from a phone set to Chinese
+        ("", "", "ZH", "zh"),
+        ("", "", "fr", "en"),  # no catalogue for the app's language
+        ("", "en", "zh-hans", "en"),  # the chat's choice wins
+        ("How do I reset my password?", "", "zh-hans", "en"),  # words written win over the app's setting
+        ("怎么重置密码？", "", "en", "zh"),
+    ],
+)
+def test_text_without_letters_is_in_the_language_of_the_persons_app(
+    text: str, override: str, app_language: str, language: str
+) -> None:
+    assert turn_language(text, override, app_language) == language
 
 
 def test_the_sources_heading_follows_the_answers_language_in_markdown_and_on_slack() -> None:
