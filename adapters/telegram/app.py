@@ -24,6 +24,7 @@ from bot.errors import PlatformError
 from bot.ports import Adapter
 from bot.reply.deliver import deliver_text
 from bot.words import messages
+from bot.words.catalogue import DEFAULT_LANGUAGE, languages
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -120,15 +121,18 @@ class TelegramAdapter:
 
     async def _register_commands(self) -> None:
         # The menu is cosmetic: rights are checked on every command. Admins see their commands in their chats.
+        # One menu per catalogue: Telegram shows a person the one of their app's language, else the default's.
         assert self._application is not None
         bot = self._application.bot
         registry = self._manager.commands
-        everyone = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(False)]
-        admins = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(True)]
         try:
-            await bot.set_my_commands(everyone, scope=BotCommandScopeDefault())
-            for admin in self._config.admins:
-                await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
+            for lang in languages():
+                code = None if lang == DEFAULT_LANGUAGE else lang
+                everyone = [_menu_entry(spec.name, lang) for spec in registry.visible_to(False)]
+                admins = [_menu_entry(spec.name, lang) for spec in registry.visible_to(True)]
+                await bot.set_my_commands(everyone, scope=BotCommandScopeDefault(), language_code=code)
+                for admin in self._config.admins:
+                    await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)), language_code=code)
         except TelegramError as exc:
             log.warning("telegram=commands_not_set reason=%s", exc)
 
@@ -231,6 +235,11 @@ class TelegramAdapter:
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.
         log.error("telegram=handler_error", exc_info=context.error)
+
+
+def _menu_entry(name: str, lang: str) -> BotCommand:
+    """A command in Telegram's menu: its name and its one-line help in `lang` (at most 256 characters)."""
+    return BotCommand(name, messages.command_help(name, lang)[:256])
 
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:

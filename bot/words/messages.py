@@ -165,6 +165,11 @@ def command_usage(name: str, lang: str, default: str = "") -> str:
     return catalogue(lang).get(f"usage.{name}") or default
 
 
+def command_help(name: str, lang: str) -> str:
+    """The one-line help of the command `name` in `lang` (what /help and platform menus say of it)."""
+    return catalogue(lang).text(f"help.{name}")
+
+
 def unknown_command(name: str, lang: str) -> str:
     """The reply to a command that does not exist."""
     return catalogue(lang).text("command.unknown", name=name)

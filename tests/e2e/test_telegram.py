@@ -304,12 +304,19 @@ async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_ans
     assert len(fake.bot_messages(7100)) == 1
 
 
-async def test_menus_show_admin_commands_only_to_admins(telegram: Bot) -> None:
-    everyone = {command["command"] for command in telegram.fake.commands()}
-    admins = {command["command"] for command in telegram.fake.commands({"type": "chat", "chat_id": ADMIN["id"]})}
-    assert {"help", "new", "stop", "sources"} <= everyone
+@pytest.mark.parametrize(("language_code", "lang"), [("", "en"), ("zh", "zh")])
+async def test_menus_show_admin_commands_only_to_admins_in_each_language(
+    telegram: Bot, language_code: str, lang: str
+) -> None:
+    fake = telegram.fake
+    everyone = {entry["command"]: entry["description"] for entry in fake.commands(None, language_code)}
+    admin_chat = {"type": "chat", "chat_id": ADMIN["id"]}
+    admins = {entry["command"]: entry["description"] for entry in fake.commands(admin_chat, language_code)}
+    assert {"help", "new", "stop", "sources"} <= set(everyone)
     assert "ingest" not in everyone
-    assert {"ingest", "faq", "jobs"} <= admins
+    assert {"ingest", "faq", "jobs"} <= set(admins)
+    for name, description in {**everyone, **admins}.items():
+        assert description == messages.command_help(name, lang)
 
 
 async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_without_harm(telegram: Bot) -> None:

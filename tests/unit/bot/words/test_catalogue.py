@@ -67,6 +67,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_faq_sheet": messages.no_faq_sheet,
     "usage": lambda lang: messages.usage(messages.command_usage("kb", lang), lang),
     "command_usage": lambda lang: messages.command_usage("ingest", lang),
+    "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
     "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
