@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.commands.registry import CommandContext, CommandRegistry
+from bot.commands.registry import CommandContext, CommandRegistry, Form
 from bot.errors import UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
@@ -24,45 +24,40 @@ log = logging.getLogger(__name__)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _LIST_LIMIT = 20
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
-
-
-def _usage_error(context: CommandContext, name: str) -> UserFacingError:
-    """How the command (or its form) `name` is written, in the turn's language."""
-    return UserFacingError(messages.usage(messages.command_usage(name, context.lang), context.lang))
+_MODES = ("mention", "all")
 
 
 def register_all(registry: CommandRegistry) -> None:
-    """Register every built-in command."""
+    """Register every built-in command: its name, rights and forms (its help and usage are in the catalogues)."""
 
-    @registry.register("help", admin=False, usage="/help", help="what I can do")
+    @registry.register("help", admin=False)
     async def help_(context: CommandContext) -> None:
-        specs = context.registry.visible_to(context.is_admin)
-        await context.reply(messages.help_text([(spec.name, spec.usage, spec.help) for spec in specs], context.lang))
+        lines = context.registry.help_lines(context.is_admin, context.lang)
+        await context.reply(messages.help_text(lines, context.lang))
 
     # Every Telegram chat opens with /start (a deep link adds a payload): a greeting, then what the bot can do.
-    @registry.register("start", admin=False, usage="/start", help="", listed=False)
+    @registry.register("start", admin=False, listed=False)
     async def start(context: CommandContext) -> None:
         names = [kb.name for kb in await _chat_kbs(context)]
-        specs = context.registry.visible_to(context.is_admin)
-        lines = [(spec.name, spec.usage, spec.help) for spec in specs]
+        lines = context.registry.help_lines(context.is_admin, context.lang)
         await context.reply(messages.help_text(lines, context.lang, intro=messages.greeting(names, context.lang)))
 
-    @registry.register("new", admin=False, usage="/new", help="start a new conversation")
+    @registry.register("new", admin=False)
     async def new(context: CommandContext) -> None:
         await context.chat.reset(context.message.key)
         await context.reply(messages.new_conversation(context.lang))
 
-    @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")
+    @registry.register("stop", admin=False)
     async def stop(context: CommandContext) -> None:
         conversation = await context.chat.conversation(context.message.key)
         stopped = context.chat.stop(context.message.key, conversation.id)
         await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
 
-    @registry.register("sources", admin=False, usage="/sources", help="the sources of my last answer")
+    @registry.register("sources", admin=False)
     async def sources(context: CommandContext) -> None:
         await context.reply(await _last_sources(context))
 
-    @registry.register("kb", admin=False, usage="/kb list | /kb use NAME | /kb info [NAME]", help="knowledge bases")
+    @registry.register("kb", admin=False, forms=(Form("list", literal=True), Form("use"), Form("info")))
     async def kb(context: CommandContext) -> None:
         args = context.command.args
         if args[:1] == ("list",) and len(args) == 1:
@@ -72,26 +67,18 @@ def register_all(registry: CommandRegistry) -> None:
         elif args[:1] == ("info",) and len(args) <= 2:
             await context.reply(await _kb_info(context, args[1] if len(args) == 2 else None))
         else:
-            raise _usage_error(context, "kb")
+            raise context.usage_error()
 
-    @registry.register(
-        "ingest",
-        admin=True,
-        usage="/ingest URL… (or attach files)",
-        help="add files or web pages to the knowledge base",
-    )
+    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("files")))
     async def ingest(context: CommandContext) -> None:
         await _ingest(context, kind="upload")
 
-    @registry.register("jobs", admin=True, usage="/jobs", help="recent ingestion jobs")
+    @registry.register("jobs", admin=True)
     async def jobs(context: CommandContext) -> None:
         await context.reply(await _jobs(context))
 
     @registry.register(
-        "faq",
-        admin=True,
-        usage='/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID',
-        help="curated questions and answers",
+        "faq", admin=True, forms=(Form("add"), Form("import"), Form("list", literal=True), Form("delete"))
     )
     async def faq(context: CommandContext) -> None:
         args = context.command.args
@@ -104,33 +91,24 @@ def register_all(registry: CommandRegistry) -> None:
         elif args[:1] == ("delete",) and len(args) == 2:
             await context.reply(await _faq_delete(context, args[1]))
         else:
-            raise _usage_error(context, "faq_short")
+            raise context.usage_error()
 
-    @registry.register(
-        "fallback",
-        admin=True,
-        usage="/fallback TEXT (empty: the default)",
-        help="what I say in this chat when nothing fits",
-    )
+    @registry.register("fallback", admin=True, forms=(Form("text"),))
     async def fallback(context: CommandContext) -> None:
         await context.reply(await _set_fallback(context))
 
-    @registry.register(
-        "mode", admin=True, usage="/mode mention | /mode all", help="answer only when addressed, or every question"
-    )
+    @registry.register("mode", admin=True, forms=tuple(Form(mode, literal=True) for mode in _MODES))
     async def mode(context: CommandContext) -> None:
         args = context.command.args
-        if len(args) != 1 or args[0] not in ("mention", "all"):
-            raise _usage_error(context, "mode")
+        if len(args) != 1 or args[0] not in _MODES:
+            raise context.usage_error()
         key = context.message.key.chat_key
         await context.parts.bindings.save_setting(
             key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
         )
         await context.reply(messages.mode_set(args[0], context.lang))
 
-    @registry.register(
-        "lang", admin=False, usage="/lang auto | /lang en | /lang zh", help="the language I reply in here"
-    )
+    @registry.register("lang", admin=False, forms=tuple(Form(code, literal=True) for code in ("auto", *languages())))
     async def lang(context: CommandContext) -> None:
         await context.reply(await _set_language(context))
 
@@ -151,7 +129,7 @@ async def _set_language(context: CommandContext) -> str:
         raise UserFacingError(messages.admins_only("lang", context.lang))
     args = context.command.args
     if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in languages()):
-        raise _usage_error(context, "lang")
+        raise context.usage_error()
     language = "" if args[0].lower() == "auto" else args[0].lower()
     key = context.message.key.chat_key
     await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, language=language)
@@ -234,7 +212,7 @@ async def _jobs(context: CommandContext) -> str:
 async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
     question, answer = question.strip(), answer.strip()
     if not question or not answer:
-        raise _usage_error(context, "faq_add")
+        raise context.usage_error("add")
     kb = await _target_kb(context)
     await context.parts.index_lock.ensure_writable()
     result = await context.parts.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])

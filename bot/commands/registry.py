@@ -1,11 +1,15 @@
-"""Chat commands: parsing `/name args`, one registry with each command's rights and help, and dispatch."""
+"""Chat commands: parsing `/name args`, one registry with each command's rights and forms, and dispatch.
+
+Registration names a command, its rights and its forms; what they are called and how they are written comes from
+the catalogues (`help.<name>`, `usage.<name>.<form>`), the one source of every text a person reads.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot.commands.parts import ChatControl, CommandParts
@@ -54,16 +58,27 @@ Handler = Callable[["CommandContext"], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Form:
+    """One way of writing a command (`/kb use NAME`): the words after its name.
+
+    `key` names the form in the catalogue (`usage.<command>.<key>`); "" is the command alone. A `literal` key is
+    itself the words after the name, the same in every language (`/mode all`, `/lang zh`).
+    """
+
+    key: str = ""
+    literal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class CommandSpec:
-    """A registered command: its name, whether only admins may run it, its usage and one-line help.
+    """A registered command: its name, whether only admins may run it, and its forms (help and usage: catalogue).
 
     An unlisted command (Telegram's `/start`) runs like any other but is left out of help and menus.
     """
 
     name: str
     admin: bool
-    usage: str
-    help: str
+    forms: tuple[Form, ...]
     handler: Handler
     listed: bool = True
 
@@ -88,6 +103,11 @@ class CommandContext:
         """Send `text` (Markdown) as a reply in the chat."""
         await deliver_text(self.target, text)
 
+    def usage_error(self, *keys: str) -> UserFacingError:
+        """The reply to a form written wrong: how the command (its forms of `keys`, or all) is written."""
+        usage = self.registry.usage(self.command.name, self.lang, keys=keys or None)
+        return UserFacingError(messages.usage(usage, self.lang))
+
 
 class CommandRegistry:
     """The commands, the same on every platform; `register` only records, `match` is pure."""
@@ -96,12 +116,12 @@ class CommandRegistry:
         self._specs: dict[str, CommandSpec] = {}
 
     def register(
-        self, name: str, *, admin: bool, usage: str, help: str, listed: bool = True
+        self, name: str, *, admin: bool, forms: Sequence[Form] = (Form(),), listed: bool = True
     ) -> Callable[[Handler], Handler]:
-        """Decorator: record `handler` as the command `name`."""
+        """Decorator: record `handler` as the command `name`, written in `forms`."""
 
         def record(handler: Handler) -> Handler:
-            self._specs[name] = CommandSpec(name, admin, usage, help, handler, listed)
+            self._specs[name] = CommandSpec(name, admin, tuple(forms), handler, listed)
             return handler
 
         return record
@@ -113,6 +133,18 @@ class CommandRegistry:
     def visible_to(self, is_admin: bool) -> list[CommandSpec]:
         """The commands a person may run, in registration order (what /help and platform menus list)."""
         return [spec for spec in self._specs.values() if spec.listed and (is_admin or not spec.admin)]
+
+    def usage(self, name: str, lang: str, *, keys: Sequence[str] | None = None) -> str:
+        """How the command `name` is written in `lang`: each of its forms (those of `keys` when given)."""
+        spec = self._specs[name]
+        forms = [form for form in spec.forms if keys is None or form.key in keys]
+        return " | ".join(_written(name, form, lang) for form in forms)
+
+    def help_lines(self, is_admin: bool, lang: str) -> list[tuple[str, str]]:
+        """(usage, one-line help) of each command a person may run, in `lang`: the lines of /help."""
+        return [
+            (self.usage(spec.name, lang), messages.command_help(spec.name, lang)) for spec in self.visible_to(is_admin)
+        ]
 
     async def dispatch(
         self,
@@ -135,7 +167,7 @@ class CommandRegistry:
             await deliver_text(target, messages.admins_only(spec.name, lang))
             return
         if message.command.error:
-            how = messages.usage(messages.command_usage(spec.name, lang, spec.usage), lang)
+            how = messages.usage(self.usage(spec.name, lang), lang)
             await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
             return
         context = CommandContext(message, message.command, target, chat, parts, self, is_admin, lang)
@@ -147,3 +179,10 @@ class CommandRegistry:
             # The command boundary is a turn boundary too: log it, apologise, keep serving.
             log.exception("command=failed name=%s", spec.name)
             await deliver_text(target, messages.turn_failed(lang))
+
+
+def _written(name: str, form: Form, lang: str) -> str:
+    command = f"/{name}"
+    if not form.key:
+        return command
+    return f"{command} {form.key}" if form.literal else messages.form_usage(name, form.key, command, lang)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from bot.types import Answer, SourceLink, web_url
-from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, languages, placeholders
+from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, placeholders
 from storage.records import JobRecord
 
 # English texts for callers that reply before any turn has a language (adapters, command parsing).
@@ -154,15 +154,14 @@ def no_faq_sheet(lang: str) -> str:
 
 
 def usage(text: str, lang: str) -> str:
-    """How a command is written (`text`, see `command_usage`), after a command that was not."""
+    """How a command is written (`text`, its forms as bot.commands.registry writes them), after one that was not."""
     return catalogue(lang).text("command.usage", usage=text)
 
 
-def command_usage(name: str, lang: str, default: str = "") -> str:
-    """How the command (or form of it) `name` is written in `lang`; `default` for a command no catalogue knows."""
-    if name == "lang":
-        return catalogue(lang).text("usage.lang", codes=" | /lang ".join(languages()))
-    return catalogue(lang).get(f"usage.{name}") or default
+def form_usage(command: str, form: str, written: str, lang: str) -> str:
+    """One form of a command as written in `lang` (`/kb use NAME`), `written` being the command as a platform
+    writes it (`/kb`)."""
+    return catalogue(lang).text(f"usage.{command}.{form}", command=written)
 
 
 def command_help(name: str, lang: str) -> str:
@@ -180,17 +179,12 @@ def admins_only(name: str, lang: str) -> str:
     return catalogue(lang).text("command.admins_only", name=name)
 
 
-def help_text(commands: list[tuple[str, str, str]], lang: str, *, intro: str = "") -> str:
-    """The /help reply: what to ask (or `intro`), then each command (name, English usage, English help) this person
-    may use."""
+def help_text(commands: Sequence[tuple[str, str]], lang: str, *, intro: str = "") -> str:
+    """The /help reply: what to ask (or `intro`), then each command (its usage, its one-line help) this person may
+    use."""
     words = catalogue(lang)
     lines = [intro or words.text("command.help_intro"), ""]
-    lines += [
-        words.text(
-            "command.help_line", usage=command_usage(name, lang, usage_), help=words.get(f"help.{name}") or help_
-        )
-        for name, usage_, help_ in commands
-    ]
+    lines += [words.text("command.help_line", usage=usage_, help=help_) for usage_, help_ in commands]
     return "\n".join(lines)
 
 

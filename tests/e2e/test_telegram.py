@@ -183,7 +183,7 @@ async def test_start_greets_in_the_persons_language_naming_the_knowledge_base_th
     first_line, _, commands = shown.partition("\n")
     assert first_line == _plain(messages.greeting(["handbook"], lang))
     assert "handbook" in first_line
-    assert _plain(messages.help_text([("new", "/new", "")], lang)).splitlines()[-1] in commands
+    assert _plain(messages.help_text([("/new", messages.command_help("new", lang))], lang)).splitlines()[-1] in commands
     assert "/start" not in commands
 
 

@@ -18,6 +18,7 @@ from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
+from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
@@ -38,8 +39,8 @@ from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
 ADMIN = UserRef("u-admin")
 ALICE = UserRef("u-alice")
 DM = ConversationKey("test", "team", "dm-alice")
-FAQ_USAGE = '/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID'
-FAQ_SHORT_USAGE = '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID'
+# How commands are written, as the catalogue says it (the one source of it).
+USAGE = default_registry().usage
 GROUP = ConversationKey("test", "team", "group-1")
 
 
@@ -281,8 +282,8 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
         ("/faq list", messages.admins_only("faq", "en")),
         ("/jobs", messages.admins_only("jobs", "en")),
         ("/kb use other", messages.admins_only("kb use", "en")),
-        ("/kb", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
-        ("/kb list extra", messages.usage("/kb list | /kb use NAME | /kb info [NAME]", "en")),
+        ("/kb", messages.usage(USAGE("kb", "en"), "en")),
+        ("/kb list extra", messages.usage(USAGE("kb", "en"), "en")),
         ("/sources", messages.no_sources("en")),
     ],
 )
@@ -296,8 +297,9 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
 @pytest.mark.parametrize(
     ("text", "reply"),
     [
-        ('/faq add "Only a question"', messages.usage(FAQ_SHORT_USAGE, "en")),
-        ('/faq add "unclosed', f"{messages.UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE, 'en')}"),
+        ('/faq add "Only a question"', messages.usage(USAGE("faq", "en"), "en")),
+        ('/faq add " " "an answer"', messages.usage(USAGE("faq", "en", keys=["add"]), "en")),
+        ('/faq add "unclosed', f"{messages.UNCLOSED_QUOTE} {messages.usage(USAGE('faq', 'en'), 'en')}"),
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
@@ -454,8 +456,11 @@ async def test_in_a_group_only_an_admin_chooses_the_language_and_only_one_with_a
     await manager.handle(_message("/lang zh", key=GROUP, private=False), target)
     assert target.replies()[-1] == messages.admins_only("lang", "en")
     await manager.handle(_message("/lang fr", key=GROUP, private=False, user=ADMIN), target)
-    assert target.replies()[-1] == messages.usage("/lang auto | /lang en | /lang zh", "en")
+    assert target.replies()[-1] == messages.usage(USAGE("lang", "en"), "en")
     await manager.handle(_message("/lang zh", key=GROUP, private=False, user=ADMIN), target)
     await manager.handle(_message("/help", key=GROUP, private=False), target)
     assert target.replies()[-1].startswith(messages.help_text([], "zh"))
-    assert "- `/new`：开始新对话" in target.replies()[-1]
+    assert (
+        messages.help_text([("/new", messages.command_help("new", "zh"))], "zh").splitlines()[-1]
+        in target.replies()[-1]
+    )

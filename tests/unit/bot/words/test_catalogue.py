@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from adapters.slack.render import sources_block
 from bot.commands.builtin import default_registry
+from bot.commands.registry import CommandSpec
 from bot.types import Answer, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
@@ -65,12 +67,12 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_jobs": messages.no_jobs,
     "nothing_to_ingest": messages.nothing_to_ingest,
     "no_faq_sheet": messages.no_faq_sheet,
-    "usage": lambda lang: messages.usage(messages.command_usage("kb", lang), lang),
-    "command_usage": lambda lang: messages.command_usage("ingest", lang),
+    "usage": lambda lang: messages.usage(default_registry().usage("kb", lang), lang),
+    "form_usage": lambda lang: messages.form_usage("ingest", "files", "/ingest", lang),
     "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
-    "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
+    "help_text": lambda lang: messages.help_text([("/new", messages.command_help("new", lang))], lang),
     "greeting": lambda lang: messages.greeting(["handbook", "it"], lang),
     "greeting:no_kb": lambda lang: messages.greeting([], lang),
     "mode_set:all": lambda lang: messages.mode_set("all", lang),
@@ -177,13 +179,25 @@ def test_an_unclosed_quote_is_translated_and_other_text_passes_as_it_is() -> Non
     assert messages.translated("No document 'x' in 'kb'.", "zh") == "No document 'x' in 'kb'."
 
 
-def test_every_built_in_command_has_its_help_and_usage_in_the_catalogue() -> None:
-    for spec in default_registry().visible_to(True):
+def test_every_built_in_command_has_its_help_and_each_of_its_forms_in_the_catalogue_and_nothing_else_does() -> None:
+    registry = default_registry()
+    forms = set()
+    for spec in registry.visible_to(True):
         assert f"help.{spec.name}" in ENGLISH.entries, spec.name
-        assert f"usage.{spec.name}" in ENGLISH.entries, spec.name
-        # The registry's English (Telegram's command menu) and the catalogue's say the same.
-        assert ENGLISH.entries[f"help.{spec.name}"] == spec.help
-        assert messages.command_usage(spec.name, "en") == spec.usage
+        forms |= {f"usage.{spec.name}.{form.key}" for form in spec.forms if form.key and not form.literal}
+    assert forms == {message_id for message_id in ENGLISH.entries if message_id.startswith("usage.")}
+    # The catalogue is the one source: registration names a command, its rights and its forms, no text.
+    assert {field.name for field in fields(CommandSpec)} == {"name", "admin", "forms", "handler", "listed"}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_commands_usage_is_its_forms_as_the_catalogue_writes_them(lang: str) -> None:
+    words = i18n.catalogue(lang)
+    registry = default_registry()
+    kb = ["/kb list", words.text("usage.kb.use", command="/kb"), words.text("usage.kb.info", command="/kb")]
+    assert registry.usage("kb", lang) == " | ".join(kb)
+    assert registry.usage("faq", lang, keys=["add"]) == words.text("usage.faq.add", command="/faq")
+    assert registry.usage("lang", lang) == "/lang auto | " + " | ".join(f"/lang {code}" for code in i18n.languages())
 
 
 @pytest.mark.parametrize(
