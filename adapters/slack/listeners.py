@@ -33,6 +33,7 @@ from adapters.slack.translate import (
     workspace_id,
 )
 from bot.chat.manager import ConversationManager
+from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
@@ -161,7 +162,8 @@ class SlackListeners:
             verified_admin=await self._installed_by(workspace, user_id, context),
         )
         private = channel.startswith("D")
-        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(True)))
+        admin = Asker(is_admin=True)
+        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(admin)))
         if parsed is not None:
             where = Place(workspace, channel, "", private)
             message = IncomingMessage(

@@ -20,6 +20,7 @@ from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarge
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.commands.registry import Asker
 from bot.errors import PlatformError
 from bot.ports import Adapter
 from bot.reply.deliver import deliver_text
@@ -128,8 +129,9 @@ class TelegramAdapter:
         try:
             for lang in languages():
                 code = None if lang == DEFAULT_LANGUAGE else lang
-                everyone = [_menu_entry(spec.name, lang) for spec in registry.visible_to(False)]
-                admins = [_menu_entry(spec.name, lang) for spec in registry.visible_to(True)]
+                # Anyone's menu holds what a person may run in a private chat; groups check rights when run.
+                everyone = [_menu_entry(spec.name, lang) for spec in registry.visible_to(Asker(is_admin=False))]
+                admins = [_menu_entry(spec.name, lang) for spec in registry.visible_to(Asker(is_admin=True))]
                 await bot.set_my_commands(everyone, scope=BotCommandScopeDefault(), language_code=code)
                 for admin in self._config.admins:
                     await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)), language_code=code)

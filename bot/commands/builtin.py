@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.commands.registry import CommandContext, CommandRegistry, Form
+from bot.commands.registry import Asker, CommandContext, CommandRegistry, Form
 from bot.errors import UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
@@ -32,14 +32,14 @@ def register_all(registry: CommandRegistry) -> None:
 
     @registry.register("help", admin=False)
     async def help_(context: CommandContext) -> None:
-        lines = context.registry.help_lines(context.is_admin, context.lang)
+        lines = context.registry.help_lines(context.asker, context.lang)
         await context.reply(messages.help_text(lines, context.lang))
 
     # Every Telegram chat opens with /start (a deep link adds a payload): a greeting, then what the bot can do.
     @registry.register("start", admin=False, listed=False)
     async def start(context: CommandContext) -> None:
         names = [kb.name for kb in await _chat_kbs(context)]
-        lines = context.registry.help_lines(context.is_admin, context.lang)
+        lines = context.registry.help_lines(context.asker, context.lang)
         await context.reply(messages.help_text(lines, context.lang, intro=messages.greeting(names, context.lang)))
 
     @registry.register("new", admin=False)
@@ -57,7 +57,9 @@ def register_all(registry: CommandRegistry) -> None:
     async def sources(context: CommandContext) -> None:
         await context.reply(await _last_sources(context))
 
-    @registry.register("kb", admin=False, forms=(Form("list", literal=True), Form("use"), Form("info")))
+    @registry.register(
+        "kb", admin=False, forms=(Form("list", literal=True), Form("use", may=_chooses_kb), Form("info"))
+    )
     async def kb(context: CommandContext) -> None:
         args = context.command.args
         if args[:1] == ("list",) and len(args) == 1:
@@ -108,9 +110,23 @@ def register_all(registry: CommandRegistry) -> None:
         )
         await context.reply(messages.mode_set(args[0], context.lang))
 
-    @registry.register("lang", admin=False, forms=tuple(Form(code, literal=True) for code in ("auto", *languages())))
+    @registry.register(
+        "lang",
+        admin=False,
+        forms=tuple(Form(code, literal=True, may=_sets_language) for code in ("auto", *languages())),
+    )
     async def lang(context: CommandContext) -> None:
         await context.reply(await _set_language(context))
+
+
+def _chooses_kb(asker: Asker) -> bool:
+    """`/kb use`: admins; anyone in a private chat of a platform that limits its knowledge bases, among those."""
+    return asker.is_admin or (asker.private and asker.kb_limited)
+
+
+def _sets_language(asker: Asker) -> bool:
+    """`/lang`: anyone in a private chat; in a group, where it changes the replies to everyone, admins only."""
+    return asker.is_admin or asker.private
 
 
 async def _set_fallback(context: CommandContext) -> str:
@@ -121,11 +137,8 @@ async def _set_fallback(context: CommandContext) -> str:
 
 
 async def _set_language(context: CommandContext) -> str:
-    """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue.
-
-    Anyone may choose in a private chat; in a group, where it changes the replies to everyone, admins only.
-    """
-    if not context.is_admin and not context.message.private:
+    """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue."""
+    if not _sets_language(context.asker):
         raise UserFacingError(messages.admins_only("lang", context.lang))
     args = context.command.args
     if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in languages()):
@@ -162,9 +175,7 @@ async def _kb_list(context: CommandContext) -> str:
 
 async def _kb_use(context: CommandContext, name: str) -> str:
     chat, key = context.chat, context.message.key
-    platform_limits = chat.allowed_kbs(key.platform)
-    # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
-    if not context.is_admin and not (platform_limits is not None and context.message.private):
+    if not _chooses_kb(context.asker):
         raise UserFacingError(messages.admins_only("kb use", context.lang))
     if not chat.may_read(key.platform, name):
         raise UserFacingError(messages.kb_not_allowed(name, context.lang))

@@ -58,15 +58,36 @@ Handler = Callable[["CommandContext"], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Asker:
+    """Who runs a command, and where: what decides which forms of it they may run, and so are shown."""
+
+    is_admin: bool
+    private: bool = True
+    # The platform lets its chats read only some knowledge bases (the web chat's WEB_KNOWLEDGE_BASES).
+    kb_limited: bool = False
+
+
+Permit = Callable[[Asker], bool]
+"""Whether a person may run a form of a command (beyond the command's own admin flag)."""
+
+
+def anyone(asker: Asker) -> bool:
+    """Every person who may run the command may run this form."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
 class Form:
-    """One way of writing a command (`/kb use NAME`): the words after its name.
+    """One way of writing a command (`/kb use NAME`): the words after its name, and who may run it.
 
     `key` names the form in the catalogue (`usage.<command>.<key>`); "" is the command alone. A `literal` key is
-    itself the words after the name, the same in every language (`/mode all`, `/lang zh`).
+    itself the words after the name, the same in every language (`/mode all`, `/lang zh`). Help and usage show a
+    person only the forms `may` lets them run; the handler checks the same `may`.
     """
 
     key: str = ""
     literal: bool = False
+    may: Permit = anyone
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +117,13 @@ class CommandContext:
     chat: ChatControl
     parts: CommandParts
     registry: CommandRegistry
-    is_admin: bool
+    asker: Asker
     lang: str
+
+    @property
+    def is_admin(self) -> bool:
+        """Whether the person administers ragbot on this platform."""
+        return self.asker.is_admin
 
     async def reply(self, text: str) -> None:
         """Send `text` (Markdown) as a reply in the chat."""
@@ -105,7 +131,7 @@ class CommandContext:
 
     def usage_error(self, *keys: str) -> UserFacingError:
         """The reply to a form written wrong: how the command (its forms of `keys`, or all) is written."""
-        usage = self.registry.usage(self.command.name, self.lang, keys=keys or None)
+        usage = self.registry.usage(self.command.name, self.lang, self.asker, keys=keys or None)
         return UserFacingError(messages.usage(usage, self.lang))
 
 
@@ -130,20 +156,27 @@ class CommandRegistry:
         """The registered command the message carries, if any."""
         return self._specs.get(message.command.name) if message.command is not None else None
 
-    def visible_to(self, is_admin: bool) -> list[CommandSpec]:
-        """The commands a person may run, in registration order (what /help and platform menus list)."""
-        return [spec for spec in self._specs.values() if spec.listed and (is_admin or not spec.admin)]
+    def visible_to(self, asker: Asker) -> list[CommandSpec]:
+        """The commands a person may run (in some form), in registration order: what /help and menus list."""
+        return [spec for spec in self._specs.values() if spec.listed and self.forms_for(spec, asker)]
 
-    def usage(self, name: str, lang: str, *, keys: Sequence[str] | None = None) -> str:
-        """How the command `name` is written in `lang`: each of its forms (those of `keys` when given)."""
+    def forms_for(self, spec: CommandSpec, asker: Asker) -> list[Form]:
+        """The forms of a command this person may run."""
+        if spec.admin and not asker.is_admin:
+            return []
+        return [form for form in spec.forms if form.may(asker)]
+
+    def usage(self, name: str, lang: str, asker: Asker, *, keys: Sequence[str] | None = None) -> str:
+        """How the command `name` is written in `lang`: each form this person may run (of `keys` when given)."""
         spec = self._specs[name]
-        forms = [form for form in spec.forms if keys is None or form.key in keys]
-        return " | ".join(_written(name, form, lang) for form in forms)
+        forms = [form for form in self.forms_for(spec, asker) if keys is None or form.key in keys]
+        return " | ".join(_written(name, form, lang) for form in forms or spec.forms)
 
-    def help_lines(self, is_admin: bool, lang: str) -> list[tuple[str, str]]:
+    def help_lines(self, asker: Asker, lang: str) -> list[tuple[str, str]]:
         """(usage, one-line help) of each command a person may run, in `lang`: the lines of /help."""
         return [
-            (self.usage(spec.name, lang), messages.command_help(spec.name, lang)) for spec in self.visible_to(is_admin)
+            (self.usage(spec.name, lang, asker), messages.command_help(spec.name, lang))
+            for spec in self.visible_to(asker)
         ]
 
     async def dispatch(
@@ -166,11 +199,12 @@ class CommandRegistry:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
             await deliver_text(target, messages.admins_only(spec.name, lang))
             return
+        asker = Asker(is_admin, message.private, chat.allowed_kbs(message.key.platform) is not None)
         if message.command.error:
-            how = messages.usage(self.usage(spec.name, lang), lang)
+            how = messages.usage(self.usage(spec.name, lang, asker), lang)
             await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
             return
-        context = CommandContext(message, message.command, target, chat, parts, self, is_admin, lang)
+        context = CommandContext(message, message.command, target, chat, parts, self, asker, lang)
         try:
             await spec.handler(context)
         except UserFacingError as exc:

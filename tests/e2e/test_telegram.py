@@ -21,6 +21,8 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.commands.builtin import default_registry
+from bot.commands.registry import Asker
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
@@ -29,6 +31,7 @@ from tests.fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_htm
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}
+USAGE = default_registry().usage
 HANDBOOK = (
     b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
     b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
@@ -185,6 +188,24 @@ async def test_start_greets_in_the_persons_language_naming_the_knowledge_base_th
     assert "handbook" in first_line
     assert _plain(messages.help_text([("/new", messages.command_help("new", lang))], lang)).splitlines()[-1] in commands
     assert "/start" not in commands
+
+
+async def test_help_and_usage_show_a_person_only_the_forms_they_may_run(telegram: Bot) -> None:
+    fake = telegram.fake
+    person = {"id": 7500, "is_bot": False, "first_name": "Omar"}
+    for count, text in enumerate(("/help", "/kb"), start=1):
+        fake.queue_update(fake.private_message(text, user=person))
+        await fake.wait_for(lambda count=count: len(fake.visible(person["id"])) == count, timeout=30)
+    help_, usage = fake.visible(person["id"])
+    assert "/kb list" in help_
+    assert "/kb use" not in help_
+    assert "/ingest" not in help_
+    assert usage == _plain(messages.usage(USAGE("kb", "en", Asker(is_admin=False)), "en"))
+    assert "/kb use" not in usage
+    admins_group = -100779  # the admin's own chat is another test's
+    fake.queue_update(fake.group_message("/help", chat_id=admins_group, user=ADMIN, mention=False))
+    await fake.wait_for(lambda: len(fake.visible(admins_group)) == 1, timeout=30)
+    assert "/kb use" in fake.visible(admins_group)[0]
 
 
 async def test_forum_topics_are_separate_conversations_and_a_follow_up_resolves_it(telegram: Bot) -> None:

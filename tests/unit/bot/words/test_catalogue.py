@@ -12,7 +12,7 @@ import pytest
 
 from adapters.slack.render import sources_block
 from bot.commands.builtin import default_registry
-from bot.commands.registry import CommandSpec
+from bot.commands.registry import Asker, CommandSpec
 from bot.types import Answer, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
@@ -67,7 +67,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_jobs": messages.no_jobs,
     "nothing_to_ingest": messages.nothing_to_ingest,
     "no_faq_sheet": messages.no_faq_sheet,
-    "usage": lambda lang: messages.usage(default_registry().usage("kb", lang), lang),
+    "usage": lambda lang: messages.usage(default_registry().usage("kb", lang, Asker(is_admin=True)), lang),
     "form_usage": lambda lang: messages.form_usage("ingest", "files", "/ingest", lang),
     "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
@@ -182,7 +182,7 @@ def test_an_unclosed_quote_is_translated_and_other_text_passes_as_it_is() -> Non
 def test_every_built_in_command_has_its_help_and_each_of_its_forms_in_the_catalogue_and_nothing_else_does() -> None:
     registry = default_registry()
     forms = set()
-    for spec in registry.visible_to(True):
+    for spec in registry.visible_to(Asker(is_admin=True)):
         assert f"help.{spec.name}" in ENGLISH.entries, spec.name
         forms |= {f"usage.{spec.name}.{form.key}" for form in spec.forms if form.key and not form.literal}
     assert forms == {message_id for message_id in ENGLISH.entries if message_id.startswith("usage.")}
@@ -195,9 +195,11 @@ def test_a_commands_usage_is_its_forms_as_the_catalogue_writes_them(lang: str) -
     words = i18n.catalogue(lang)
     registry = default_registry()
     kb = ["/kb list", words.text("usage.kb.use", command="/kb"), words.text("usage.kb.info", command="/kb")]
-    assert registry.usage("kb", lang) == " | ".join(kb)
-    assert registry.usage("faq", lang, keys=["add"]) == words.text("usage.faq.add", command="/faq")
-    assert registry.usage("lang", lang) == "/lang auto | " + " | ".join(f"/lang {code}" for code in i18n.languages())
+    admin = Asker(is_admin=True)
+    assert registry.usage("kb", lang, admin) == " | ".join(kb)
+    assert registry.usage("faq", lang, admin, keys=["add"]) == words.text("usage.faq.add", command="/faq")
+    codes = " | ".join(f"/lang {code}" for code in i18n.languages())
+    assert registry.usage("lang", lang, admin) == f"/lang auto | {codes}"
 
 
 @pytest.mark.parametrize(
