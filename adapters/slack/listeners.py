@@ -23,6 +23,7 @@ from adapters.slack.translate import (
     PLATFORM,
     Notice,
     Place,
+    command_style,
     conversation_key,
     is_person_speaking,
     mentions,
@@ -61,6 +62,7 @@ class SlackListeners:
         self._installations = installations
         self._clock = clock
         self._pacer = Pacer()
+        self._style = command_style(config.command)
         self._installers: dict[str, tuple[float, str]] = {}
         # Turns and commands in flight, so stopping can let them finish.
         self.work: set[asyncio.Task[Any]] = set()
@@ -106,6 +108,7 @@ class SlackListeners:
             bot_user_id=bot_user_id,
             continuing=continuing,
             read=read,
+            style=self._style,
             verified_admin=await self._installed_by(where.workspace, user, context),
         )
         if translated is None:
@@ -167,7 +170,13 @@ class SlackListeners:
         if parsed is not None:
             where = Place(workspace, channel, "", private)
             message = IncomingMessage(
-                key=conversation_key(where), message_id="", user=user, text=text, command=parsed, private=private
+                key=conversation_key(where),
+                message_id="",
+                user=user,
+                text=text,
+                command=parsed,
+                private=private,
+                style=self._style,
             )
             await self._manager.handle(message, ResponseTarget(respond))
             return
@@ -199,7 +208,13 @@ class SlackListeners:
         thread = str(posted["ts"])
         where = Place(where.workspace, where.channel, thread, where.private)
         message = IncomingMessage(
-            key=conversation_key(where), message_id=thread, user=user, text=text, private=where.private, raw=command
+            key=conversation_key(where),
+            message_id=thread,
+            user=user,
+            text=text,
+            private=where.private,
+            style=self._style,
+            raw=command,
         )
         target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""))
         await self._manager.handle(message, target)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bot.commands.registry import parse_command
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, CommandStyle, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 
 PLATFORM: Final = "slack"
@@ -17,6 +17,7 @@ PLATFORM: Final = "slack"
 _SPOKEN_SUBTYPES: Final = frozenset({"", "file_share", "thread_broadcast"})
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 _KB_SUBCOMMANDS: Final = frozenset({"list", "use", "info"})
+_FAQ_IMPORT: Final = "faq import"
 _LINK = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
 
 FileReader = Callable[[Mapping[str, Any]], Awaitable[bytes]]
@@ -41,6 +42,12 @@ class Place:
     # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread).
     reply_thread: str
     private: bool
+
+
+def command_style(command: str) -> CommandStyle:
+    """How commands are written in Slack: the app's one slash command (`/kb`) then the name (`/kb jobs`), the kb
+    command's own forms right after it (`/kb list`); files never come with it, only shared in a message."""
+    return CommandStyle(prefix=f"{command} ", bare="kb", attachments=False, files_note="slack.files")
 
 
 def workspace_id(team_id: str | None, enterprise_id: str | None) -> str:
@@ -121,6 +128,7 @@ def translate(
     bot_user_id: str,
     continuing: bool,
     read: FileReader,
+    style: CommandStyle,
     user_name: str = "",
     verified_admin: bool = False,
 ) -> IncomingMessage | Notice | None:
@@ -136,7 +144,8 @@ def translate(
     command = parse_command(text)
     attachments = _attachments(event, read)
     if attachments and command is None and (where.private or mentioned):
-        command = Command("ingest")  # a file given to the bot is a file to learn
+        # A file given to the bot is a file to learn; a sheet shared with the words "faq import", FAQs to import.
+        command = Command("faq", ("import",), "import") if text.lower() == _FAQ_IMPORT else Command("ingest")
     addressed = where.private or mentioned or continuing
     if not addressed:
         return None
@@ -151,6 +160,7 @@ def translate(
         command=command,
         addressed=True,
         private=where.private,
+        style=style,
         raw=event,
     )
 

@@ -32,15 +32,14 @@ def register_all(registry: CommandRegistry) -> None:
 
     @registry.register("help", admin=False)
     async def help_(context: CommandContext) -> None:
-        lines = context.registry.help_lines(context.asker, context.lang)
-        await context.reply(messages.help_text(lines, context.lang))
+        await context.reply(context.registry.help(context.asker, context.lang))
 
     # Every Telegram chat opens with /start (a deep link adds a payload): a greeting, then what the bot can do.
     @registry.register("start", admin=False, listed=False)
     async def start(context: CommandContext) -> None:
         names = [kb.name for kb in await _chat_kbs(context)]
-        lines = context.registry.help_lines(context.asker, context.lang)
-        await context.reply(messages.help_text(lines, context.lang, intro=messages.greeting(names, context.lang)))
+        greeting = messages.greeting(names, context.lang, context.style)
+        await context.reply(context.registry.help(context.asker, context.lang, intro=greeting))
 
     @registry.register("new", admin=False)
     async def new(context: CommandContext) -> None:
@@ -71,7 +70,7 @@ def register_all(registry: CommandRegistry) -> None:
         else:
             raise context.usage_error()
 
-    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("files")))
+    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("files", files=True)))
     async def ingest(context: CommandContext) -> None:
         await _ingest(context, kind="upload")
 
@@ -80,7 +79,7 @@ def register_all(registry: CommandRegistry) -> None:
         await context.reply(await _jobs(context))
 
     @registry.register(
-        "faq", admin=True, forms=(Form("add"), Form("import"), Form("list", literal=True), Form("delete"))
+        "faq", admin=True, forms=(Form("add"), Form("import", files=True), Form("list", literal=True), Form("delete"))
     )
     async def faq(context: CommandContext) -> None:
         args = context.command.args
@@ -139,7 +138,7 @@ async def _set_fallback(context: CommandContext) -> str:
 async def _set_language(context: CommandContext) -> str:
     """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue."""
     if not _sets_language(context.asker):
-        raise UserFacingError(messages.admins_only("lang", context.lang))
+        raise UserFacingError(messages.admins_only("lang", context.lang, context.style))
     args = context.command.args
     if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in languages()):
         raise context.usage_error()
@@ -158,7 +157,7 @@ async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
 async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
     kbs = await _chat_kbs(context)
     if not kbs:
-        raise UserFacingError(messages.no_kb_bound(context.lang))
+        raise UserFacingError(messages.no_kb_bound(context.lang, context.style))
     return kbs[0]
 
 
@@ -176,12 +175,12 @@ async def _kb_list(context: CommandContext) -> str:
 async def _kb_use(context: CommandContext, name: str) -> str:
     chat, key = context.chat, context.message.key
     if not _chooses_kb(context.asker):
-        raise UserFacingError(messages.admins_only("kb use", context.lang))
+        raise UserFacingError(messages.admins_only("kb use", context.lang, context.style))
     if not chat.may_read(key.platform, name):
-        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+        raise UserFacingError(messages.kb_not_allowed(name, context.lang, context.style))
     kb = await context.parts.knowledge.named(name)
     if kb is None:
-        raise UserFacingError(messages.kb_missing(name, context.lang))
+        raise UserFacingError(messages.kb_missing(name, context.lang, context.style))
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
@@ -192,10 +191,10 @@ async def _kb_info(context: CommandContext, name: str | None) -> str:
         kb = await _target_kb(context)
     else:
         if not context.chat.may_read(context.message.key.platform, name):
-            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+            raise UserFacingError(messages.kb_not_allowed(name, context.lang, context.style))
         found = await context.parts.knowledge.named(name)
         if found is None:
-            raise UserFacingError(messages.kb_missing(name, context.lang))
+            raise UserFacingError(messages.kb_missing(name, context.lang, context.style))
         kb = found
     info = await context.parts.knowledge.info(kb.name)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
@@ -246,7 +245,9 @@ async def _faq_delete(context: CommandContext, faq_id: str) -> str:
             matches += [faq for faq in await parts.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
     if len(matches) != 1:
         lang = context.lang
-        missing = messages.faq_missing(faq_id, lang) if not matches else messages.faq_ambiguous(faq_id, lang)
+        missing = (
+            messages.faq_missing(faq_id, lang, context.style) if not matches else messages.faq_ambiguous(faq_id, lang)
+        )
         raise UserFacingError(missing)
     await parts.index_lock.ensure_writable()
     await parts.faq_importer.delete(matches[0])
@@ -263,7 +264,10 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     files = context.message.attachments
     if not files and not urls:
         lang = context.lang
-        raise UserFacingError(messages.nothing_to_ingest(lang) if kind == "upload" else messages.no_faq_sheet(lang))
+        style = context.style
+        raise UserFacingError(
+            messages.nothing_to_ingest(lang, style) if kind == "upload" else messages.no_faq_sheet(lang, style)
+        )
     limit = uploads.max_bytes
     too_big = [file for file in files if file.size > limit]
     if too_big:

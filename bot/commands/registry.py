@@ -16,7 +16,7 @@ from bot.commands.parts import ChatControl, CommandParts
 from bot.errors import UserFacingError
 from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
-from bot.types import Command, IncomingMessage
+from bot.types import SLASH_COMMANDS, Command, CommandStyle, IncomingMessage
 from bot.words import messages
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,8 @@ class Asker:
     private: bool = True
     # The platform lets its chats read only some knowledge bases (the web chat's WEB_KNOWLEDGE_BASES).
     kb_limited: bool = False
+    # How the platform writes commands, and whether they can carry files there.
+    style: CommandStyle = SLASH_COMMANDS
 
 
 Permit = Callable[[Asker], bool]
@@ -82,12 +84,14 @@ class Form:
 
     `key` names the form in the catalogue (`usage.<command>.<key>`); "" is the command alone. A `literal` key is
     itself the words after the name, the same in every language (`/mode all`, `/lang zh`). Help and usage show a
-    person only the forms `may` lets them run; the handler checks the same `may`.
+    person only the forms `may` lets them run (the handler checks the same `may`), and a form with `files` only
+    where commands can carry files.
     """
 
     key: str = ""
     literal: bool = False
     may: Permit = anyone
+    files: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,11 @@ class CommandContext:
         """Whether the person administers ragbot on this platform."""
         return self.asker.is_admin
 
+    @property
+    def style(self) -> CommandStyle:
+        """How the platform writes commands: what replies that name a command say."""
+        return self.message.style
+
     async def reply(self, text: str) -> None:
         """Send `text` (Markdown) as a reply in the chat."""
         await deliver_text(self.target, text)
@@ -161,7 +170,10 @@ class CommandRegistry:
         return [spec for spec in self._specs.values() if spec.listed and self.forms_for(spec, asker)]
 
     def forms_for(self, spec: CommandSpec, asker: Asker) -> list[Form]:
-        """The forms of a command this person may run."""
+        """The forms of a command this person may run, written as their platform can."""
+        return [form for form in self._permitted(spec, asker) if asker.style.attachments or not form.files]
+
+    def _permitted(self, spec: CommandSpec, asker: Asker) -> list[Form]:
         if spec.admin and not asker.is_admin:
             return []
         return [form for form in spec.forms if form.may(asker)]
@@ -170,14 +182,20 @@ class CommandRegistry:
         """How the command `name` is written in `lang`: each form this person may run (of `keys` when given)."""
         spec = self._specs[name]
         forms = [form for form in self.forms_for(spec, asker) if keys is None or form.key in keys]
-        return " | ".join(_written(name, form, lang) for form in forms or spec.forms)
+        return " | ".join(_written(name, form, asker.style, lang) for form in forms or spec.forms)
 
-    def help_lines(self, asker: Asker, lang: str) -> list[tuple[str, str]]:
-        """(usage, one-line help) of each command a person may run, in `lang`: the lines of /help."""
-        return [
+    def help(self, asker: Asker, lang: str, *, intro: str = "") -> str:
+        """The /help reply in `lang`: each command this person may run, with its forms and one-line help.
+
+        Where commands carry no files but the person may add some, the platform's note says how files reach the bot.
+        """
+        lines = [
             (self.usage(spec.name, lang, asker), messages.command_help(spec.name, lang))
             for spec in self.visible_to(asker)
         ]
+        adds_files = any(form.files for spec in self._specs.values() for form in self._permitted(spec, asker))
+        note = messages.files_note(lang, asker.style) if adds_files and not asker.style.attachments else ""
+        return messages.help_text(lines, lang, intro=intro, note=note)
 
     async def dispatch(
         self,
@@ -193,13 +211,13 @@ class CommandRegistry:
         assert message.command is not None
         spec = self.match(message)
         if spec is None:
-            await deliver_text(target, messages.unknown_command(message.command.name, lang))
+            await deliver_text(target, messages.unknown_command(message.command.name, lang, message.style))
             return
         if spec.admin and not is_admin:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
-            await deliver_text(target, messages.admins_only(spec.name, lang))
+            await deliver_text(target, messages.admins_only(spec.name, lang, message.style))
             return
-        asker = Asker(is_admin, message.private, chat.allowed_kbs(message.key.platform) is not None)
+        asker = Asker(is_admin, message.private, chat.allowed_kbs(message.key.platform) is not None, message.style)
         if message.command.error:
             how = messages.usage(self.usage(spec.name, lang, asker), lang)
             await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")
@@ -215,8 +233,8 @@ class CommandRegistry:
             await deliver_text(target, messages.turn_failed(lang))
 
 
-def _written(name: str, form: Form, lang: str) -> str:
-    command = f"/{name}"
+def _written(name: str, form: Form, style: CommandStyle, lang: str) -> str:
+    command = style.written(name)
     if not form.key:
         return command
     return f"{command} {form.key}" if form.literal else messages.form_usage(name, form.key, command, lang)

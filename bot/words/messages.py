@@ -11,7 +11,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from bot.types import Answer, SourceLink, web_url
+from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
 from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, placeholders
 from storage.records import JobRecord
 
@@ -127,10 +127,10 @@ def answer_with_sources(answer: Answer) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-# Commands
-def no_kb_bound(lang: str) -> str:
+# Commands: those that name another command write it as the platform does (`style`: `/jobs`, `/kb jobs` on Slack).
+def no_kb_bound(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """A command that needs a knowledge base, in a chat without one."""
-    return catalogue(lang).text("kb.none_bound")
+    return catalogue(lang).text("kb.none_bound", command=form_usage("kb", "use", style.written("kb"), lang))
 
 
 def no_sources(lang: str) -> str:
@@ -143,14 +143,24 @@ def no_jobs(lang: str) -> str:
     return catalogue(lang).text("jobs.none")
 
 
-def nothing_to_ingest(lang: str) -> str:
-    """/ingest with neither files nor web addresses."""
-    return catalogue(lang).text("ingest.nothing")
+def nothing_to_ingest(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """/ingest with neither files nor web addresses (where commands take no files: how files reach the bot)."""
+    words, command = catalogue(lang), style.written("ingest")
+    if style.attachments:
+        return words.text("ingest.nothing", command=command)
+    return "\n".join(filter(None, [words.text("files.urls_only", command=command), files_note(lang, style)]))
 
 
-def no_faq_sheet(lang: str) -> str:
-    """/faq import without a sheet."""
-    return catalogue(lang).text("ingest.no_sheet")
+def no_faq_sheet(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """/faq import without a sheet (where commands take no files: how files reach the bot)."""
+    if style.attachments:
+        return catalogue(lang).text("ingest.no_sheet", command=style.written("faq import"))
+    return files_note(lang, style)
+
+
+def files_note(lang: str, style: CommandStyle) -> str:
+    """How files reach the bot on a platform whose commands take none (its `files_note`); "" elsewhere."""
+    return catalogue(lang).text(style.files_note) if style.files_note else ""
 
 
 def usage(text: str, lang: str) -> str:
@@ -169,30 +179,30 @@ def command_help(name: str, lang: str) -> str:
     return catalogue(lang).text(f"help.{name}")
 
 
-def unknown_command(name: str, lang: str) -> str:
+def unknown_command(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """The reply to a command that does not exist."""
-    return catalogue(lang).text("command.unknown", name=name)
+    return catalogue(lang).text("command.unknown", command=style.written(name), help=style.written("help"))
 
 
-def admins_only(name: str, lang: str) -> str:
-    """The refusal a non-admin gets for an admin command."""
-    return catalogue(lang).text("command.admins_only", name=name)
+def admins_only(command: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """The refusal a non-admin gets for an admin command, or form of one ("kb use")."""
+    return catalogue(lang).text("command.admins_only", command=style.written(command))
 
 
-def help_text(commands: Sequence[tuple[str, str]], lang: str, *, intro: str = "") -> str:
+def help_text(commands: Sequence[tuple[str, str]], lang: str, *, intro: str = "", note: str = "") -> str:
     """The /help reply: what to ask (or `intro`), then each command (its usage, its one-line help) this person may
-    use."""
+    use, then `note` (how files reach the bot where commands take none)."""
     words = catalogue(lang)
     lines = [intro or words.text("command.help_intro"), ""]
     lines += [words.text("command.help_line", usage=usage_, help=help_) for usage_, help_ in commands]
-    return "\n".join(lines)
+    return "\n".join([*lines, *(["", note] if note else [])])
 
 
-def greeting(kb_names: Sequence[str], lang: str) -> str:
+def greeting(kb_names: Sequence[str], lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """The first thing a person hears (`/start`): what the bot does, from which knowledge bases."""
     words = catalogue(lang)
     if not kb_names:
-        return words.text("start.greeting_no_kb")
+        return words.text("start.greeting_no_kb", command=form_usage("kb", "use", style.written("kb"), lang))
     named = words.text("start.separator").join(f"**{name}**" for name in kb_names)
     return words.text("start.greeting", kbs=named)
 
@@ -232,14 +242,14 @@ def kb_list(entries: list[tuple[str, str, bool]], lang: str) -> str:
     return words.text("kb.list_heading") + "\n" + "\n".join(lines)
 
 
-def kb_missing(name: str, lang: str) -> str:
+def kb_missing(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/kb use` or `/kb info` of a name that does not exist."""
-    return catalogue(lang).text("kb.missing", name=name)
+    return catalogue(lang).text("kb.missing", name=name, command=style.written("kb list"))
 
 
-def kb_not_allowed(name: str, lang: str) -> str:
+def kb_not_allowed(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/kb use` of a knowledge base this chat may not read."""
-    return catalogue(lang).text("kb.not_allowed", name=name)
+    return catalogue(lang).text("kb.not_allowed", name=name, command=style.written("kb list"))
 
 
 def kb_now_using(name: str, lang: str) -> str:
@@ -307,9 +317,9 @@ def faq_list(kb_name: str, faqs: list[tuple[str, str]], limit: int, lang: str) -
     return words.text("faq.list_heading", kb=kb_name, count=len(faqs)) + "\n" + "\n".join(lines) + more
 
 
-def faq_missing(faq_id: str, lang: str) -> str:
+def faq_missing(faq_id: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/faq delete` of an id this chat's knowledge bases do not hold."""
-    return catalogue(lang).text("faq.missing", id=faq_id)
+    return catalogue(lang).text("faq.missing", id=faq_id, command=style.written("faq list"))
 
 
 def faq_ambiguous(faq_id: str, lang: str) -> str:

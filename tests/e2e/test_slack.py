@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pydantic import SecretStr
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from adapters.slack.render import FEEDBACK_ACTION
+from adapters.slack.translate import command_style
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
@@ -41,6 +43,7 @@ HANDBOOK = (
     b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
 )
 SOURCES_LINE = "*Sources:* [1] handbook.md"
+SLACK_STYLE = command_style("/kb")
 
 
 @dataclass
@@ -258,7 +261,9 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
     await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
-    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [messages.admins_only("ingest", "en")]
+    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [
+        messages.admins_only("ingest", "en", SLACK_STYLE)
+    ]
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
@@ -324,16 +329,53 @@ async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
 @pytest.mark.parametrize(
     ("text", "user", "expected"),
     [
-        ("", BOB, lambda reply: "/help" in reply and "/ingest" not in reply),
-        ("help", ADMIN, lambda reply: "/ingest" in reply),
+        ("", BOB, lambda reply: "`/kb help`" in reply and "ingest" not in reply),
+        ("help", ADMIN, lambda reply: "`/kb ingest" in reply),
         ("list", BOB, lambda reply: "handbook" in reply),
-        ("ingest https://example.com/page", BOB, lambda reply: reply == messages.admins_only("ingest", "en")),
+        (
+            "ingest https://example.com/page",
+            BOB,
+            lambda reply: reply == messages.admins_only("ingest", "en", SLACK_STYLE),
+        ),
     ],
 )
 async def test_the_slash_command_runs_commands_for_the_person_alone(
     slack: Slack, text: str, user: str, expected: Callable[[str], bool]
 ) -> None:
     assert expected(await _ephemeral_reply(slack, text, user))
+
+
+@pytest.mark.parametrize("user", [BOB, ADMIN])
+async def test_help_shows_commands_as_slack_writes_them_and_how_files_reach_the_bot(slack: Slack, user: str) -> None:
+    reply = await _ephemeral_reply(slack, "help", user)
+    usages = re.findall(r"^- `([^`]*)`", reply, flags=re.MULTILINE)
+    assert usages
+    # Every form is something a person can type into Slack: after the one slash command, and without files.
+    assert all(usage.startswith("/kb") for usage in usages), usages
+    assert all(form.startswith("/kb ") for usage in usages for form in usage.split(" | ") if form != "/kb"), usages
+    assert {"/kb help", "/kb new", "/kb sources"} <= set(usages)
+    assert "/kb list | /kb info [NAME]" in usages or user == ADMIN
+    assert messages.form_usage("ingest", "files", "/kb ingest", "en") not in reply
+    assert not [usage for usage in usages if "import" in usage]
+    note = messages.files_note("en", SLACK_STYLE)
+    assert (note in reply) == (user == ADMIN)
+
+
+async def test_refusals_name_the_command_as_slack_writes_it(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "jobs") == messages.admins_only("jobs", "en", SLACK_STYLE)
+    assert "/kb jobs" in messages.admins_only("jobs", "en", SLACK_STYLE)
+    assert await _ephemeral_reply(slack, "faq import", ADMIN) == messages.no_faq_sheet("en", SLACK_STYLE)
+    assert await _ephemeral_reply(slack, "ingest", ADMIN) == messages.nothing_to_ingest("en", SLACK_STYLE)
+
+
+async def test_a_sheet_shared_with_the_words_faq_import_imports_its_questions(slack: Slack) -> None:
+    sheet = b"question,answer\nWhere is the gym?,In the basement.\n"
+    file = slack.fake.add_file(TEAM, "faq.csv", sheet, mimetype="text/csv")
+    ts = slack.fake.user_message(TEAM, "D0ADMINFAQ", ADMIN, "faq import")
+    event = events.file_share(channel="D0ADMINFAQ", user=ADMIN, files=[file], team=TEAM, ts=ts, text="faq import")
+    assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
+    await slack.fake.wait_for(lambda: any("Done" in m.text for m in slack.fake.visible("D0ADMINFAQ")), timeout=60)
+    assert any("1 FAQs added" in m.text for m in slack.fake.visible("D0ADMINFAQ"))
 
 
 async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own(slack: Slack) -> None:

@@ -10,6 +10,7 @@ import pytest
 from adapters.slack.translate import (
     Notice,
     Place,
+    command_style,
     conversation_key,
     place,
     plain_text,
@@ -21,6 +22,7 @@ from bot.types import Command, ConversationKey, IncomingMessage
 from bot.words import messages
 
 BOT = "UBOT"
+SLACK = command_style("/kb")
 COMMANDS = frozenset({"help", "new", "stop", "sources", "kb", "ingest", "jobs", "faq", "mode", "fallback"})
 
 
@@ -33,7 +35,7 @@ def _event(text: str, **fields: Any) -> dict[str, Any]:
 
 
 def _translate(event: dict[str, Any], *, continuing: bool = False) -> IncomingMessage | Notice | None:
-    return translate(event, place(event, "T1"), bot_user_id=BOT, continuing=continuing, read=_never)
+    return translate(event, place(event, "T1"), bot_user_id=BOT, continuing=continuing, read=_never, style=SLACK)
 
 
 def test_a_channel_mention_starts_a_conversation_keyed_by_its_own_thread() -> None:
@@ -108,6 +110,26 @@ def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
     assert isinstance(message, IncomingMessage)
     assert message.command == Command("ingest")
     assert [(a.name, a.size, a.mime_type) for a in message.attachments] == [("guide.pdf", 1234, "application/pdf")]
+    assert message.style == SLACK
+
+
+@pytest.mark.parametrize(("text", "channel"), [("faq import", "D1"), (f"<@{BOT}> FAQ import", "C1")])
+def test_a_sheet_shared_with_the_words_faq_import_is_imported_as_faqs(text: str, channel: str) -> None:
+    files = [{"id": "F1", "name": "faq.csv", "size": 10, "mimetype": "text/csv"}]
+    message = _translate(_event(text, channel=channel, subtype="file_share", files=files))
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("faq", ("import",), "import")
+    assert [a.name for a in message.attachments] == ["faq.csv"]
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [("jobs", "/kb jobs"), ("help", "/kb help"), ("kb", "/kb"), ("kb use", "/kb use"), ("faq list", "/kb faq list")],
+)
+def test_slack_writes_every_command_after_its_one_slash_command(command: str, written: str) -> None:
+    assert SLACK.written(command) == written
+    assert command_style("/ragbot").written(command) == written.replace("/kb", "/ragbot")
+    assert not SLACK.attachments
 
 
 def test_a_file_shared_in_a_channel_without_a_mention_is_ignored() -> None:

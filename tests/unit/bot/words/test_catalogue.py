@@ -13,7 +13,7 @@ import pytest
 from adapters.slack.render import sources_block
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker, CommandSpec
-from bot.types import Answer, SourceLink
+from bot.types import Answer, CommandStyle, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
 from bot.words.language import turn_language
@@ -23,6 +23,7 @@ from rag.language import language_of
 from storage.records import JobRecord, JobStatus
 
 ENGLISH = i18n.catalogue("en")
+SLACK = CommandStyle(prefix="/kb ", bare="kb", attachments=False, files_note="slack.files")
 OTHERS = [code for code in i18n.languages() if code != "en"]
 
 
@@ -66,12 +67,16 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_sources": messages.no_sources,
     "no_jobs": messages.no_jobs,
     "nothing_to_ingest": messages.nothing_to_ingest,
+    "nothing_to_ingest:slack": lambda lang: messages.nothing_to_ingest(lang, SLACK),
     "no_faq_sheet": messages.no_faq_sheet,
+    "no_faq_sheet:slack": lambda lang: messages.no_faq_sheet(lang, SLACK),
+    "files_note": lambda lang: messages.files_note(lang, SLACK),
     "usage": lambda lang: messages.usage(default_registry().usage("kb", lang, Asker(is_admin=True)), lang),
     "form_usage": lambda lang: messages.form_usage("ingest", "files", "/ingest", lang),
     "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
+    "admins_only:slack": lambda lang: messages.admins_only("kb use", lang, SLACK),
     "help_text": lambda lang: messages.help_text([("/new", messages.command_help("new", lang))], lang),
     "greeting": lambda lang: messages.greeting(["handbook", "it"], lang),
     "greeting:no_kb": lambda lang: messages.greeting([], lang),
