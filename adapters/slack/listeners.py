@@ -27,6 +27,7 @@ from adapters.slack.translate import (
     conversation_key,
     is_person_speaking,
     mentions,
+    mistyped_word,
     place,
     plain_text,
     slash_command,
@@ -38,7 +39,7 @@ from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
-from bot.types import IncomingMessage, UserRef
+from bot.types import Command, IncomingMessage, UserRef
 from bot.words import messages
 
 log = logging.getLogger(__name__)
@@ -165,8 +166,12 @@ class SlackListeners:
             verified_admin=await self._installed_by(workspace, user_id, context),
         )
         private = channel.startswith("D")
-        admin = Asker(is_admin=True)
-        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(admin)))
+        commands = self._manager.commands
+        parsed = slash_command(text, frozenset(spec.name for spec in commands.visible_to(Asker(is_admin=True))))
+        if parsed is None and (word := mistyped_word(text)):
+            # `/kb jbos` is no question to post in the channel: the command it resembles is told privately.
+            asker = Asker(self._manager.policy.is_admin(PLATFORM, user), private, style=self._style)
+            parsed = Command(word) if commands.suggest(word, asker) else None
         if parsed is not None:
             where = Place(workspace, channel, "", private)
             message = IncomingMessage(

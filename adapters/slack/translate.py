@@ -165,6 +165,12 @@ def translate(
     )
 
 
+def mistyped_word(text: str) -> str:
+    """The slash command's text when it may be a mistyped command: one word, not a question; else ""."""
+    words = text.split()
+    return words[0].lower().lstrip("/") if len(words) == 1 and not words[0].endswith(("?", "？")) else ""
+
+
 def slash_command(text: str, command_names: frozenset[str]) -> Command | None:
     """The slash command's text as one of ragbot's commands, or None when it is a question.
 

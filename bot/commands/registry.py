@@ -6,6 +6,7 @@ the catalogues (`help.<name>`, `usage.<name>.<form>`), the one source of every t
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import shlex
@@ -21,6 +22,8 @@ from bot.words import messages
 
 log = logging.getLogger(__name__)
 
+# How alike a mistyped word and a command must be to suggest it (difflib's ratio: "jbos" and "jobs" are 0.75).
+_SUGGEST_CUTOFF = 0.75
 _COMMAND = re.compile(r"^/(?P<name>[A-Za-z][A-Za-z0-9_]{0,31})(?:@(?P<bot>[A-Za-z0-9_]+))?(?=\s|$)")
 
 
@@ -184,6 +187,22 @@ class CommandRegistry:
         forms = [form for form in self.forms_for(spec, asker) if keys is None or form.key in keys]
         return " | ".join(_written(name, form, asker.style, lang) for form in forms or spec.forms)
 
+    def suggest(self, word: str, asker: Asker) -> str | None:
+        """The command this person may run that `word` is likely a typo of, as their platform writes it.
+
+        Where one command's forms follow the slash command alone (Slack's `/kb list`), its forms count as commands.
+        """
+        written: dict[str, str] = {}
+        for spec in self.visible_to(asker):
+            if spec.name == asker.style.bare:
+                for form in self.forms_for(spec, asker):
+                    if form.key:
+                        written[form.key] = asker.style.written(f"{spec.name} {form.key}")
+            else:
+                written[spec.name] = asker.style.written(spec.name)
+        close = difflib.get_close_matches(word.lower(), list(written), n=1, cutoff=_SUGGEST_CUTOFF)
+        return written[close[0]] if close else None
+
     def help(self, asker: Asker, lang: str, *, intro: str = "") -> str:
         """The /help reply in `lang`: each command this person may run, with its forms and one-line help.
 
@@ -210,14 +229,16 @@ class CommandRegistry:
         """Run the message's command, replying in `lang`; unknown commands and missing rights get a clear reply."""
         assert message.command is not None
         spec = self.match(message)
+        asker = Asker(is_admin, message.private, chat.allowed_kbs(message.key.platform) is not None, message.style)
         if spec is None:
-            await deliver_text(target, messages.unknown_command(message.command.name, lang, message.style))
+            name = message.command.name
+            suggestion = self.suggest(name, asker) or ""
+            await deliver_text(target, messages.unknown_command(name, lang, message.style, suggestion=suggestion))
             return
         if spec.admin and not is_admin:
             log.info("command=refused name=%s user=%s", spec.name, message.user.id)
             await deliver_text(target, messages.admins_only(spec.name, lang, message.style))
             return
-        asker = Asker(is_admin, message.private, chat.allowed_kbs(message.key.platform) is not None, message.style)
         if message.command.error:
             how = messages.usage(self.usage(spec.name, lang, asker), lang)
             await deliver_text(target, f"{messages.translated(message.command.error, lang)} {how}")

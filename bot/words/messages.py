@@ -179,8 +179,10 @@ def command_help(name: str, lang: str) -> str:
     return catalogue(lang).text(f"help.{name}")
 
 
-def unknown_command(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
-    """The reply to a command that does not exist."""
+def unknown_command(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS, *, suggestion: str = "") -> str:
+    """The reply to a command that does not exist: the command it is likely a typo of (`suggestion`), else /help."""
+    if suggestion:
+        return catalogue(lang).text("suggest.unknown", command=style.written(name), suggestion=suggestion)
     return catalogue(lang).text("command.unknown", command=style.written(name), help=style.written("help"))
 
 

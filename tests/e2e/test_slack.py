@@ -378,6 +378,34 @@ async def test_a_sheet_shared_with_the_words_faq_import_imports_its_questions(sl
     assert any("1 FAQs added" in m.text for m in slack.fake.visible("D0ADMINFAQ"))
 
 
+@pytest.mark.parametrize(
+    ("text", "user", "suggestion"),
+    [("jbos", ADMIN, "/kb jobs"), ("lsit", BOB, "/kb list"), ("HLEP", BOB, "/kb help")],
+)
+async def test_a_mistyped_subcommand_gets_a_private_did_you_mean_and_nothing_is_posted(
+    slack: Slack, text: str, user: str, suggestion: str
+) -> None:
+    channel = f"C0TYPO{text.upper()}"
+    fields, hook = _command(slack, text, user, channel=channel)
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
+    (post,) = slack.fake.responses(hook)
+    assert post.body["response_type"] == "ephemeral"
+    reply = str(post.body["blocks"][0]["text"])
+    assert reply == messages.unknown_command(text.lower(), "en", SLACK_STYLE, suggestion=suggestion)
+    assert f"`{suggestion}`" in reply
+    assert slack.fake.visible(channel) == []
+
+
+async def test_one_word_like_no_command_is_still_asked_in_the_channel(slack: Slack) -> None:
+    fields, _ = _command(slack, "lunch", channel="C0ONEWORD")
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.visible("C0ONEWORD"), timeout=30)
+    (root,) = [m for m in slack.fake.visible("C0ONEWORD") if m.thread_ts in (None, m.ts)]
+    (shown,) = await slack.answers("C0ONEWORD", root.ts)
+    assert "noon" in shown
+
+
 async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own(slack: Slack) -> None:
     fields, _ = _command(slack, "When is lunch served?", channel="C0ASK")
     assert (await slack.post(fields, form=True))[0] == 200

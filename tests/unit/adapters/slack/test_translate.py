@@ -12,6 +12,7 @@ from adapters.slack.translate import (
     Place,
     command_style,
     conversation_key,
+    mistyped_word,
     place,
     plain_text,
     slash_command,
@@ -156,3 +157,19 @@ def test_workspace_keys_carry_the_enterprise_when_there_is_one() -> None:
 )
 def test_the_slash_commands_text_names_a_command_or_asks_a_question(text: str, expected: Command | None) -> None:
     assert slash_command(text, COMMANDS) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("jbos", "jbos"),
+        ("/Lsit", "lsit"),
+        ("vpn", "vpn"),
+        ("jobs?", ""),
+        ("when is lunch", ""),
+        ("报销？", ""),
+        ("", ""),
+    ],
+)
+def test_only_one_word_that_is_no_question_may_be_a_mistyped_command(text: str, word: str) -> None:
+    assert mistyped_word(text) == word

@@ -75,6 +75,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "form_usage": lambda lang: messages.form_usage("ingest", "files", "/ingest", lang),
     "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
+    "unknown_command:suggested": lambda lang: messages.unknown_command("jbos", lang, SLACK, suggestion="/kb jobs"),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
     "admins_only:slack": lambda lang: messages.admins_only("kb use", lang, SLACK),
     "help_text": lambda lang: messages.help_text([("/new", messages.command_help("new", lang))], lang),
