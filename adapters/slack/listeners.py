@@ -196,7 +196,8 @@ class SlackListeners:
         user: UserRef,
         text: str,
     ) -> None:
-        """A question asked with the slash command: posted in the channel, answered in its thread."""
+        """A question asked with the slash command: posted in the channel and answered in its thread (in a DM, under
+        it in the DM itself)."""
         client = context.client
         assert client is not None
         try:
@@ -211,7 +212,7 @@ class SlackListeners:
             await self._notify(ResponseTarget(respond), messages.TURN_FAILED)
             return
         thread = str(posted["ts"])
-        where = Place(where.workspace, where.channel, thread, where.private)
+        where = Place(where.workspace, where.channel, "" if where.private else thread, where.private)
         message = IncomingMessage(
             key=conversation_key(where),
             message_id=thread,

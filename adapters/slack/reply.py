@@ -125,8 +125,11 @@ class SlackTarget:
             log.info("slack=status_not_set reason=%s", exc)
 
     def open_stream(self) -> ReplyStream:
-        """Native streaming (chat.startStream…) or one message edited in place, as configured."""
-        if self.native:
+        """Native streaming (chat.startStream…) or one message edited in place, as configured.
+
+        Slack streams only replies in a thread outside channels, so a DM answered in the DM itself is edited in place.
+        """
+        if self.native and self.thread_ts:
             return NativeReplyStream(self)
         return EditStream(EditingReplyStream(self, observer=self.observer, compose=body), self)
 

@@ -39,7 +39,7 @@ class Place:
 
     workspace: str
     channel: str
-    # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread).
+    # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread); "" for a DM itself.
     reply_thread: str
     private: bool
 
@@ -57,10 +57,11 @@ def workspace_id(team_id: str | None, enterprise_id: str | None) -> str:
 
 
 def place(event: Json, workspace: str) -> Place:
-    """The channel and thread of a message event; DMs answer in the message's thread like Slack's AI apps."""
+    """The channel and thread of a message event: a channel message is answered in its thread, a DM in the DM
+    itself (in a thread only when the person wrote in one)."""
     channel = str(event.get("channel", ""))
     private = event.get("channel_type") == "im" or channel.startswith("D")
-    thread = str(event.get("thread_ts") or event.get("ts") or "")
+    thread = str(event.get("thread_ts") or ("" if private else event.get("ts")) or "")
     return Place(workspace, channel, thread, private)
 
 

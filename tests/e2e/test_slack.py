@@ -99,6 +99,22 @@ class Slack:
         """The bot's messages in a thread (its root excluded: that may be the bot's own post of a question)."""
         return [shown for shown in self.fake.thread(channel, thread_ts) if shown.bot_id and shown.ts != thread_ts]
 
+    def dm_replies(self, channel: str) -> list[Shown]:
+        """The bot's messages in a DM itself (none in threads: those are no answers in the DM)."""
+        return [shown for shown in self.fake.visible(channel) if shown.bot_id and shown.thread_ts is None]
+
+    async def dm_answers(self, channel: str, count: int = 1) -> list[str]:
+        """Wait until the DM itself shows `count` finished bot answers."""
+
+        def done() -> bool:
+            shown = self.dm_replies(channel)
+            return len(shown) >= count and all(
+                not message.streaming and (message.blocks or "Sources" in message.text) for message in shown[:count]
+            )
+
+        await self.fake.wait_for(done, timeout=60)
+        return [message.text for message in self.dm_replies(channel)]
+
     async def answers(self, channel: str, thread_ts: str, count: int = 1) -> list[str]:
         """Wait until the thread shows `count` finished bot answers (sources or buttons under them)."""
 
@@ -216,11 +232,18 @@ async def test_a_thread_reply_continues_the_conversation_and_chatter_is_left_alo
     assert [m for m in slack.fake.visible("C0TEAM") if m.bot_id and m.thread_ts != thread] == []
 
 
-async def test_a_direct_message_is_answered(slack: Slack) -> None:
-    event = await slack.say("When is lunch served?", channel="D0BOB")
-    (shown,) = await slack.answers("D0BOB", str(event["ts"]))
-    assert "noon" in shown
+async def test_direct_messages_are_one_conversation_answered_in_the_dm_itself(slack: Slack) -> None:
+    first = await slack.say("How do I install the VPN client?", channel="D0BOB")
+    (shown,) = await slack.dm_answers("D0BOB")
+    assert "Software Center" in shown
     assert shown.endswith(SOURCES_LINE)
+    await slack.say("How does it connect?", channel="D0BOB")
+    shown = await slack.dm_answers("D0BOB", 2)
+    assert "badge number" in shown[1]
+    # Nothing is threaded under the questions, and the follow-up was read with the first question as history.
+    assert slack.bot_replies("D0BOB", str(first["ts"])) == []
+    follow_up = await _last_answer(slack.services, ("slack", TEAM, "D0BOB", ""))
+    assert "vpn" in follow_up.meta["rewritten"].lower()
 
 
 async def test_a_retried_event_is_answered_once(slack: Slack) -> None:
@@ -245,14 +268,13 @@ async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slac
     ts = slack.fake.user_message(TEAM, "D0ADMIN", ADMIN, "")
     event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
     assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
-    thread = str(event["ts"])
-    await slack.fake.wait_for(lambda: any("Done:" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60)
-    (status,) = slack.bot_replies("D0ADMIN", thread)
+    await slack.fake.wait_for(lambda: any("Done:" in m.text for m in slack.dm_replies("D0ADMIN")), timeout=60)
+    (status,) = slack.dm_replies("D0ADMIN")
     assert "parking.md" in status.text
     assert status.edits >= 1
-    question = await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
-    (shown,) = await slack.answers("D0ADMIN", str(question["ts"]))
-    assert "Marigold" in shown
+    await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
+    await slack.fake.wait_for(lambda: any(m.blocks for m in slack.dm_replies("D0ADMIN")[1:]), timeout=60)
+    assert "Marigold" in slack.dm_replies("D0ADMIN")[1].text
 
 
 async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack: Slack) -> None:
@@ -260,10 +282,8 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     ts = slack.fake.user_message(TEAM, "D0BOB2", BOB, "")
     event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
-    await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
-    assert [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))] == [
-        messages.admins_only("ingest", "en", SLACK_STYLE)
-    ]
+    await slack.fake.wait_for(lambda: slack.dm_replies("D0BOB2"), timeout=30)
+    assert [m.text for m in slack.dm_replies("D0BOB2")] == [messages.admins_only("ingest", "en", SLACK_STYLE)]
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
@@ -286,11 +306,9 @@ async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingest
     event = events.file_share(channel=channel, user=ADMIN, files=[file], team=TEAM, ts=ts)
     jobs_before = len(await slack.services.job_repo.recent(limit=None))
     await slack.post(events.envelope(event, team_id=TEAM))
-    await slack.fake.wait_for(
-        lambda: any(m.text.startswith(expected) for m in slack.bot_replies(channel, ts)), timeout=30
-    )
+    await slack.fake.wait_for(lambda: any(m.text.startswith(expected) for m in slack.dm_replies(channel)), timeout=30)
     # One status message, which ends saying why: nothing is left saying "Queued".
-    assert [m.text[: len(expected)] for m in slack.bot_replies(channel, ts)] == [expected]
+    assert [m.text[: len(expected)] for m in slack.dm_replies(channel)] == [expected]
     assert len(await slack.services.job_repo.recent(limit=None)) == jobs_before
 
 

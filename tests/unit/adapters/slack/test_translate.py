@@ -59,11 +59,16 @@ def test_channel_chatter_without_a_mention_is_not_for_the_bot() -> None:
     assert _translate(_event("lunch anyone?")) is None
 
 
-def test_a_whole_dm_is_one_conversation_answered_in_the_messages_thread() -> None:
+def test_a_whole_dm_is_one_conversation_answered_in_the_dm_itself() -> None:
     event = _event("hello", channel="D1", channel_type="im")
     where = place(event, "T1")
-    assert where == Place("T1", "D1", "1700000000.000100", True)
+    assert where == Place("T1", "D1", "", True)
     assert conversation_key(where) == ConversationKey("slack", "T1", "D1", "")
+    in_a_thread = place(_event("and then?", channel="D1", channel_type="im", thread_ts="1700000000.000001"), "T1")
+    assert in_a_thread == Place(
+        "T1", "D1", "1700000000.000001", True
+    )  # a person who writes in a thread is answered there
+    assert conversation_key(in_a_thread) == conversation_key(where)
     message = _translate(event)
     assert isinstance(message, IncomingMessage)
     assert message.private
