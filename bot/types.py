@@ -142,3 +142,8 @@ class Answer:
     notice: str = ""
     # The language code of the turn (bot.i18n): what the sources heading is written in.
     language: str = "en"
+
+    @property
+    def takes_feedback(self) -> bool:
+        """Whether people may rate it (feedback buttons): a stored answer, not a refusal to answer."""
+        return bool(self.message_id) and self.outcome != "refused"

@@ -16,7 +16,15 @@ from adapters.slack.calls import call, unreachable_notice
 from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
-from adapters.slack.render import parse_feedback
+from adapters.slack.render import (
+    MAX_MARKDOWN,
+    fallback_text,
+    is_feedback_block,
+    markdown_block,
+    parse_feedback,
+    shows_text,
+    with_choice,
+)
 from adapters.slack.reply import ResponseTarget, SlackTarget
 from adapters.slack.stores import DatabaseInstallationStore
 from adapters.slack.translate import (
@@ -233,19 +241,23 @@ class SlackListeners:
         respond: Any,
         context: AsyncBoltContext,
     ) -> None:
+        """A press on 👍 / 👎: recorded, and the answer shows the choice in place of its buttons."""
         await ack()
         parsed = parse_feedback(str(action.get("value") or ""))
         container = body.get("container") or {}
         message = body.get("message") or {}
         channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
         thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        stored = False
-        if parsed is not None and channel:
-            where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
-            stored = await self._manager.feedback(conversation_key(where), parsed[1], parsed[0])
+        key = conversation_key(Place(self._workspace(context), channel, thread, channel.startswith("D")))
+        stored = await self._manager.feedback(key, parsed[1], parsed[0]) if parsed is not None and channel else None
+        lang = await self._manager.language(key, stored.text if stored is not None else str(message.get("text") or ""))
+        if parsed is not None and stored is not None and context.client is not None:
+            choice = messages.feedback_thanks(parsed[0], lang)
+            if await _show_choice(context.client, channel, message, stored.text, choice):
+                return
         try:
             await respond(
-                text=messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE,
+                text=messages.feedback_thanks(parsed[0], lang) if parsed and stored else messages.feedback_gone(lang),
                 response_type="ephemeral",
                 replace_original=False,
             )
@@ -279,3 +291,27 @@ class SlackListeners:
         finally:
             if task is not None:
                 self.work.discard(task)
+
+
+async def _show_choice(
+    client: AsyncWebClient, channel: str, message: Mapping[str, Any], answer: str, choice: str
+) -> bool:
+    """Rewrite a rated answer with the choice in place of its buttons; False when it cannot be (then say it aside).
+
+    A natively streamed answer keeps its text outside its blocks, so its stored text is written back with them.
+    """
+    ts = str(message.get("ts") or "")
+    blocks = [dict(block) for block in message.get("blocks") or () if isinstance(block, Mapping)]
+    if not ts or not any(is_feedback_block(block) for block in blocks):
+        return False
+    shown = with_choice(blocks, choice)
+    if not shows_text(shown):
+        if len(answer) > MAX_MARKDOWN:
+            return False  # the answer ran over several messages: this one showed only its end
+        shown = [markdown_block(answer), *shown]
+    try:
+        await call(client.chat_update(channel=channel, ts=ts, blocks=shown, text=fallback_text(answer)))
+    except PlatformError as exc:
+        log.warning("slack=feedback_choice_not_shown reason=%s", exc)
+        return False
+    return True

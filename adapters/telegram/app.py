@@ -16,7 +16,7 @@ from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from adapters.telegram.pacing import Pacer
-from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
+from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
@@ -26,6 +26,7 @@ from bot.ports import Adapter
 from bot.reply.deliver import deliver_text
 from bot.words import messages
 from bot.words.catalogue import DEFAULT_LANGUAGE, languages
+from bot.words.language import turn_language
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -219,20 +220,29 @@ class TelegramAdapter:
         await self._manager.handle(translated, target)
 
     async def _feedback(self, query: CallbackQuery) -> None:
+        """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""
         parts = (query.data or "").split(":", 2)
         if len(parts) != 3 or parts[0] != FEEDBACK_PREFIX or parts[1] not in ("up", "down"):
             await query.answer()
             return
+        verdict, answer_id = parts[1], parts[2]
         message = query.message
-        stored = False
+        app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
-            stored = await self._manager.feedback(conversation_key(message), parts[2], parts[1])
+            key = conversation_key(message)
+            stored = await self._manager.feedback(key, answer_id, verdict)
+            lang = await self._manager.language(key, message.text or "", app_language)
+        else:
+            stored, lang = None, turn_language("", app_language=app_language)
         try:
-            await query.answer(messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE)
-            if stored:
-                await query.edit_message_reply_markup(reply_markup=None)
+            if stored is None:
+                await query.answer(messages.feedback_gone(lang))
+                return
+            await query.answer()
+            await query.edit_message_reply_markup(reply_markup=chosen_keyboard(verdict, answer_id, lang))
         except TelegramError as exc:
-            log.warning("telegram=feedback_ack_failed reason=%s", exc)
+            if "not modified" not in str(exc).lower():  # the same choice pressed again
+                log.warning("telegram=feedback_ack_failed reason=%s", exc)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.

@@ -331,14 +331,20 @@ class ConversationManager:
         event.set()
         return True
 
-    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> bool:
-        """Record `up` or `down` on an answer of this conversation; False when it is not one of its answers."""
+    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> MessageRecord | None:
+        """Record `up` or `down` on an answer of this conversation: the answer, or None when it is not one of its."""
         conversation = await self.conversation(key)
         try:
-            await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
+            return await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
         except NotFound:
-            return False
-        return True
+            return None
+
+    async def language(self, key: ConversationKey, text: str = "", app_language: str = "") -> str:
+        """The language the bot speaks to a chat outside a turn (a notice, a button's label), as a turn would choose:
+        the chat's /lang, else the language of `text`, else of the person's app."""
+        chat = key.chat_key
+        setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
+        return language.turn_language(text, setting.language, app_language)
 
     async def reset(self, key: ConversationKey) -> None:
         """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""

@@ -435,10 +435,19 @@ def cli_banner(kb_names: list[str]) -> str:
     )
 
 
+# Feedback buttons under answers (Telegram, Slack)
+def feedback_thanks(verdict: str, lang: str) -> str:
+    """What an answer shows, in place of its buttons, once someone rated it (`up` or `down`)."""
+    return catalogue(lang).text(f"feedback.{'up' if verdict == 'up' else 'down'}")
+
+
+def feedback_gone(lang: str) -> str:
+    """A button pressed under an answer that is no longer part of its conversation."""
+    return catalogue(lang).text("feedback.gone")
+
+
 # Telegram
 TELEGRAM_TEXT_ONLY: Final = "I can read text questions and documents, not stickers, photos or voice messages."
-FEEDBACK_THANKS: Final = "Thanks for the feedback!"
-FEEDBACK_GONE: Final = "That answer is no longer part of this conversation."
 
 
 def telegram_file_too_big(name: str, limit: str) -> str:

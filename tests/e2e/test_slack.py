@@ -27,6 +27,7 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.words import messages
 from rag.ingest.documents import SourceFile
+from rag.input_check import REFUSE_NO_WORDS
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
 from tests.fakes import slack_events as events
@@ -202,22 +203,62 @@ async def test_a_channel_mention_is_answered_in_its_thread_with_sources_and_feed
     reply = slack.bot_replies(CHANNEL, thread)[0]
     assert answer.platform_message_id == reply.ts
     assert any(call.params.get("status") for call in slack.fake.calls("assistant.threads.setStatus"))
-    hook = slack.fake.response_url(team_id=TEAM, channel=CHANNEL, user=BOB)
+    assert any(block["type"] == "context_actions" for block in reply.blocks)
+    await _press(slack, CHANNEL, reply, f"up:{answer.id}")
+    # The answer keeps its text and sources, and shows the choice where the buttons were.
+    await slack.fake.wait_for(lambda: slack.fake.message(CHANNEL, reply.ts).edits > reply.edits, timeout=10)
+    rated = slack.fake.message(CHANNEL, reply.ts)
+    assert rated.text == f"{answer.text}\n{SOURCES_LINE}\n{messages.feedback_thanks('up', 'en')}"
+    assert not [block for block in rated.blocks if block["type"] == "context_actions"]
+    assert (await slack.services.conversations.message(answer.id)).feedback == "up"
+
+
+async def _press(slack: Slack, channel: str, reply: Shown, value: str, user: str = BOB) -> str:
+    """Press a feedback button under a bot message, as Slack delivers the click; returns its response_url."""
+    hook = slack.fake.response_url(team_id=TEAM, channel=channel, user=user)
+    message = {
+        "type": "message",
+        "ts": reply.ts,
+        "thread_ts": reply.thread_ts,
+        "user": events.BOT_USER_ID,
+        "text": reply.text,
+        "blocks": reply.blocks,
+    }
     click = events.block_actions(
         action_id=FEEDBACK_ACTION,
-        value=f"up:{answer.id}",
-        user=BOB,
+        value=value,
+        user=user,
         team_id=TEAM,
-        channel=CHANNEL,
+        channel=channel,
         message_ts=reply.ts,
         response_url=hook,
-        message={"type": "message", "ts": reply.ts, "thread_ts": thread, "user": events.BOT_USER_ID},
+        message=message,
     )
     status, _ = await slack.post(click)
     assert status == 200
-    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=10)
-    assert (await slack.services.conversations.message(answer.id)).feedback == "up"
-    assert slack.fake.ephemeral()[-1].text == messages.FEEDBACK_THANKS
+    return hook
+
+
+async def test_a_rated_answer_in_a_dm_answered_by_edits_shows_the_choice_in_the_chats_language(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "lang zh", channel="D0RATE") == messages.language_set("zh")
+    await slack.say("How do I install the VPN client?", channel="D0RATE")
+    await slack.dm_answers("D0RATE")
+    (reply,) = slack.dm_replies("D0RATE")
+    answer = await _last_answer(slack.services, ("slack", TEAM, "D0RATE", ""))
+    await _press(slack, "D0RATE", reply, f"down:{answer.id}")
+    await slack.fake.wait_for(lambda: slack.fake.message("D0RATE", reply.ts).edits > reply.edits, timeout=10)
+    rated = slack.fake.message("D0RATE", reply.ts)
+    assert rated.text.startswith(answer.text)
+    assert rated.text.endswith(messages.feedback_thanks("down", "zh"))
+
+
+async def test_a_refusal_carries_no_feedback_buttons(slack: Slack) -> None:
+    thread = await slack.mention("???", channel="C0REFUSE")
+    await slack.fake.wait_for(lambda: slack.bot_replies("C0REFUSE", thread), timeout=30)
+    await slack.fake.wait_for(lambda: not slack.bot_replies("C0REFUSE", thread)[0].streaming, timeout=30)
+    (reply,) = slack.bot_replies("C0REFUSE", thread)
+    assert reply.text == messages.translated(REFUSE_NO_WORDS, "en")
+    assert not [block for block in reply.blocks if block["type"] == "context_actions"]
 
 
 async def test_a_thread_reply_continues_the_conversation_and_chatter_is_left_alone(slack: Slack) -> None:
@@ -334,8 +375,8 @@ def _command(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -
     return fields, hook
 
 
-async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
-    fields, hook = _command(slack, text, user)
+async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -> str:
+    fields, hook = _command(slack, text, user, channel)
     status, _ = await slack.post(fields, form=True)
     assert status == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)

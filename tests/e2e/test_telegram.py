@@ -25,6 +25,7 @@ from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker
 from bot.words import messages
 from rag.ingest.documents import SourceFile
+from rag.input_check import REFUSE_NO_WORDS
 from tests.conftest import EmbeddedSettings
 from tests.e2e.cli import free_port
 from tests.fakes.telegram_api import DEFAULT_USER, FakeTelegramBotAPI, parse_html
@@ -121,13 +122,54 @@ async def test_a_private_question_is_answered_with_its_sources_and_feedback_butt
     assert shown == _plain(f"{answer.text}\n\n**Sources**\n- [1] handbook.md")
     keyboard = fake.bot_messages(DEFAULT_USER["id"])[0].reply_markup
     assert keyboard is not None
-    fake.queue_update(
-        fake.callback_query(
-            f"fb:up:{answer.id}", message_id=int(answer.platform_message_id), chat_id=DEFAULT_USER["id"]
-        )
-    )
-    await fake.wait_for(lambda: bool(fake.callback_answers), timeout=10)
+    await _press(fake, f"fb:up:{answer.id}", int(answer.platform_message_id), DEFAULT_USER["id"])
     assert (await telegram.services.conversations.message(answer.id)).feedback == "up"
+
+
+def _buttons(fake: FakeTelegramBotAPI, chat_id: int, message_id: int) -> list[str]:
+    """The labels of the buttons under one of the bot's messages."""
+    (message,) = [m for m in fake.bot_messages(chat_id) if m.message_id == message_id]
+    markup = message.reply_markup or {"inline_keyboard": []}
+    return [button["text"] for row in markup["inline_keyboard"] for button in row]
+
+
+async def _press(fake: FakeTelegramBotAPI, data: str, message_id: int, chat_id: int, user: Any = None) -> None:
+    """Press an inline button under a bot message and wait until Telegram got the bot's answer to the press."""
+    update = fake.queue_update(fake.callback_query(data, message_id=message_id, chat_id=chat_id, user=user))
+    query_id = update["callback_query"]["id"]
+    await fake.wait_for(lambda: query_id in fake.callback_answers, timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("question", "verdict", "lang"),
+    [("When is lunch served?", "up", "en"), ("午餐在哪里供应？", "down", "zh")],
+)
+async def test_a_pressed_feedback_button_leaves_the_choice_showing_in_the_chats_language(
+    telegram: Bot, question: str, verdict: str, lang: str
+) -> None:
+    fake = telegram.fake
+    asker = {"id": 7600 + len(question), "is_bot": False, "first_name": "Pia"}
+    fake.queue_update(fake.private_message(question, user=asker))
+    await _answered(fake, asker["id"], 1)
+    answer = await _stored_answer(telegram.services, str(asker["id"]))
+    shown = int(answer.platform_message_id)
+    assert _buttons(fake, asker["id"], shown) == ["👍", "👎"]
+    await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)
+    await fake.wait_for(lambda: len(_buttons(fake, asker["id"], shown)) == 1, timeout=10)
+    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)  # pressed again: no harm
+    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    assert (await telegram.services.conversations.message(answer.id)).feedback == verdict
+
+
+async def test_a_refusal_carries_no_feedback_buttons(telegram: Bot) -> None:
+    fake = telegram.fake
+    asker = {"id": 7700, "is_bot": False, "first_name": "Raj"}
+    fake.queue_update(fake.private_message("???", user=asker))
+    await fake.wait_for(lambda: len(fake.visible(asker["id"])) == 1, timeout=30)
+    assert fake.visible(asker["id"]) == [_plain(messages.translated(REFUSE_NO_WORDS, "en"))]
+    await _stored_answer(telegram.services, str(asker["id"]))  # stored as the turn's answer, but not rated
+    assert [message.reply_markup for message in fake.bot_messages(asker["id"])] == [None]
 
 
 async def test_in_a_group_a_mention_is_answered_and_plain_chatter_is_not(telegram: Bot) -> None:

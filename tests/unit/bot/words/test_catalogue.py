@@ -117,6 +117,9 @@ FIXED: dict[str, Callable[[str], str]] = {
     "ingest_outcome": lambda lang: messages.ingest_outcome([_job("succeeded"), _job("failed")], lang),
     "ingest_outcome:all": lambda lang: messages.ingest_outcome([_job("succeeded")], lang),
     "index_rebuilding": messages.index_rebuilding,
+    "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
+    "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
+    "feedback_gone": messages.feedback_gone,
 }
 
 
