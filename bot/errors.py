@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class StartupError(Exception):
     """Start-up cannot go on; names the setting to change and how."""
@@ -14,11 +16,20 @@ class StartupError(Exception):
 
 
 class UserFacingError(Exception):
-    """An error whose `user_message` may be shown to the person who caused it."""
+    """An error whose `user_message` may be shown to the person who caused it.
 
-    def __init__(self, user_message: str) -> None:
+    A layer that knows no chat's language (an adapter reading a file) gives `in_language`, the message in any
+    language the turn boundary asks for; `user_message` is then its English.
+    """
+
+    def __init__(self, user_message: str, *, in_language: Callable[[str], str] | None = None) -> None:
         super().__init__(user_message)
         self.user_message = user_message
+        self._in_language = in_language
+
+    def message_in(self, lang: str) -> str:
+        """The message in `lang` where the raiser said how, else as raised."""
+        return self._in_language(lang) if self._in_language is not None else self.user_message
 
 
 class PlatformError(Exception):

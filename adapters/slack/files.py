@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import aiohttp
@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.calls import call
 from bot.errors import PlatformError, UserFacingError
 from bot.words import messages
+from bot.words.catalogue import DEFAULT_LANGUAGE
 from rag.ingest.extractors.limits import format_size
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,11 @@ def _expects_html(file: Mapping[str, Any]) -> bool:
     return str(file.get("mimetype") or "").startswith("text/html") or name.endswith(_HTML_NAMES)
 
 
+def _cannot(say: Callable[[str], str]) -> UserFacingError:
+    """Why a file cannot be had, in whatever language the command boundary asks for."""
+    return UserFacingError(say(DEFAULT_LANGUAGE), in_language=say)
+
+
 async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int) -> bytes:
     """The file's bytes; a UserFacingError the sender can act on when Slack gives anything else."""
     name = str(entry.get("name") or entry.get("id") or "the file")
@@ -33,14 +39,14 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
         info = await call(client.files_info(file=str(entry.get("id", ""))))
     except PlatformError as exc:
         log.warning("slack=file_info_failed file=%s reason=%s", entry.get("id"), exc)
-        raise UserFacingError(messages.slack_file_missing(name)) from exc
+        raise _cannot(lambda lang: messages.slack_file_missing(name, lang)) from exc
     file: Mapping[str, Any] = info["file"]
     size = int(file.get("size") or 0)
     if size > limit:
-        raise UserFacingError(messages.file_too_large(name, format_size(size), format_size(limit)))
+        raise _cannot(lambda lang: messages.file_too_large(name, format_size(size), format_size(limit), lang))
     url = str(file.get("url_private_download") or file.get("url_private") or "")
     if not url:
-        raise UserFacingError(messages.file_unreadable(name))
+        raise _cannot(lambda lang: messages.file_unreadable(name, lang))
     headers = {"Authorization": f"Bearer {client.token}"}
     try:
         async with (
@@ -49,19 +55,20 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
         ):
             if response.status != 200:
                 log.warning("slack=file_download_failed file=%s status=%d", entry.get("id"), response.status)
-                raise UserFacingError(messages.file_unreadable(name))
+                raise _cannot(lambda lang: messages.file_unreadable(name, lang))
             # Without a valid token or files:read Slack answers 200 with its sign-in page, not an error status.
             if response.content_type == "text/html" and not _expects_html(file):
                 log.warning("slack=file_download_login_page file=%s", entry.get("id"))
-                raise UserFacingError(messages.slack_file_login_page(name))
+                raise _cannot(lambda lang: messages.slack_file_login_page(name, lang))
             data = bytearray()
+            too_large = _cannot(
+                lambda lang: messages.file_too_large(name, f"> {format_size(limit)}", format_size(limit), lang)
+            )
             async for chunk in response.content.iter_chunked(_CHUNK):
                 data += chunk
                 if len(data) > limit:
-                    raise UserFacingError(
-                        messages.file_too_large(name, f"over {format_size(limit)}", format_size(limit))
-                    )
+                    raise too_large
             return bytes(data)
     except (aiohttp.ClientError, TimeoutError) as exc:
         log.warning("slack=file_download_failed file=%s reason=%r", entry.get("id"), exc)
-        raise UserFacingError(messages.file_unreadable(name)) from exc
+        raise _cannot(lambda lang: messages.file_unreadable(name, lang)) from exc

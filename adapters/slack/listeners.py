@@ -122,13 +122,16 @@ class SlackListeners:
         )
         if translated is None:
             return
-        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""))
+        # The turn decides its language again from the same message and settings; the status line needs it first.
+        said = "" if isinstance(translated, Notice) else _said(translated)
+        lang = await self._manager.language(conversation_key(where), said)
+        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""), lang)
         if isinstance(translated, Notice):
-            await self._notify(target, translated.text)
+            await self._notify(target, translated.say(lang))
             return
         await self._manager.handle(translated, target)
 
-    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str) -> SlackTarget:
+    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
         return SlackTarget(
             client,
             where.channel,
@@ -139,6 +142,7 @@ class SlackListeners:
             recipient_user=user,
             recipient_team=team,
             native=self._config.native_streaming,
+            lang=lang,
         )
 
     async def _notify(self, target: ReplyTarget, text: str) -> None:
@@ -208,16 +212,18 @@ class SlackListeners:
         it in the DM itself)."""
         client = context.client
         assert client is not None
+        lang = await self._manager.language(conversation_key(where), text)
         try:
             posted = await call(
-                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text))
+                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text, lang))
             )
         except DeliveryFailed as exc:
-            await self._notify(ResponseTarget(respond), unreachable_notice(str(exc)) or messages.SLACK_NOT_IN_CHANNEL)
+            notice = unreachable_notice(str(exc), lang) or messages.slack_not_in_channel(lang)
+            await self._notify(ResponseTarget(respond), notice)
             return
         except PlatformError as exc:
             log.warning("slack=question_not_posted reason=%s", exc)
-            await self._notify(ResponseTarget(respond), messages.TURN_FAILED)
+            await self._notify(ResponseTarget(respond), messages.turn_failed(lang))
             return
         thread = str(posted["ts"])
         where = Place(where.workspace, where.channel, "" if where.private else thread, where.private)
@@ -230,7 +236,7 @@ class SlackListeners:
             style=self._style,
             raw=command,
         )
-        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""))
+        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""), lang)
         await self._manager.handle(message, target)
 
     async def on_feedback(
@@ -291,6 +297,11 @@ class SlackListeners:
         finally:
             if task is not None:
                 self.work.discard(task)
+
+
+def _said(message: IncomingMessage) -> str:
+    """The words a message's language is told by, as the turn tells it: a command's arguments, else its text."""
+    return message.command.raw if message.command is not None else message.text
 
 
 async def _show_choice(

@@ -28,9 +28,12 @@ Json = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """No question, but the person should be told something (a bare mention)."""
+    """No question, but the person should be told something (a bare mention).
 
-    text: str
+    `say` gives the text in the chat's language, which the adapter asks the manager for.
+    """
+
+    say: Callable[[str], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,7 @@ def translate(
     if not addressed:
         return None
     if not text and command is None:
-        return Notice(messages.SLACK_EMPTY_MENTION) if mentioned or where.private else None
+        return Notice(lambda lang: messages.slack_empty_mention(lang, style)) if mentioned or where.private else None
     return IncomingMessage(
         key=conversation_key(where),
         message_id=str(event.get("ts", "")),

@@ -212,8 +212,11 @@ class TelegramAdapter:
             reply_to=message.message_id,
         )
         if isinstance(translated, Notice):
+            user = message.from_user
+            app_language = (user.language_code if user is not None else None) or ""
+            lang = await self._manager.language(conversation_key(message), message.caption or "", app_language)
             try:
-                await deliver_text(target, translated.text)
+                await deliver_text(target, translated.say(lang))
             except PlatformError as exc:
                 log.warning("telegram=notice_failed reason=%s", exc)
             return

@@ -30,9 +30,12 @@ class BotIdentity:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """No question, but the person should be told something (a sticker sent privately, a file too big)."""
+    """No question, but the person should be told something (a sticker sent privately, a file too big).
 
-    text: str
+    `say` gives the text in the chat's language, which the adapter asks the manager for.
+    """
+
+    say: Callable[[str], str]
 
 
 def conversation_key(message: Message) -> ConversationKey:
@@ -101,13 +104,12 @@ def translate(
     if command is not None and command.name in _FILE_COMMANDS and documents:
         too_big = [doc for doc in documents if (doc.file_size or 0) > download_limit]
         if too_big:
-            return Notice(
-                messages.telegram_file_too_big(too_big[0].file_name or "the file", format_size(download_limit))
-            )
+            name, limit = too_big[0].file_name or too_big[0].file_unique_id, format_size(download_limit)
+            return Notice(lambda lang: messages.telegram_file_too_big(name, limit, lang))
     if not cleaned and command is None:
         # A sticker, photo or voice note sent to the bot gets a notice; service messages (joins, pins) and
         # media nobody asked the bot about get nothing.
-        return Notice(messages.TELEGRAM_TEXT_ONLY) if addressed and message.effective_attachment is not None else None
+        return Notice(messages.telegram_text_only) if addressed and message.effective_attachment is not None else None
     attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
     return IncomingMessage(
         key=conversation_key(message),

@@ -285,7 +285,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         paths = await _save_uploads(uploads.folder, files, limit, context.lang)
     except UserFacingError as exc:
         # Nothing was queued: the status message says why instead of "Queued" forever.
-        await status.final(exc.user_message)
+        await status.final(messages.translated(exc.message_in(context.lang), context.lang))
         return
     jobs: list[JobRecord] = []
     for path in paths:

@@ -247,7 +247,7 @@ class CommandRegistry:
         try:
             await spec.handler(context)
         except UserFacingError as exc:
-            await deliver_text(target, messages.translated(exc.user_message, lang))
+            await deliver_text(target, messages.translated(exc.message_in(lang), lang))
         except Exception:
             # The command boundary is a turn boundary too: log it, apologise, keep serving.
             log.exception("command=failed name=%s", spec.name)

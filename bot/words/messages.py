@@ -447,42 +447,55 @@ def feedback_gone(lang: str) -> str:
 
 
 # Telegram
-TELEGRAM_TEXT_ONLY: Final = "I can read text questions and documents, not stickers, photos or voice messages."
+def telegram_text_only(lang: str) -> str:
+    """A sticker, photo or voice note sent to the bot."""
+    return catalogue(lang).text("telegram.text_only")
 
 
-def telegram_file_too_big(name: str, limit: str) -> str:
+def telegram_file_too_big(name: str, limit: str, lang: str) -> str:
     """A document over what the Bot API lets a bot download."""
-    return (
-        f"{name} is larger than the {limit} Telegram lets bots download. Send a smaller file, or have your admin "
-        "run a self-hosted Bot API server (TELEGRAM_API_BASE_URL, TELEGRAM_FILE_BASE_URL), which lifts the limit."
-    )
+    return catalogue(lang).text("telegram.file_too_big", name=name, limit=limit)
 
 
 # Slack
-SLACK_STATUS: Final = "is searching the knowledge base…"
-SLACK_EMPTY_MENTION: Final = "Ask me a question after the mention, like “@ragbot how do I …?”, or try `/kb help`."
-SLACK_NOT_IN_CHANNEL: Final = "I'm not in this channel: invite me with `/invite @ragbot`, then ask again."
-SLACK_ARCHIVED: Final = "This channel is archived, so I can't answer here."
-# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history.
+def slack_status(lang: str) -> str:
+    """The thread's status line while an answer is looked for (Slack writes the app's name before it)."""
+    return catalogue(lang).text("slack.status")
+
+
+def slack_empty_mention(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """A mention with nothing after it."""
+    return catalogue(lang).text("slack.empty_mention", help=style.written("help"))
+
+
+def slack_not_in_channel(lang: str) -> str:
+    """A question asked with the slash command in a channel the bot is not in."""
+    return catalogue(lang).text("slack.not_in_channel")
+
+
+def slack_archived(lang: str) -> str:
+    """A question asked with the slash command in an archived channel."""
+    return catalogue(lang).text("slack.archived")
+
+
+# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history; it is
+# history the model reads, not a message anyone is shown.
 SLACK_THREAD_UNANSWERED: Final = "(Earlier messages in this thread, from before I was asked.)"
 
 
-def slack_asked(user_id: str, question: str) -> str:
+def slack_asked(user_id: str, question: str, lang: str) -> str:
     """The message a question asked with the slash command is answered under (the command itself is invisible)."""
-    return f"<@{user_id}> asked: {question}"
+    return catalogue(lang).text("slack.asked", user=user_id, question=question)
 
 
-def slack_file_login_page(name: str) -> str:
+def slack_file_login_page(name: str, lang: str) -> str:
     """A Slack file download that returned Slack's sign-in page instead of the file."""
-    return (
-        f"I couldn't download {name}: Slack sent its sign-in page instead of the file. The app needs the "
-        "files:read scope (reinstall it from the manifest), then send the file again."
-    )
+    return catalogue(lang).text("slack.file_login_page", name=name)
 
 
-def slack_file_missing(name: str) -> str:
+def slack_file_missing(name: str, lang: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
-    return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."
+    return catalogue(lang).text("slack.file_missing", name=name)
 
 
 # The search index

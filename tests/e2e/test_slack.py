@@ -45,6 +45,7 @@ HANDBOOK = (
 )
 SOURCES_LINE = "*Sources:* [1] handbook.md"
 SLACK_STYLE = command_style("/kb")
+STATUS = "assistant.threads.setStatus"
 
 
 @dataclass
@@ -106,27 +107,21 @@ class Slack:
 
     async def dm_answers(self, channel: str, count: int = 1) -> list[str]:
         """Wait until the DM itself shows `count` finished bot answers."""
-
-        def done() -> bool:
-            shown = self.dm_replies(channel)
-            return len(shown) >= count and all(
-                not message.streaming and (message.blocks or "Sources" in message.text) for message in shown[:count]
-            )
-
-        await self.fake.wait_for(done, timeout=60)
-        return [message.text for message in self.dm_replies(channel)]
+        return await self._finished(lambda: self.dm_replies(channel), count)
 
     async def answers(self, channel: str, thread_ts: str, count: int = 1) -> list[str]:
         """Wait until the thread shows `count` finished bot answers (sources or buttons under them)."""
+        return await self._finished(lambda: self.bot_replies(channel, thread_ts), count)
 
+    async def _finished(self, replies: Callable[[], list[Shown]], count: int) -> list[str]:
         def done() -> bool:
-            shown = self.bot_replies(channel, thread_ts)
+            shown = replies()
             return len(shown) >= count and all(
                 not message.streaming and (message.blocks or "Sources" in message.text) for message in shown[:count]
             )
 
         await self.fake.wait_for(done, timeout=60)
-        return [message.text for message in self.bot_replies(channel, thread_ts)]
+        return [message.text for message in replies()]
 
 
 async def _serve(adapter: SlackAdapter) -> tuple[web.AppRunner, str]:
@@ -328,13 +323,13 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
-    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.SLACK_EMPTY_MENTION]
+    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.slack_empty_mention("en", SLACK_STYLE)]
 
 
 @pytest.mark.parametrize(
     ("name", "fields", "expected"),
     [
-        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf")),
+        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf", "en")),
         ("huge.pdf", {"size": 900_000_000}, "huge.pdf is 900.0 MB, over the"),
     ],
 )
@@ -351,6 +346,16 @@ async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingest
     # One status message, which ends saying why: nothing is left saying "Queued".
     assert [m.text[: len(expected)] for m in slack.dm_replies(channel)] == [expected]
     assert len(await slack.services.job_repo.recent(limit=None)) == jobs_before
+
+
+async def test_a_file_slack_will_not_give_is_explained_in_the_chats_language(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "lang zh", ADMIN, channel="D0FILEZH") == messages.language_set("zh")
+    file = slack.fake.add_file(TEAM, "locked.pdf", b"%PDF-1.4", mimetype="application/pdf", downloadable=False)
+    ts = slack.fake.user_message(TEAM, "D0FILEZH", ADMIN, "")
+    event = events.file_share(channel="D0FILEZH", user=ADMIN, files=[file], team=TEAM, ts=ts)
+    await slack.post(events.envelope(event, team_id=TEAM))
+    expected = messages.slack_file_login_page("locked.pdf", "zh")
+    await slack.fake.wait_for(lambda: [m.text for m in slack.dm_replies("D0FILEZH")] == [expected], timeout=30)
 
 
 async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> None:
@@ -465,22 +470,36 @@ async def test_one_word_like_no_command_is_still_asked_in_the_channel(slack: Sla
     assert "noon" in shown
 
 
-async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own(slack: Slack) -> None:
-    fields, _ = _command(slack, "When is lunch served?", channel="C0ASK")
+# The question, its language, and what its answer says (a Chinese question over the English handbook finds nothing).
+ASKED = [("When is lunch served?", "en", "noon"), ("午餐几点开始？", "zh", messages.no_answer("zh"))]
+
+
+@pytest.mark.parametrize(("question", "lang", "answered"), ASKED)
+async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own_in_its_language(
+    slack: Slack, question: str, lang: str, answered: str
+) -> None:
+    channel = f"C0ASK{lang.upper()}"
+    fields, _ = _command(slack, question, channel=channel)
     assert (await slack.post(fields, form=True))[0] == 200
-    await slack.fake.wait_for(lambda: slack.fake.visible("C0ASK"), timeout=30)
-    (root,) = [m for m in slack.fake.visible("C0ASK") if m.thread_ts in (None, m.ts)]
-    assert root.text == messages.slack_asked(BOB, "When is lunch served?")
-    (shown,) = await slack.answers("C0ASK", root.ts)
-    assert "noon" in shown
+    await slack.fake.wait_for(lambda: slack.fake.visible(channel), timeout=30)
+    (root,) = [m for m in slack.fake.visible(channel) if m.thread_ts in (None, m.ts)]
+    assert root.text == messages.slack_asked(BOB, question, lang)
+    (shown,) = await slack.answers(channel, root.ts)
+    assert answered in shown
+    statuses = {call.params.get("thread_ts"): call.params.get("status") for call in slack.fake.calls(STATUS)}
+    assert statuses[root.ts] == messages.slack_status(lang)
 
 
-async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained(slack: Slack) -> None:
-    slack.fake.remove_bot(TEAM, "C0NOTIN")
-    fields, hook = _command(slack, "When is lunch served?", channel="C0NOTIN")
+@pytest.mark.parametrize(("question", "lang"), [(question, lang) for question, lang, _ in ASKED])
+async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained_in_its_language(
+    slack: Slack, question: str, lang: str
+) -> None:
+    channel = f"C0NOTIN{lang.upper()}"
+    slack.fake.remove_bot(TEAM, channel)
+    fields, hook = _command(slack, question, channel=channel)
     assert (await slack.post(fields, form=True))[0] == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
-    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.SLACK_NOT_IN_CHANNEL
+    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.slack_not_in_channel(lang)
 
 
 async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slack: Slack) -> None:

@@ -292,7 +292,7 @@ async def test_a_non_admin_cannot_ingest_and_a_file_over_the_limit_is_explained(
     huge = fake.add_file(b"x", "huge.pdf", "application/pdf", size=5_000_000)
     fake.queue_update(fake.document_message(huge, user=ADMIN))
     await fake.wait_for(lambda: any("huge.pdf" in t for t in fake.visible(ADMIN["id"])), timeout=30)
-    assert _plain(messages.telegram_file_too_big("huge.pdf", "1.0 MB")) in fake.visible(ADMIN["id"])
+    assert _plain(messages.telegram_file_too_big("huge.pdf", "1.0 MB", "en")) in fake.visible(ADMIN["id"])
 
 
 async def test_the_same_update_delivered_twice_is_answered_once(telegram: Bot) -> None:
@@ -389,7 +389,7 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     fake.queue_update(fake.edited_message(question, "When is breakfast served?"))  # an edit is no new question
     fake.queue_update(fake.sticker_message(user=dave))
     await fake.wait_for(lambda: len(fake.visible(dave["id"])) == 1, timeout=30)
-    assert fake.visible(dave["id"]) == [_plain(messages.TELEGRAM_TEXT_ONLY)]
+    assert fake.visible(dave["id"]) == [_plain(messages.telegram_text_only("en"))]
 
     kicked = -100555
     fake.block_chat(kicked)
@@ -400,6 +400,20 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     stored = await _stored_answer(telegram.services, str(kicked))
     assert stored.meta["outcome"] == "extractive"  # the turn was stored whole though nobody could see it
     assert fake.visible(kicked) == []
+
+
+async def test_a_chat_that_speaks_chinese_gets_the_adapters_notices_in_chinese(telegram: Bot) -> None:
+    fake = telegram.fake
+    lin = {"id": 7800, "is_bot": False, "first_name": "Lin", "language_code": "zh-hans"}
+    fake.queue_update(fake.sticker_message(user=lin))  # no words: the person's app is set to Chinese
+    await fake.wait_for(lambda: len(fake.visible(lin["id"])) == 1, timeout=30)
+    mei = {"id": 7801, "is_bot": False, "first_name": "Mei", "language_code": "en"}
+    fake.queue_update(fake.private_message("/lang zh", user=mei))  # the chat's choice wins over the app
+    await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 1, timeout=30)
+    fake.queue_update(fake.sticker_message(user=mei))
+    await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 2, timeout=30)
+    assert fake.visible(lin["id"]) == [_plain(messages.telegram_text_only("zh"))]
+    assert fake.visible(mei["id"])[1] == _plain(messages.telegram_text_only("zh"))
 
 
 async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(

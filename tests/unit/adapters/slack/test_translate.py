@@ -90,7 +90,10 @@ def test_bots_edits_deletions_and_joins_never_trigger_an_answer(fields: dict[str
 
 
 def test_a_message_with_only_a_mention_gets_a_hint() -> None:
-    assert _translate(_event(f"<@{BOT}>", type="app_mention")) == Notice(messages.SLACK_EMPTY_MENTION)
+    notice = _translate(_event(f"<@{BOT}>", type="app_mention"))
+    assert isinstance(notice, Notice)
+    assert notice.say("en") == messages.slack_empty_mention("en", SLACK)
+    assert "`/kb help`" in notice.say("en")
 
 
 def test_a_mention_with_a_command_runs_it() -> None:

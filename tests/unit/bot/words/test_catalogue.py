@@ -120,6 +120,15 @@ FIXED: dict[str, Callable[[str], str]] = {
     "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
     "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
     "feedback_gone": messages.feedback_gone,
+    "telegram_text_only": messages.telegram_text_only,
+    "telegram_file_too_big": lambda lang: messages.telegram_file_too_big("big.pdf", "20.0 MB", lang),
+    "slack_status": messages.slack_status,
+    "slack_empty_mention": lambda lang: messages.slack_empty_mention(lang, SLACK),
+    "slack_not_in_channel": messages.slack_not_in_channel,
+    "slack_archived": messages.slack_archived,
+    "slack_asked": lambda lang: messages.slack_asked("U1", "VPN?", lang),
+    "slack_file_login_page": lambda lang: messages.slack_file_login_page("a.pdf", lang),
+    "slack_file_missing": lambda lang: messages.slack_file_missing("a.pdf", lang),
 }
 
 
