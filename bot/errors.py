@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 
 
 class StartupError(Exception):
@@ -18,15 +18,18 @@ class StartupError(Exception):
 class UserFacingError(Exception):
     """An error whose `user_message` may be shown to the person who caused it.
 
-    `message_id` (with `values`) names the same text in the chat's catalogues (bot/words), so a chat sees it in
-    its own language; `user_message` is the English the terminal and the logs show.
+    A layer that knows no chat's language (an adapter reading a file) gives `in_language`, the message in any
+    language the turn boundary asks for; `user_message` is then its English.
     """
 
-    def __init__(self, user_message: str, *, message_id: str = "", values: Mapping[str, object] | None = None):
+    def __init__(self, user_message: str, *, in_language: Callable[[str], str] | None = None) -> None:
         super().__init__(user_message)
         self.user_message = user_message
-        self.message_id = message_id
-        self.values: Mapping[str, object] = values or {}
+        self._in_language = in_language
+
+    def message_in(self, lang: str) -> str:
+        """The message in `lang` where the raiser said how, else as raised."""
+        return self._in_language(lang) if self._in_language is not None else self.user_message
 
 
 class InvalidKnowledgeBaseName(UserFacingError):

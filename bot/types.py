@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 Outcome = Literal[
     "faq_direct", "generated", "extractive", "no_match", "refused", "model_error", "failed", "stopped", "chat"
@@ -34,6 +34,8 @@ class UserRef:
     name: str = ""
     # Set by an adapter that proved admin rights itself (the web chat's admin token); elsewhere ids are listed.
     verified_admin: bool = False
+    # The language the person's app is set to (an IETF tag such as "zh-hans"), when the platform says.
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +69,38 @@ class Command:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandStyle:
+    """How people write ragbot's commands on a platform, and which forms of them it takes there.
+
+    Telegram and the web chat write `/NAME ARGS` and take files with a command. Slack has one slash command, so
+    `/kb NAME ARGS`, with the kb command's own forms right after it (`/kb list`), and no files with it: files
+    reach the bot shared in a message, as the catalogue text `files_note` (an id) tells.
+    """
+
+    prefix: str = "/"
+    # The command whose forms follow the prefix alone (Slack's `/kb list` is the kb command's `list`).
+    bare: str = ""
+    attachments: bool = True
+    files_note: str = ""
+
+    def written(self, command: str) -> str:
+        """A command and its words as people write them here: "jobs" is `/jobs` or `/kb jobs`, "kb use" `/kb use`."""
+        name, _, words = command.partition(" ")
+        head = self.prefix.rstrip() if name == self.bare else f"{self.prefix}{name}"
+        return f"{head} {words}" if words else head
+
+
+SLASH_COMMANDS: Final = CommandStyle()
+"""`/NAME ARGS`, files attached to the command: Telegram, the web chat, the terminal."""
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message a person sent, stripped of platform syntax by the adapter's translate step.
 
     `addressed` says the bot was spoken to (a mention, a reply to the bot, a command, a private chat);
-    `private` says the chat has only this person and the bot. `raw` is the platform payload, an escape hatch.
+    `private` says the chat has only this person and the bot; `style` how the platform writes commands (what help,
+    usage and refusals say). `raw` is the platform payload, an escape hatch.
     """
 
     key: ConversationKey
@@ -83,6 +112,7 @@ class IncomingMessage:
     command: Command | None = None
     addressed: bool = True
     private: bool = True
+    style: CommandStyle = SLASH_COMMANDS
     raw: Any = None
 
 
@@ -114,3 +144,8 @@ class Answer:
     notice: str = ""
     # The language code of the turn (bot.words): what the sources heading is written in.
     language: str = "en"
+
+    @property
+    def takes_feedback(self) -> bool:
+        """Whether people may rate it (feedback buttons): a stored answer, not a refusal to answer."""
+        return bool(self.message_id) and self.outcome != "refused"

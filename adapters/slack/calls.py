@@ -75,10 +75,10 @@ async def call(request: Awaitable[T]) -> T:
         raise PlatformError(f"slack unreachable: {exc!r}") from exc
 
 
-def unreachable_notice(code: str) -> str | None:
-    """What to tell a person (somewhere else) when the bot cannot write to their channel."""
+def unreachable_notice(code: str, lang: str) -> str | None:
+    """What to tell a person (somewhere else), in `lang`, when the bot cannot write to their channel."""
     if code in ("not_in_channel", "channel_not_found"):
-        return messages.SLACK_NOT_IN_CHANNEL
+        return messages.slack_not_in_channel(lang)
     if code == "is_archived":
-        return messages.SLACK_ARCHIVED
+        return messages.slack_archived(lang)
     return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import aiohttp
@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.calls import call
 from bot.errors import PlatformError, UserFacingError
 from bot.words import messages
+from bot.words.catalogue import DEFAULT_LANGUAGE
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,11 @@ def _expects_html(file: Mapping[str, Any]) -> bool:
     return str(file.get("mimetype") or "").startswith("text/html") or name.endswith(_HTML_NAMES)
 
 
+def _cannot(say: Callable[[str], str]) -> UserFacingError:
+    """Why a file cannot be had, in whatever language the command boundary asks for."""
+    return UserFacingError(say(DEFAULT_LANGUAGE), in_language=say)
+
+
 async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int) -> bytes:
     """The file's bytes; a UserFacingError the sender can act on when Slack gives anything else."""
     name = str(entry.get("name") or entry.get("id") or "the file")
@@ -32,15 +38,15 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
         info = await call(client.files_info(file=str(entry.get("id", ""))))
     except PlatformError as exc:
         log.warning("slack=file_info_failed file=%s reason=%s", entry.get("id"), exc)
-        raise UserFacingError(messages.slack_file_missing(name)) from exc
+        raise _cannot(lambda lang: messages.slack_file_missing(name, lang)) from exc
     file: Mapping[str, Any] = info["file"]
     size = int(file.get("size") or 0)
     if size > limit:
         log.info("slack=file_refused reason=too_large size=%d limit=%d setting=INGEST_MAX_FILE_MB", size, limit)
-        raise UserFacingError(messages.file_too_large(name, size, limit))
+        raise _cannot(lambda lang: messages.file_too_large(name, size, limit, lang))
     url = str(file.get("url_private_download") or file.get("url_private") or "")
     if not url:
-        raise UserFacingError(messages.file_unreadable(name))
+        raise _cannot(lambda lang: messages.file_unreadable(name, lang))
     headers = {"Authorization": f"Bearer {client.token}"}
     try:
         async with (
@@ -49,18 +55,18 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
         ):
             if response.status != 200:
                 log.warning("slack=file_download_failed file=%s status=%d", entry.get("id"), response.status)
-                raise UserFacingError(messages.file_unreadable(name))
+                raise _cannot(lambda lang: messages.file_unreadable(name, lang))
             # Without a valid token or files:read Slack answers 200 with its sign-in page, not an error status.
             if response.content_type == "text/html" and not _expects_html(file):
                 log.warning("slack=file_download_login_page file=%s", entry.get("id"))
-                raise UserFacingError(messages.slack_file_login_page(name))
+                raise _cannot(lambda lang: messages.slack_file_login_page(name, lang))
             data = bytearray()
             async for chunk in response.content.iter_chunked(_CHUNK):
                 data += chunk
                 if len(data) > limit:
                     log.info("slack=file_refused reason=too_large limit=%d setting=INGEST_MAX_FILE_MB", limit)
-                    raise UserFacingError(messages.file_too_large(name, None, limit))
+                    raise _cannot(lambda lang: messages.file_too_large(name, None, limit, lang))
             return bytes(data)
     except (aiohttp.ClientError, TimeoutError) as exc:
         log.warning("slack=file_download_failed file=%s reason=%r", entry.get("id"), exc)
-        raise UserFacingError(messages.file_unreadable(name)) from exc
+        raise _cannot(lambda lang: messages.file_unreadable(name, lang)) from exc

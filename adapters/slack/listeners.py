@@ -16,16 +16,26 @@ from adapters.slack.calls import call, unreachable_notice
 from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
-from adapters.slack.render import parse_feedback
+from adapters.slack.render import (
+    MAX_MARKDOWN,
+    fallback_text,
+    is_feedback_block,
+    markdown_block,
+    parse_feedback,
+    shows_text,
+    with_choice,
+)
 from adapters.slack.reply import ResponseTarget, SlackTarget
 from adapters.slack.stores import DatabaseInstallationStore
 from adapters.slack.translate import (
     PLATFORM,
     Notice,
     Place,
+    command_style,
     conversation_key,
     is_person_speaking,
     mentions,
+    mistyped_word,
     place,
     plain_text,
     slash_command,
@@ -33,10 +43,11 @@ from adapters.slack.translate import (
     workspace_id,
 )
 from bot.chat.manager import ConversationManager
+from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
-from bot.types import IncomingMessage, UserRef
+from bot.types import Command, IncomingMessage, UserRef
 from bot.words import messages
 
 log = logging.getLogger(__name__)
@@ -60,6 +71,7 @@ class SlackListeners:
         self._installations = installations
         self._clock = clock
         self._pacer = Pacer()
+        self._style = command_style(config.command)
         self._installers: dict[str, tuple[float, str]] = {}
         # Turns and commands in flight, so stopping can let them finish.
         self.work: set[asyncio.Task[Any]] = set()
@@ -105,17 +117,21 @@ class SlackListeners:
             bot_user_id=bot_user_id,
             continuing=continuing,
             read=read,
+            style=self._style,
             verified_admin=await self._installed_by(where.workspace, user, context),
         )
         if translated is None:
             return
-        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""))
+        # The turn decides its language again from the same message and settings; the status line needs it first.
+        said = "" if isinstance(translated, Notice) else _said(translated)
+        lang = await self._manager.language(conversation_key(where), said)
+        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""), lang)
         if isinstance(translated, Notice):
-            await self._notify(target, translated.text)
+            await self._notify(target, translated.say(lang))
             return
         await self._manager.handle(translated, target)
 
-    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str) -> SlackTarget:
+    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
         return SlackTarget(
             client,
             where.channel,
@@ -126,6 +142,7 @@ class SlackListeners:
             recipient_user=user,
             recipient_team=team,
             native=self._config.native_streaming,
+            lang=lang,
         )
 
     async def _notify(self, target: ReplyTarget, text: str) -> None:
@@ -161,11 +178,22 @@ class SlackListeners:
             verified_admin=await self._installed_by(workspace, user_id, context),
         )
         private = channel.startswith("D")
-        parsed = slash_command(text, frozenset(spec.name for spec in self._manager.commands.visible_to(True)))
+        commands = self._manager.commands
+        parsed = slash_command(text, frozenset(spec.name for spec in commands.visible_to(Asker(is_admin=True))))
+        if parsed is None and (word := mistyped_word(text)):
+            # `/kb jbos` is no question to post in the channel: the command it resembles is told privately.
+            asker = Asker(self._manager.policy.is_admin(PLATFORM, user), private, style=self._style)
+            parsed = Command(word) if commands.suggest(word, asker) else None
         if parsed is not None:
             where = Place(workspace, channel, "", private)
             message = IncomingMessage(
-                key=conversation_key(where), message_id="", user=user, text=text, command=parsed, private=private
+                key=conversation_key(where),
+                message_id="",
+                user=user,
+                text=text,
+                command=parsed,
+                private=private,
+                style=self._style,
             )
             await self._manager.handle(message, ResponseTarget(respond))
             return
@@ -180,26 +208,35 @@ class SlackListeners:
         user: UserRef,
         text: str,
     ) -> None:
-        """A question asked with the slash command: posted in the channel, answered in its thread."""
+        """A question asked with the slash command: posted in the channel and answered in its thread (in a DM, under
+        it in the DM itself)."""
         client = context.client
         assert client is not None
+        lang = await self._manager.language(conversation_key(where), text)
         try:
             posted = await call(
-                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text))
+                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text, lang))
             )
         except DeliveryFailed as exc:
-            await self._notify(ResponseTarget(respond), unreachable_notice(str(exc)) or messages.SLACK_NOT_IN_CHANNEL)
+            notice = unreachable_notice(str(exc), lang) or messages.slack_not_in_channel(lang)
+            await self._notify(ResponseTarget(respond), notice)
             return
         except PlatformError as exc:
             log.warning("slack=question_not_posted reason=%s", exc)
-            await self._notify(ResponseTarget(respond), messages.TURN_FAILED)
+            await self._notify(ResponseTarget(respond), messages.turn_failed(lang))
             return
         thread = str(posted["ts"])
-        where = Place(where.workspace, where.channel, thread, where.private)
+        where = Place(where.workspace, where.channel, "" if where.private else thread, where.private)
         message = IncomingMessage(
-            key=conversation_key(where), message_id=thread, user=user, text=text, private=where.private, raw=command
+            key=conversation_key(where),
+            message_id=thread,
+            user=user,
+            text=text,
+            private=where.private,
+            style=self._style,
+            raw=command,
         )
-        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""))
+        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""), lang)
         await self._manager.handle(message, target)
 
     async def on_feedback(
@@ -210,19 +247,23 @@ class SlackListeners:
         respond: Any,
         context: AsyncBoltContext,
     ) -> None:
+        """A press on 👍 / 👎: recorded, and the answer shows the choice in place of its buttons."""
         await ack()
         parsed = parse_feedback(str(action.get("value") or ""))
         container = body.get("container") or {}
         message = body.get("message") or {}
         channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
         thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        stored = False
-        if parsed is not None and channel:
-            where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
-            stored = await self._manager.feedback(conversation_key(where), parsed[1], parsed[0])
+        key = conversation_key(Place(self._workspace(context), channel, thread, channel.startswith("D")))
+        stored = await self._manager.feedback(key, parsed[1], parsed[0]) if parsed is not None and channel else None
+        lang = await self._manager.language(key, stored.text if stored is not None else str(message.get("text") or ""))
+        if parsed is not None and stored is not None and context.client is not None:
+            choice = messages.feedback_thanks(parsed[0], lang)
+            if await _show_choice(context.client, channel, message, stored.text, choice):
+                return
         try:
             await respond(
-                text=messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE,
+                text=messages.feedback_thanks(parsed[0], lang) if parsed and stored else messages.feedback_gone(lang),
                 response_type="ephemeral",
                 replace_original=False,
             )
@@ -256,3 +297,32 @@ class SlackListeners:
         finally:
             if task is not None:
                 self.work.discard(task)
+
+
+def _said(message: IncomingMessage) -> str:
+    """The words a message's language is told by, as the turn tells it: a command's arguments, else its text."""
+    return message.command.raw if message.command is not None else message.text
+
+
+async def _show_choice(
+    client: AsyncWebClient, channel: str, message: Mapping[str, Any], answer: str, choice: str
+) -> bool:
+    """Rewrite a rated answer with the choice in place of its buttons; False when it cannot be (then say it aside).
+
+    A natively streamed answer keeps its text outside its blocks, so its stored text is written back with them.
+    """
+    ts = str(message.get("ts") or "")
+    blocks = [dict(block) for block in message.get("blocks") or () if isinstance(block, Mapping)]
+    if not ts or not any(is_feedback_block(block) for block in blocks):
+        return False
+    shown = with_choice(blocks, choice)
+    if not shows_text(shown):
+        if len(answer) > MAX_MARKDOWN:
+            return False  # the answer ran over several messages: this one showed only its end
+        shown = [markdown_block(answer), *shown]
+    try:
+        await call(client.chat_update(channel=channel, ts=ts, blocks=shown, text=fallback_text(answer)))
+    except PlatformError as exc:
+        log.warning("slack=feedback_choice_not_shown reason=%s", exc)
+        return False
+    return True

@@ -17,6 +17,7 @@ _CONTEXT_ELEMENTS: Final = 10
 _FALLBACK_CHARS: Final = 3_000
 
 Block = dict[str, Any]
+_TEXT_BLOCKS: Final = frozenset({"markdown", "rich_text", "section"})
 
 
 def escape(text: str) -> str:
@@ -67,11 +68,30 @@ def feedback_block(message_id: str) -> Block:
 
 
 def trailing_blocks(answer: Answer) -> list[Block]:
-    """What goes under an answer's text: its sources, then feedback buttons when it was stored."""
+    """What goes under an answer's text: its sources, then feedback buttons when it is an answer people rate."""
     blocks = [block] if (block := sources_block(answer.sources, answer.language)) is not None else []
-    if answer.message_id:
+    if answer.takes_feedback:
         blocks.append(feedback_block(answer.message_id))
     return blocks
+
+
+def is_feedback_block(block: Block) -> bool:
+    """Whether a block of a posted message holds ragbot's feedback buttons."""
+    return block.get("type") == "context_actions" and any(
+        isinstance(element, dict) and element.get("action_id") == FEEDBACK_ACTION
+        for element in block.get("elements") or ()
+    )
+
+
+def with_choice(blocks: list[Block], choice: str) -> list[Block]:
+    """A rated answer's blocks: its feedback buttons replaced by the choice made ("👍 Thanks for the feedback")."""
+    chosen: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": escape(choice)}]}
+    return [chosen if is_feedback_block(block) else block for block in blocks]
+
+
+def shows_text(blocks: list[Block]) -> bool:
+    """Whether the blocks hold the message's text (a streamed message keeps its text outside its blocks)."""
+    return any(block.get("type") in _TEXT_BLOCKS for block in blocks)
 
 
 def markdown_block(text: str) -> Block:

@@ -21,6 +21,7 @@ from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
 from bot.words import messages
+from bot.words.catalogue import DEFAULT_LANGUAGE
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class SlackTarget:
         recipient_user: str,
         recipient_team: str,
         native: bool,
+        lang: str = DEFAULT_LANGUAGE,
     ) -> None:
         self.client = client
         self.channel = channel
@@ -57,6 +59,8 @@ class SlackTarget:
         self.recipient_user = recipient_user
         self.recipient_team = recipient_team
         self.native = native
+        # The language the chat is answered in: what its status line says.
+        self.lang = lang
         # Set while an answer's final text is delivered: it waits its turn in the budget and carries these blocks.
         self.final_blocks: list[Block] | None = None
         self.blocks_shown = False
@@ -117,7 +121,7 @@ class SlackTarget:
         try:
             await call(
                 self.client.assistant_threads_setStatus(
-                    channel_id=self.channel, thread_ts=self.thread_ts, status=messages.SLACK_STATUS
+                    channel_id=self.channel, thread_ts=self.thread_ts, status=messages.slack_status(self.lang)
                 )
             )
         except PlatformError as exc:
@@ -125,8 +129,11 @@ class SlackTarget:
             log.info("slack=status_not_set reason=%s", exc)
 
     def open_stream(self) -> ReplyStream:
-        """Native streaming (chat.startStream…) or one message edited in place, as configured."""
-        if self.native:
+        """Native streaming (chat.startStream…) or one message edited in place, as configured.
+
+        Slack streams only replies in a thread outside channels, so a DM answered in the DM itself is edited in place.
+        """
+        if self.native and self.thread_ts:
             return NativeReplyStream(self)
         return EditStream(EditingReplyStream(self, observer=self.observer, compose=body), self)
 

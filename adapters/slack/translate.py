@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bot.commands.registry import parse_command
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.types import Attachment, Command, CommandStyle, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 
 PLATFORM: Final = "slack"
@@ -17,6 +17,7 @@ PLATFORM: Final = "slack"
 _SPOKEN_SUBTYPES: Final = frozenset({"", "file_share", "thread_broadcast"})
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 _KB_SUBCOMMANDS: Final = frozenset({"list", "use", "info", "create"})
+_FAQ_IMPORT: Final = "faq import"
 _LINK = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
 
 FileReader = Callable[[Mapping[str, Any]], Awaitable[bytes]]
@@ -27,9 +28,12 @@ Json = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """No question, but the person should be told something (a bare mention)."""
+    """No question, but the person should be told something (a bare mention).
 
-    text: str
+    `say` gives the text in the chat's language, which the adapter asks the manager for.
+    """
+
+    say: Callable[[str], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +42,15 @@ class Place:
 
     workspace: str
     channel: str
-    # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread).
+    # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread); "" for a DM itself.
     reply_thread: str
     private: bool
+
+
+def command_style(command: str) -> CommandStyle:
+    """How commands are written in Slack: the app's one slash command (`/kb`) then the name (`/kb jobs`), the kb
+    command's own forms right after it (`/kb list`); files never come with it, only shared in a message."""
+    return CommandStyle(prefix=f"{command} ", bare="kb", attachments=False, files_note="slack.files")
 
 
 def workspace_id(team_id: str | None, enterprise_id: str | None) -> str:
@@ -50,10 +60,11 @@ def workspace_id(team_id: str | None, enterprise_id: str | None) -> str:
 
 
 def place(event: Json, workspace: str) -> Place:
-    """The channel and thread of a message event; DMs answer in the message's thread like Slack's AI apps."""
+    """The channel and thread of a message event: a channel message is answered in its thread, a DM in the DM
+    itself (in a thread only when the person wrote in one)."""
     channel = str(event.get("channel", ""))
     private = event.get("channel_type") == "im" or channel.startswith("D")
-    thread = str(event.get("thread_ts") or event.get("ts") or "")
+    thread = str(event.get("thread_ts") or ("" if private else event.get("ts")) or "")
     return Place(workspace, channel, thread, private)
 
 
@@ -121,6 +132,7 @@ def translate(
     bot_user_id: str,
     continuing: bool,
     read: FileReader,
+    style: CommandStyle,
     user_name: str = "",
     verified_admin: bool = False,
 ) -> IncomingMessage | Notice | None:
@@ -136,12 +148,16 @@ def translate(
     command = parse_command(text)
     attachments = _attachments(event, read)
     if attachments and command is None and (where.private or mentioned):
-        command = Command("ingest", implied=True)  # a file given to the bot is a file to learn
+        # A file given to the bot is a file to learn; a sheet shared with the words "faq import", FAQs to import.
+        if text.lower() == _FAQ_IMPORT:
+            command = Command("faq", ("import",), "import")  # words the person typed
+        else:
+            command = Command("ingest", implied=True)
     addressed = where.private or mentioned or continuing
     if not addressed:
         return None
     if not text and command is None:
-        return Notice(messages.SLACK_EMPTY_MENTION) if mentioned or where.private else None
+        return Notice(lambda lang: messages.slack_empty_mention(lang, style)) if mentioned or where.private else None
     return IncomingMessage(
         key=conversation_key(where),
         message_id=str(event.get("ts", "")),
@@ -151,8 +167,15 @@ def translate(
         command=command,
         addressed=True,
         private=where.private,
+        style=style,
         raw=event,
     )
+
+
+def mistyped_word(text: str) -> str:
+    """The slash command's text when it may be a mistyped command: one word, not a question; else ""."""
+    words = text.split()
+    return words[0].lower().lstrip("/") if len(words) == 1 and not words[0].endswith(("?", "？")) else ""
 
 
 def slash_command(text: str, command_names: frozenset[str]) -> Command | None:

@@ -16,15 +16,18 @@ from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
 from adapters.telegram.pacing import Pacer
-from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call
+from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.commands.registry import Asker
 from bot.errors import PlatformError
 from bot.ports import Adapter
 from bot.reply.deliver import deliver_text
 from bot.words import messages
+from bot.words.catalogue import DEFAULT_LANGUAGE, languages
+from bot.words.language import turn_language
 from storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -121,15 +124,19 @@ class TelegramAdapter:
 
     async def _register_commands(self) -> None:
         # The menu is cosmetic: rights are checked on every command. Admins see their commands in their chats.
+        # One menu per catalogue: Telegram shows a person the one of their app's language, else the default's.
         assert self._application is not None
         bot = self._application.bot
         registry = self._manager.commands
-        everyone = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(False)]
-        admins = [BotCommand(spec.name, spec.help[:256]) for spec in registry.visible_to(True)]
         try:
-            await bot.set_my_commands(everyone, scope=BotCommandScopeDefault())
-            for admin in self._config.admins:
-                await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)))
+            for lang in languages():
+                code = None if lang == DEFAULT_LANGUAGE else lang
+                # Anyone's menu holds what a person may run in a private chat; groups check rights when run.
+                everyone = [_menu_entry(spec.name, lang) for spec in registry.visible_to(Asker(is_admin=False))]
+                admins = [_menu_entry(spec.name, lang) for spec in registry.visible_to(Asker(is_admin=True))]
+                await bot.set_my_commands(everyone, scope=BotCommandScopeDefault(), language_code=code)
+                for admin in self._config.admins:
+                    await bot.set_my_commands(admins, scope=BotCommandScopeChat(int(admin)), language_code=code)
         except TelegramError as exc:
             log.warning("telegram=commands_not_set reason=%s", exc)
 
@@ -206,32 +213,49 @@ class TelegramAdapter:
             reply_to=message.message_id,
         )
         if isinstance(translated, Notice):
+            user = message.from_user
+            app_language = (user.language_code if user is not None else None) or ""
+            lang = await self._manager.language(conversation_key(message), message.caption or "", app_language)
             try:
-                await deliver_text(target, translated.text)
+                await deliver_text(target, translated.say(lang))
             except PlatformError as exc:
                 log.warning("telegram=notice_failed reason=%s", exc)
             return
         await self._manager.handle(translated, target)
 
     async def _feedback(self, query: CallbackQuery) -> None:
+        """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""
         parts = (query.data or "").split(":", 2)
         if len(parts) != 3 or parts[0] != FEEDBACK_PREFIX or parts[1] not in ("up", "down"):
             await query.answer()
             return
+        verdict, answer_id = parts[1], parts[2]
         message = query.message
-        stored = False
+        app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
-            stored = await self._manager.feedback(conversation_key(message), parts[2], parts[1])
+            key = conversation_key(message)
+            stored = await self._manager.feedback(key, answer_id, verdict)
+            lang = await self._manager.language(key, message.text or "", app_language)
+        else:
+            stored, lang = None, turn_language("", app_language=app_language)
         try:
-            await query.answer(messages.FEEDBACK_THANKS if stored else messages.FEEDBACK_GONE)
-            if stored:
-                await query.edit_message_reply_markup(reply_markup=None)
+            if stored is None:
+                await query.answer(messages.feedback_gone(lang))
+                return
+            await query.answer()
+            await query.edit_message_reply_markup(reply_markup=chosen_keyboard(verdict, answer_id, lang))
         except TelegramError as exc:
-            log.warning("telegram=feedback_ack_failed reason=%s", exc)
+            if "not modified" not in str(exc).lower():  # the same choice pressed again
+                log.warning("telegram=feedback_ack_failed reason=%s", exc)
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.
         log.error("telegram=handler_error", exc_info=context.error)
+
+
+def _menu_entry(name: str, lang: str) -> BotCommand:
+    """A command in Telegram's menu: its name and its one-line help in `lang` (at most 256 characters)."""
+    return BotCommand(name, messages.command_help(name, lang)[:256])
 
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:

@@ -20,6 +20,7 @@ from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
+from bot.words import messages
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,17 @@ def feedback_keyboard(message_id: str) -> InlineKeyboardMarkup:
                 InlineKeyboardButton("👎", callback_data=f"{FEEDBACK_PREFIX}:down:{message_id}"),
             ]
         ]
+    )
+
+
+def chosen_keyboard(verdict: str, message_id: str, lang: str) -> InlineKeyboardMarkup:
+    """What stays under a rated answer: one button saying the choice ("👍 Thanks for the feedback"), in `lang`.
+
+    Pressing it again records the same choice: nothing changes.
+    """
+    label = messages.feedback_thanks(verdict, lang)
+    return InlineKeyboardMarkup(
+        [[InlineKeyboardButton(label, callback_data=f"{FEEDBACK_PREFIX}:{verdict}:{message_id}")]]
     )
 
 
@@ -235,8 +247,11 @@ class FeedbackStream(StreamWrapper):
         self._target = target
 
     async def finish(self, answer: Answer) -> MessageRef | None:
-        """The whole answer with its feedback buttons on the same call (one call fewer against the limits)."""
-        if not answer.message_id:
+        """The whole answer with its feedback buttons on the same call (one call fewer against the limits).
+
+        Refusals and notices carry no buttons: only answers are rated.
+        """
+        if not answer.takes_feedback:
             return await self._inner.finish(answer)
         self._target.keyboard = feedback_keyboard(answer.message_id)
         try:

@@ -11,7 +11,7 @@ from telegram import Document, Message, MessageEntity
 
 from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
-from bot.words import language, messages
+from bot.words import messages
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +32,12 @@ class BotIdentity:
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """No question, but the person should be told something (a sticker sent privately, a file too big)."""
+    """No question, but the person should be told something (a sticker sent privately, a file too big).
 
-    text: str
+    `say` gives the text in the chat's language, which the adapter asks the manager for.
+    """
+
+    say: Callable[[str], str]
 
 
 def conversation_key(message: Message) -> ConversationKey:
@@ -92,12 +95,14 @@ def translate(
     command = parse_command(cleaned, me.username)
     if text.lstrip().startswith("/") and command is None:
         return None  # `/cmd@otherbot`: another bot's command
+    if command is not None and command.name == "start":
+        # A deep link's payload (`/start ref42`) is no text the person wrote: it tells nothing of their language.
+        command = Command("start", command.args)
     documents = [doc for doc in (message.document, replied.document if replied else None) if doc is not None]
     if message.document is not None and command is None and private:
         command = Command("ingest", implied=True)  # a file sent to the bot privately is a file to learn
+    # Unaddressed group messages go on too: the chat's answer mode (`/mode all`) decides in the manager.
     addressed = private or bool(mentions) or reply_to_bot or command is not None
-    if not addressed:
-        return None
     if command is not None and command.name in _FILE_COMMANDS and documents:
         too_big = [doc for doc in documents if (doc.file_size or 0) > download_limit]
         if too_big:
@@ -107,20 +112,22 @@ def translate(
                 too_big[0].file_size or 0,
                 download_limit,
             )
-            name = too_big[0].file_name or "the file"
-            return Notice(messages.telegram_file_too_big(name, download_limit, language.detect(text)))
+            name = too_big[0].file_name or too_big[0].file_unique_id
+            return Notice(lambda lang: messages.telegram_file_too_big(name, download_limit, lang))
     if not cleaned and command is None:
-        return Notice(messages.TELEGRAM_TEXT_ONLY) if private or reply_to_bot or mentions else None
+        # A sticker, photo or voice note sent to the bot gets a notice; service messages (joins, pins) and
+        # media nobody asked the bot about get nothing.
+        return Notice(messages.telegram_text_only) if addressed and message.effective_attachment is not None else None
     attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
     return IncomingMessage(
         key=conversation_key(message),
         message_id=str(message.message_id),
-        user=UserRef(str(user.id), user.full_name),
+        user=UserRef(str(user.id), user.full_name, language=user.language_code or ""),
         text=cleaned,
         attachments=attachments,
         reply_to=MessageRef(str(replied.message_id)) if replied else None,
         command=command,
-        addressed=True,
+        addressed=addressed,
         private=private,
         raw=message,
     )

@@ -155,7 +155,9 @@ class ConversationManager:
         # Decided once per message, here: every fixed text of this turn or command is in this language.
         # A command's own words say its language; a file sent without one (an implied /ingest) has its caption.
         command = message.command if message.command is not None and not message.command.implied else None
-        lang = language.turn_language(command.raw if command is not None else message.text, setting.language)
+        lang = language.turn_language(
+            command.raw if command is not None else message.text, setting.language, message.user.language
+        )
         if message.command is not None:
             is_admin = self.policy.is_admin(message.key.platform, message.user)
             await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
@@ -358,14 +360,20 @@ class ConversationManager:
         event.set()
         return True
 
-    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> bool:
-        """Record `up` or `down` on an answer of this conversation; False when it is not one of its answers."""
+    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> MessageRecord | None:
+        """Record `up` or `down` on an answer of this conversation: the answer, or None when it is not one of its."""
         conversation = await self.conversation(key)
         try:
-            await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
+            return await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
         except NotFound:
-            return False
-        return True
+            return None
+
+    async def language(self, key: ConversationKey, text: str = "", app_language: str = "") -> str:
+        """The language the bot speaks to a chat outside a turn (a notice, a button's label), as a turn would choose:
+        the chat's /lang, else the language of `text`, else of the person's app."""
+        chat = key.chat_key
+        setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
+        return language.turn_language(text, setting.language, app_language)
 
     async def reset(self, key: ConversationKey) -> None:
         """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from bot.commands.registry import CommandContext, CommandRegistry
+from bot.commands.registry import Asker, CommandContext, CommandRegistry, Form
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
@@ -23,41 +23,47 @@ log = logging.getLogger(__name__)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _LIST_LIMIT = 20
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
-
-
-def _usage_error(context: CommandContext, name: str) -> UserFacingError:
-    """How the command (or its form) `name` is written, in the turn's language."""
-    return UserFacingError(messages.usage(messages.command_usage(name, context.lang), context.lang))
+_MODES = ("mention", "all")
 
 
 def register_all(registry: CommandRegistry) -> None:
-    """Register every built-in command."""
+    """Register every built-in command: its name, rights and forms (its help and usage are in the catalogues)."""
 
-    @registry.register("help", admin=False, usage="/help", help="what I can do")
+    @registry.register("help", admin=False)
     async def help_(context: CommandContext) -> None:
-        specs = context.registry.visible_to(context.is_admin)
-        await context.reply(messages.help_text([(spec.name, spec.usage, spec.help) for spec in specs], context.lang))
+        await context.reply(context.registry.help(context.asker, context.lang))
 
-    @registry.register("new", admin=False, usage="/new", help="start a new conversation")
+    # Every Telegram chat opens with /start (a deep link adds a payload): a greeting, then what the bot can do.
+    @registry.register("start", admin=False, listed=False)
+    async def start(context: CommandContext) -> None:
+        names = [kb.name for kb in await _chat_kbs(context)]
+        greeting = messages.greeting(names, context.lang, context.style)
+        await context.reply(context.registry.help(context.asker, context.lang, intro=greeting))
+
+    @registry.register("new", admin=False)
     async def new(context: CommandContext) -> None:
         await context.chat.reset(context.message.key)
         await context.reply(messages.new_conversation(context.lang))
 
-    @registry.register("stop", admin=False, usage="/stop", help="stop the answer being written")
+    @registry.register("stop", admin=False)
     async def stop(context: CommandContext) -> None:
         conversation = await context.chat.conversation(context.message.key)
         stopped = context.chat.stop(context.message.key, conversation.id)
         await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
 
-    @registry.register("sources", admin=False, usage="/sources", help="the sources of my last answer")
+    @registry.register("sources", admin=False)
     async def sources(context: CommandContext) -> None:
         await context.reply(await _last_sources(context))
 
     @registry.register(
         "kb",
         admin=False,
-        usage="/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]",
-        help="knowledge bases",
+        forms=(
+            Form("list", literal=True),
+            Form("use", may=_chooses_kb),
+            Form("info"),
+            Form("create", may=_admin),
+        ),
     )
     async def kb(context: CommandContext) -> None:
         args = context.command.args
@@ -70,26 +76,18 @@ def register_all(registry: CommandRegistry) -> None:
         elif args[:1] == ("create",) and len(args) >= 2:
             await context.reply(await _kb_create(context, args[1], " ".join(args[2:])))
         else:
-            raise _usage_error(context, "kb")
+            raise context.usage_error()
 
-    @registry.register(
-        "ingest",
-        admin=True,
-        usage="/ingest URL… (or attach files)",
-        help="add files or web pages to the knowledge base",
-    )
+    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("files", files=True)))
     async def ingest(context: CommandContext) -> None:
         await _ingest(context, kind="upload")
 
-    @registry.register("jobs", admin=True, usage="/jobs", help="recent ingestion jobs")
+    @registry.register("jobs", admin=True)
     async def jobs(context: CommandContext) -> None:
         await context.reply(await _jobs(context))
 
     @registry.register(
-        "faq",
-        admin=True,
-        usage='/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID',
-        help="curated questions and answers",
+        "faq", admin=True, forms=(Form("add"), Form("import", files=True), Form("list", literal=True), Form("delete"))
     )
     async def faq(context: CommandContext) -> None:
         args = context.command.args
@@ -102,24 +100,17 @@ def register_all(registry: CommandRegistry) -> None:
         elif args[:1] == ("delete",) and len(args) == 2:
             await context.reply(await _faq_delete(context, args[1]))
         else:
-            raise _usage_error(context, "faq_short")
+            raise context.usage_error()
 
-    @registry.register(
-        "fallback",
-        admin=True,
-        usage="/fallback TEXT (empty: the default)",
-        help="what I say in this chat when nothing fits",
-    )
+    @registry.register("fallback", admin=True, forms=(Form("text"),))
     async def fallback(context: CommandContext) -> None:
         await context.reply(await _set_fallback(context))
 
-    @registry.register(
-        "mode", admin=True, usage="/mode mention | /mode all", help="answer only when addressed, or every question"
-    )
+    @registry.register("mode", admin=True, forms=tuple(Form(mode, literal=True) for mode in _MODES))
     async def mode(context: CommandContext) -> None:
         args = context.command.args
-        if len(args) != 1 or args[0] not in ("mention", "all"):
-            raise _usage_error(context, "mode")
+        if len(args) != 1 or args[0] not in _MODES:
+            raise context.usage_error()
         key = context.message.key.chat_key
         await context.parts.bindings.save_setting(
             key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
@@ -127,10 +118,27 @@ def register_all(registry: CommandRegistry) -> None:
         await context.reply(messages.mode_set(args[0], context.lang))
 
     @registry.register(
-        "lang", admin=False, usage="/lang auto | /lang en | /lang zh", help="the language I reply in here"
+        "lang",
+        admin=False,
+        forms=tuple(Form(code, literal=True, may=_sets_language) for code in ("auto", *languages())),
     )
     async def lang(context: CommandContext) -> None:
         await context.reply(await _set_language(context))
+
+
+def _admin(asker: Asker) -> bool:
+    """A form only admins may run (`/kb create`)."""
+    return asker.is_admin
+
+
+def _chooses_kb(asker: Asker) -> bool:
+    """`/kb use`: admins; anyone in a private chat of a platform that limits its knowledge bases, among those."""
+    return asker.is_admin or (asker.private and asker.kb_limited)
+
+
+def _sets_language(asker: Asker) -> bool:
+    """`/lang`: anyone in a private chat; in a group, where it changes the replies to everyone, admins only."""
+    return asker.is_admin or asker.private
 
 
 async def _set_fallback(context: CommandContext) -> str:
@@ -141,15 +149,12 @@ async def _set_fallback(context: CommandContext) -> str:
 
 
 async def _set_language(context: CommandContext) -> str:
-    """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue.
-
-    Anyone may choose in a private chat; in a group, where it changes the replies to everyone, admins only.
-    """
-    if not context.is_admin and not context.message.private:
-        raise UserFacingError(messages.admins_only("lang", context.lang))
+    """`/lang auto` replies in each message's language; `/lang CODE` in one language with a catalogue."""
+    if not _sets_language(context.asker):
+        raise UserFacingError(messages.admins_only("lang", context.lang, context.style))
     args = context.command.args
     if len(args) != 1 or (args[0].lower() != "auto" and args[0].lower() not in languages()):
-        raise _usage_error(context, "lang")
+        raise context.usage_error()
     language = "" if args[0].lower() == "auto" else args[0].lower()
     key = context.message.key.chat_key
     await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, language=language)
@@ -191,10 +196,8 @@ async def _kb_list(context: CommandContext) -> str:
 
 async def _kb_use(context: CommandContext, name: str) -> str:
     chat, key = context.chat, context.message.key
-    platform_limits = chat.allowed_kbs(key.platform)
-    # A person may choose among the knowledge bases their platform allows in a private chat; else admins only.
-    if not context.is_admin and not (platform_limits is not None and context.message.private):
-        raise UserFacingError(messages.admins_only("kb use", context.lang))
+    if not _chooses_kb(context.asker):
+        raise UserFacingError(messages.admins_only("kb use", context.lang, context.style))
     kb = await context.parts.knowledge.named(name)
     if kb is None:
         # Said before "may not read": a name nobody created is a typo or a step still to take, not a refusal.
@@ -202,7 +205,7 @@ async def _kb_use(context: CommandContext, name: str) -> str:
         create = context.is_admin and chat.may_read(key.platform, name)
         raise UserFacingError(messages.kb_use_missing(name, choices, context.lang, create=create))
     if not chat.may_read(key.platform, name):
-        raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+        raise UserFacingError(messages.kb_not_allowed(name, context.lang, context.style))
     where = key.chat_key
     await context.parts.bindings.bind(where.platform, where.workspace, where.chat, [kb.id])
     return messages.kb_now_using(kb.name, context.lang)
@@ -235,9 +238,9 @@ async def _kb_info(context: CommandContext, name: str | None) -> str:
     else:
         found = await context.parts.knowledge.named(name)
         if found is None:
-            raise UserFacingError(messages.kb_missing(name, context.lang))
+            raise UserFacingError(messages.kb_missing(name, context.lang, context.style))
         if not context.chat.may_read(context.message.key.platform, name):
-            raise UserFacingError(messages.kb_not_allowed(name, context.lang))
+            raise UserFacingError(messages.kb_not_allowed(name, context.lang, context.style))
         kb = found
     info = await context.parts.knowledge.info(kb.name)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
@@ -267,7 +270,7 @@ async def _jobs(context: CommandContext) -> str:
 async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
     question, answer = question.strip(), answer.strip()
     if not question or not answer:
-        raise _usage_error(context, "faq_add")
+        raise context.usage_error("add")
     kb = await _target_kb(context)
     await context.parts.index_lock.ensure_writable()
     result = await context.parts.faq_importer.import_entries(kb, [FaqEntry(question, (answer,))])
@@ -292,7 +295,9 @@ async def _faq_delete(context: CommandContext, faq_id: str) -> str:
             matches += [faq for faq in await parts.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
     if len(matches) != 1:
         lang = context.lang
-        missing = messages.faq_missing(faq_id, lang) if not matches else messages.faq_ambiguous(faq_id, lang)
+        missing = (
+            messages.faq_missing(faq_id, lang, context.style) if not matches else messages.faq_ambiguous(faq_id, lang)
+        )
         raise UserFacingError(missing)
     await parts.index_lock.ensure_writable()
     await parts.faq_importer.delete(matches[0])
@@ -309,7 +314,10 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
     files = context.message.attachments
     if not files and not urls:
         lang = context.lang
-        raise UserFacingError(messages.nothing_to_ingest(lang) if kind == "upload" else messages.no_faq_sheet(lang))
+        style = context.style
+        raise UserFacingError(
+            messages.nothing_to_ingest(lang, style) if kind == "upload" else messages.no_faq_sheet(lang, style)
+        )
     limit = uploads.max_bytes
     too_big = [file for file in files if file.size > limit]
     if too_big:
@@ -325,7 +333,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         paths = await _save_uploads(uploads.folder, files, limit, context.lang)
     except UserFacingError as exc:
         # Nothing was queued: the status message says why instead of "Queued" forever.
-        await status.final(exc.user_message)
+        await status.final(messages.user_message(exc, context.lang))
         return
     jobs: list[JobRecord] = []
     for path in paths:

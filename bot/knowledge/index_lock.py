@@ -40,7 +40,7 @@ class IndexLock:
     async def ensure_writable(self) -> None:
         """Raise a UserFacingError while a reindex runs: a write now would be lost at its switch."""
         if await self.holder() is not None:
-            raise UserFacingError(messages.index_rebuilding(), message_id="command.index_rebuilding")
+            raise UserFacingError(messages.index_rebuilding(), in_language=messages.index_rebuilding)
 
     async def wait_writable(self) -> None:
         """Return once no reindex runs (at once when none does)."""

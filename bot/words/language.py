@@ -11,10 +11,17 @@ def detect(text: str) -> str:
     return language_of(text)
 
 
-def turn_language(text: str, override: str = "") -> str:
+def turn_language(text: str, override: str = "", app_language: str = "") -> str:
     """The language to reply in: the chat's override when it has a catalogue, else the language of `text`.
 
-    Detection tells only Chinese from English; a language with a catalogue but no detection (another file in
-    bot/words/locales) is reached through the override.
+    Text without a letter to tell by (`/start`, a bare command) is in the language the person's app is set to
+    (`app_language`, an IETF tag like "zh-hans") when that has a catalogue. Detection tells only Chinese from
+    English; a language with a catalogue but no detection (another file in bot/words/locales) is reached through
+    the override.
     """
-    return override if override in languages() else detect(text)
+    if override in languages():
+        return override
+    primary = app_language.split("-")[0].lower()
+    if primary in languages() and not any(char.isalpha() for char in text):
+        return primary
+    return detect(text)

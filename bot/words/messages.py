@@ -15,8 +15,8 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from bot.errors import UserFacingError
-from bot.types import Answer, SourceLink, web_url
-from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue, languages
+from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
+from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue
 from rag.input_check import Refusal
 from storage.records import JobRecord
 
@@ -30,10 +30,8 @@ def refusal(reason: Refusal, lang: str) -> str:
 
 
 def user_message(error: UserFacingError, lang: str) -> str:
-    """What a person is told of an error raised for them: its catalogue text in `lang` when it names one."""
-    if error.message_id:
-        return catalogue(lang).text(error.message_id, **error.values)
-    return error.user_message
+    """What a person is told of an error raised for them, in `lang` where its raiser said how."""
+    return error.message_in(lang)
 
 
 # Turns
@@ -168,36 +166,47 @@ def no_jobs(lang: str) -> str:
     return catalogue(lang).text("jobs.none")
 
 
-def nothing_to_ingest(lang: str) -> str:
-    """/ingest with neither files nor web addresses."""
-    return catalogue(lang).text("ingest.nothing")
+def nothing_to_ingest(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """/ingest with neither files nor web addresses (where commands take no files: how files reach the bot)."""
+    words, command = catalogue(lang), style.written("ingest")
+    if style.attachments:
+        return words.text("ingest.nothing", command=command)
+    return "\n".join(filter(None, [words.text("files.urls_only", command=command), files_note(lang, style)]))
 
 
-def no_faq_sheet(lang: str) -> str:
-    """/faq import without a sheet."""
-    return catalogue(lang).text("ingest.no_sheet")
+def no_faq_sheet(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """/faq import without a sheet (where commands take no files: how files reach the bot)."""
+    if style.attachments:
+        return catalogue(lang).text("ingest.no_sheet", command=style.written("faq import"))
+    return files_note(lang, style)
+
+
+def files_note(lang: str, style: CommandStyle) -> str:
+    """How files reach the bot on a platform whose commands take none (its `files_note`); "" elsewhere."""
+    return catalogue(lang).text(style.files_note) if style.files_note else ""
 
 
 def usage(text: str, lang: str) -> str:
-    """How a command is written (`text`, see `command_usage`), after a command that was not."""
+    """How a command is written (`text`, its forms as bot.commands.registry writes them), after one that was not."""
     return catalogue(lang).text("command.usage", usage=text)
 
 
-def command_usage(name: str, lang: str, default: str = "") -> str:
-    """How the command (or form of it) `name` is written in `lang`; `default` for a command no catalogue knows."""
-    if name == "lang":
-        return catalogue(lang).text("usage.lang", codes=" | /lang ".join(languages()))
-    return catalogue(lang).get(f"usage.{name}") or default
+def form_usage(command: str, form: str, written: str, lang: str) -> str:
+    """One form of a command as written in `lang` (`/kb use NAME`), `written` being the command as a platform
+    writes it (`/kb`)."""
+    return catalogue(lang).text(f"usage.{command}.{form}", command=written)
 
 
-def unknown_command(name: str, lang: str) -> str:
-    """The reply to a command that does not exist."""
-    return catalogue(lang).text("command.unknown", name=name)
+def command_help(name: str, lang: str) -> str:
+    """The one-line help of the command `name` in `lang` (what /help and platform menus say of it)."""
+    return catalogue(lang).text(f"help.{name}")
 
 
-def admins_only(name: str, lang: str) -> str:
-    """The refusal a non-admin gets for an admin command."""
-    return catalogue(lang).text("command.admins_only", name=name)
+def unknown_command(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS, *, suggestion: str = "") -> str:
+    """The reply to a command that does not exist: the command it is likely a typo of (`suggestion`), else /help."""
+    if suggestion:
+        return catalogue(lang).text("suggest.unknown", command=style.written(name), suggestion=suggestion)
+    return catalogue(lang).text("command.unknown", command=style.written(name), help=style.written("help"))
 
 
 def files_admins_only(lang: str) -> str:
@@ -205,17 +214,27 @@ def files_admins_only(lang: str) -> str:
     return catalogue(lang).text("files.admins_only")
 
 
-def help_text(commands: list[tuple[str, str, str]], lang: str) -> str:
-    """The /help reply: what to ask, then each command (name, English usage, English help) this person may use."""
+def admins_only(command: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """The refusal a non-admin gets for an admin command, or form of one ("kb use")."""
+    return catalogue(lang).text("command.admins_only", command=style.written(command))
+
+
+def help_text(commands: Sequence[tuple[str, str]], lang: str, *, intro: str = "", note: str = "") -> str:
+    """The /help reply: what to ask (or `intro`), then each command (its usage, its one-line help) this person may
+    use, then `note` (how files reach the bot where commands take none)."""
     words = catalogue(lang)
-    lines = [words.text("command.help_intro"), ""]
-    lines += [
-        words.text(
-            "command.help_line", usage=command_usage(name, lang, usage_), help=words.get(f"help.{name}") or help_
-        )
-        for name, usage_, help_ in commands
-    ]
-    return "\n".join(lines)
+    lines = [intro or words.text("command.help_intro"), ""]
+    lines += [words.text("command.help_line", usage=usage_, help=help_) for usage_, help_ in commands]
+    return "\n".join([*lines, *(["", note] if note else [])])
+
+
+def greeting(kb_names: Sequence[str], lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """The first thing a person hears (`/start`): what the bot does, from which knowledge bases."""
+    words = catalogue(lang)
+    if not kb_names:
+        return words.text("start.greeting_no_kb", command=form_usage("kb", "use", style.written("kb"), lang))
+    named = words.text("start.separator").join(f"**{name}**" for name in kb_names)
+    return words.text("start.greeting", kbs=named)
 
 
 def mode_set(mode: str, lang: str) -> str:
@@ -253,14 +272,14 @@ def kb_list(entries: list[tuple[str, str, bool]], lang: str) -> str:
     return words.text("kb.list_heading") + "\n" + "\n".join(lines)
 
 
-def kb_missing(name: str, lang: str) -> str:
+def kb_missing(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/kb use` or `/kb info` of a name that does not exist."""
-    return catalogue(lang).text("kb.missing", name=name)
+    return catalogue(lang).text("kb.missing", name=name, command=style.written("kb list"))
 
 
-def kb_not_allowed(name: str, lang: str) -> str:
+def kb_not_allowed(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/kb use` of a knowledge base this chat may not read."""
-    return catalogue(lang).text("kb.not_allowed", name=name)
+    return catalogue(lang).text("kb.not_allowed", name=name, command=style.written("kb list"))
 
 
 def kb_now_using(name: str, lang: str) -> str:
@@ -404,9 +423,9 @@ def faq_list(kb_name: str, faqs: list[tuple[str, str]], limit: int, lang: str) -
     return words.text("faq.list_heading", kb=kb_name, count=len(faqs)) + "\n" + "\n".join(lines) + more
 
 
-def faq_missing(faq_id: str, lang: str) -> str:
+def faq_missing(faq_id: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
     """`/faq delete` of an id this chat's knowledge bases do not hold."""
-    return catalogue(lang).text("faq.missing", id=faq_id)
+    return catalogue(lang).text("faq.missing", id=faq_id, command=style.written("faq list"))
 
 
 def faq_ambiguous(faq_id: str, lang: str) -> str:
@@ -583,10 +602,21 @@ def cli_banner(kb_names: list[str]) -> str:
     )
 
 
+# Feedback buttons under answers (Telegram, Slack)
+def feedback_thanks(verdict: str, lang: str) -> str:
+    """What an answer shows, in place of its buttons, once someone rated it (`up` or `down`)."""
+    return catalogue(lang).text(f"feedback.{'up' if verdict == 'up' else 'down'}")
+
+
+def feedback_gone(lang: str) -> str:
+    """A button pressed under an answer that is no longer part of its conversation."""
+    return catalogue(lang).text("feedback.gone")
+
+
 # Telegram
-TELEGRAM_TEXT_ONLY: Final = "I can read text questions and documents, not stickers, photos or voice messages."
-FEEDBACK_THANKS: Final = "Thanks for the feedback!"
-FEEDBACK_GONE: Final = "That answer is no longer part of this conversation."
+def telegram_text_only(lang: str) -> str:
+    """A sticker, photo or voice note sent to the bot."""
+    return catalogue(lang).text("telegram.text_only")
 
 
 def telegram_file_too_big(name: str, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
@@ -595,30 +625,44 @@ def telegram_file_too_big(name: str, limit: int, lang: str = DEFAULT_LANGUAGE) -
 
 
 # Slack
-SLACK_STATUS: Final = "is searching the knowledge base…"
-SLACK_EMPTY_MENTION: Final = "Ask me a question after the mention, like “@ragbot how do I …?”, or try `/kb help`."
-SLACK_NOT_IN_CHANNEL: Final = "I'm not in this channel: invite me with `/invite @ragbot`, then ask again."
-SLACK_ARCHIVED: Final = "This channel is archived, so I can't answer here."
-# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history.
+def slack_status(lang: str) -> str:
+    """The thread's status line while an answer is looked for (Slack writes the app's name before it)."""
+    return catalogue(lang).text("slack.status")
+
+
+def slack_empty_mention(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """A mention with nothing after it."""
+    return catalogue(lang).text("slack.empty_mention", help=style.written("help"))
+
+
+def slack_not_in_channel(lang: str) -> str:
+    """A question asked with the slash command in a channel the bot is not in."""
+    return catalogue(lang).text("slack.not_in_channel")
+
+
+def slack_archived(lang: str) -> str:
+    """A question asked with the slash command in an archived channel."""
+    return catalogue(lang).text("slack.archived")
+
+
+# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history; it is
+# history the model reads, not a message anyone is shown.
 SLACK_THREAD_UNANSWERED: Final = "(Earlier messages in this thread, from before I was asked.)"
 
 
-def slack_asked(user_id: str, question: str) -> str:
+def slack_asked(user_id: str, question: str, lang: str) -> str:
     """The message a question asked with the slash command is answered under (the command itself is invisible)."""
-    return f"<@{user_id}> asked: {question}"
+    return catalogue(lang).text("slack.asked", user=user_id, question=question)
 
 
-def slack_file_login_page(name: str) -> str:
+def slack_file_login_page(name: str, lang: str) -> str:
     """A Slack file download that returned Slack's sign-in page instead of the file."""
-    return (
-        f"I couldn't download {name}: Slack sent its sign-in page instead of the file. The app needs the "
-        "files:read scope (reinstall it from the manifest), then send the file again."
-    )
+    return catalogue(lang).text("slack.file_login_page", name=name)
 
 
-def slack_file_missing(name: str) -> str:
+def slack_file_missing(name: str, lang: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
-    return f"I couldn't fetch {name} from Slack: it was deleted or I'm not allowed to read it."
+    return catalogue(lang).text("slack.file_missing", name=name)
 
 
 # Knowledge bases at start-up

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pydantic import SecretStr
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from adapters.slack.render import FEEDBACK_ACTION
+from adapters.slack.translate import command_style
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
@@ -41,6 +43,8 @@ HANDBOOK = (
     b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
 )
 SOURCES_LINE = "*Sources:* [1] handbook.md"
+SLACK_STYLE = command_style("/kb")
+STATUS = "assistant.threads.setStatus"
 
 
 @dataclass
@@ -96,17 +100,27 @@ class Slack:
         """The bot's messages in a thread (its root excluded: that may be the bot's own post of a question)."""
         return [shown for shown in self.fake.thread(channel, thread_ts) if shown.bot_id and shown.ts != thread_ts]
 
+    def dm_replies(self, channel: str) -> list[Shown]:
+        """The bot's messages in a DM itself (none in threads: those are no answers in the DM)."""
+        return [shown for shown in self.fake.visible(channel) if shown.bot_id and shown.thread_ts is None]
+
+    async def dm_answers(self, channel: str, count: int = 1) -> list[str]:
+        """Wait until the DM itself shows `count` finished bot answers."""
+        return await self._finished(lambda: self.dm_replies(channel), count)
+
     async def answers(self, channel: str, thread_ts: str, count: int = 1) -> list[str]:
         """Wait until the thread shows `count` finished bot answers (sources or buttons under them)."""
+        return await self._finished(lambda: self.bot_replies(channel, thread_ts), count)
 
+    async def _finished(self, replies: Callable[[], list[Shown]], count: int) -> list[str]:
         def done() -> bool:
-            shown = self.bot_replies(channel, thread_ts)
+            shown = replies()
             return len(shown) >= count and all(
                 not message.streaming and (message.blocks or "Sources" in message.text) for message in shown[:count]
             )
 
         await self.fake.wait_for(done, timeout=60)
-        return [message.text for message in self.bot_replies(channel, thread_ts)]
+        return [message.text for message in replies()]
 
 
 async def _serve(adapter: SlackAdapter) -> tuple[web.AppRunner, str]:
@@ -183,22 +197,62 @@ async def test_a_channel_mention_is_answered_in_its_thread_with_sources_and_feed
     reply = slack.bot_replies(CHANNEL, thread)[0]
     assert answer.platform_message_id == reply.ts
     assert any(call.params.get("status") for call in slack.fake.calls("assistant.threads.setStatus"))
-    hook = slack.fake.response_url(team_id=TEAM, channel=CHANNEL, user=BOB)
+    assert any(block["type"] == "context_actions" for block in reply.blocks)
+    await _press(slack, CHANNEL, reply, f"up:{answer.id}")
+    # The answer keeps its text and sources, and shows the choice where the buttons were.
+    await slack.fake.wait_for(lambda: slack.fake.message(CHANNEL, reply.ts).edits > reply.edits, timeout=10)
+    rated = slack.fake.message(CHANNEL, reply.ts)
+    assert rated.text == f"{answer.text}\n{SOURCES_LINE}\n{messages.feedback_thanks('up', 'en')}"
+    assert not [block for block in rated.blocks if block["type"] == "context_actions"]
+    assert (await slack.services.conversations.message(answer.id)).feedback == "up"
+
+
+async def _press(slack: Slack, channel: str, reply: Shown, value: str, user: str = BOB) -> str:
+    """Press a feedback button under a bot message, as Slack delivers the click; returns its response_url."""
+    hook = slack.fake.response_url(team_id=TEAM, channel=channel, user=user)
+    message = {
+        "type": "message",
+        "ts": reply.ts,
+        "thread_ts": reply.thread_ts,
+        "user": events.BOT_USER_ID,
+        "text": reply.text,
+        "blocks": reply.blocks,
+    }
     click = events.block_actions(
         action_id=FEEDBACK_ACTION,
-        value=f"up:{answer.id}",
-        user=BOB,
+        value=value,
+        user=user,
         team_id=TEAM,
-        channel=CHANNEL,
+        channel=channel,
         message_ts=reply.ts,
         response_url=hook,
-        message={"type": "message", "ts": reply.ts, "thread_ts": thread, "user": events.BOT_USER_ID},
+        message=message,
     )
     status, _ = await slack.post(click)
     assert status == 200
-    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=10)
-    assert (await slack.services.conversations.message(answer.id)).feedback == "up"
-    assert slack.fake.ephemeral()[-1].text == messages.FEEDBACK_THANKS
+    return hook
+
+
+async def test_a_rated_answer_in_a_dm_answered_by_edits_shows_the_choice_in_the_chats_language(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "lang zh", channel="D0RATE") == messages.language_set("zh")
+    await slack.say("How do I install the VPN client?", channel="D0RATE")
+    await slack.dm_answers("D0RATE")
+    (reply,) = slack.dm_replies("D0RATE")
+    answer = await _last_answer(slack.services, ("slack", TEAM, "D0RATE", ""))
+    await _press(slack, "D0RATE", reply, f"down:{answer.id}")
+    await slack.fake.wait_for(lambda: slack.fake.message("D0RATE", reply.ts).edits > reply.edits, timeout=10)
+    rated = slack.fake.message("D0RATE", reply.ts)
+    assert rated.text.startswith(answer.text)
+    assert rated.text.endswith(messages.feedback_thanks("down", "zh"))
+
+
+async def test_a_refusal_carries_no_feedback_buttons(slack: Slack) -> None:
+    thread = await slack.mention("???", channel="C0REFUSE")
+    await slack.fake.wait_for(lambda: slack.bot_replies("C0REFUSE", thread), timeout=30)
+    await slack.fake.wait_for(lambda: not slack.bot_replies("C0REFUSE", thread)[0].streaming, timeout=30)
+    (reply,) = slack.bot_replies("C0REFUSE", thread)
+    assert reply.text == messages.refusal("no_words", "en")
+    assert not [block for block in reply.blocks if block["type"] == "context_actions"]
 
 
 async def test_a_thread_reply_continues_the_conversation_and_chatter_is_left_alone(slack: Slack) -> None:
@@ -213,11 +267,18 @@ async def test_a_thread_reply_continues_the_conversation_and_chatter_is_left_alo
     assert [m for m in slack.fake.visible("C0TEAM") if m.bot_id and m.thread_ts != thread] == []
 
 
-async def test_a_direct_message_is_answered(slack: Slack) -> None:
-    event = await slack.say("When is lunch served?", channel="D0BOB")
-    (shown,) = await slack.answers("D0BOB", str(event["ts"]))
-    assert "noon" in shown
+async def test_direct_messages_are_one_conversation_answered_in_the_dm_itself(slack: Slack) -> None:
+    first = await slack.say("How do I install the VPN client?", channel="D0BOB")
+    (shown,) = await slack.dm_answers("D0BOB")
+    assert "Software Center" in shown
     assert shown.endswith(SOURCES_LINE)
+    await slack.say("How does it connect?", channel="D0BOB")
+    shown = await slack.dm_answers("D0BOB", 2)
+    assert "badge number" in shown[1]
+    # Nothing is threaded under the questions, and the follow-up was read with the first question as history.
+    assert slack.bot_replies("D0BOB", str(first["ts"])) == []
+    follow_up = await _last_answer(slack.services, ("slack", TEAM, "D0BOB", ""))
+    assert "vpn" in follow_up.meta["rewritten"].lower()
 
 
 async def test_a_retried_event_is_answered_once(slack: Slack) -> None:
@@ -242,16 +303,15 @@ async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slac
     ts = slack.fake.user_message(TEAM, "D0ADMIN", ADMIN, "")
     event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
     assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
-    thread = str(event["ts"])
     await slack.fake.wait_for(
-        lambda: any("parking.md: indexed" in m.text for m in slack.bot_replies("D0ADMIN", thread)), timeout=60
+        lambda: any("parking.md: indexed" in m.text for m in slack.dm_replies("D0ADMIN")), timeout=60
     )
-    (status,) = slack.bot_replies("D0ADMIN", thread)
+    (status,) = slack.dm_replies("D0ADMIN")
     assert "parking.md" in status.text
     assert status.edits >= 1
-    question = await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
-    (shown,) = await slack.answers("D0ADMIN", str(question["ts"]))
-    assert "Marigold" in shown
+    await slack.say("Where do visitors park?", channel="D0ADMIN", user=ADMIN)
+    await slack.fake.wait_for(lambda: any(m.blocks for m in slack.dm_replies("D0ADMIN")[1:]), timeout=60)
+    assert "Marigold" in slack.dm_replies("D0ADMIN")[1].text
 
 
 async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document(slack: Slack) -> None:
@@ -261,9 +321,7 @@ async def test_an_admins_faq_sheet_is_imported_as_faqs_not_indexed_as_a_document
     event = events.file_share(channel="D0ADMIN", user=ADMIN, files=[file], team=TEAM, ts=ts)
     assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
     expected = "plants.xlsx: FAQ sheet imported: 1 added, 0 updated, 0 unchanged."
-    await slack.fake.wait_for(
-        lambda: any(m.text == expected for m in slack.bot_replies("D0ADMIN", str(event["ts"]))), timeout=60
-    )
+    await slack.fake.wait_for(lambda: any(m.text == expected for m in slack.dm_replies("D0ADMIN")), timeout=60)
     assert "plants.xlsx" not in [document.title for document in await slack.services.knowledge.documents("handbook")]
 
 
@@ -272,19 +330,19 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     ts = slack.fake.user_message(TEAM, "D0BOB2", BOB, "")
     event = events.file_share(channel="D0BOB2", user=BOB, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
-    await slack.fake.wait_for(lambda: slack.bot_replies("D0BOB2", str(event["ts"])), timeout=30)
-    replies = [m.text for m in slack.bot_replies("D0BOB2", str(event["ts"]))]
+    await slack.fake.wait_for(lambda: slack.dm_replies("D0BOB2"), timeout=30)
+    replies = [m.text for m in slack.dm_replies("D0BOB2")]
     assert replies == [messages.files_admins_only("en")]  # no /ingest the person never typed
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
-    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.SLACK_EMPTY_MENTION]
+    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.slack_empty_mention("en", SLACK_STYLE)]
 
 
 @pytest.mark.parametrize(
     ("name", "fields", "expected"),
     [
-        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf")),
+        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf", "en")),
         (
             "huge.pdf",
             {"size": 900_000_000},
@@ -301,12 +359,20 @@ async def test_a_file_the_bot_cannot_download_is_explained_and_nothing_is_ingest
     event = events.file_share(channel=channel, user=ADMIN, files=[file], team=TEAM, ts=ts)
     jobs_before = len(await slack.services.job_repo.recent(limit=None))
     await slack.post(events.envelope(event, team_id=TEAM))
-    await slack.fake.wait_for(
-        lambda: any(m.text.startswith(expected) for m in slack.bot_replies(channel, ts)), timeout=30
-    )
+    await slack.fake.wait_for(lambda: any(m.text.startswith(expected) for m in slack.dm_replies(channel)), timeout=30)
     # One status message, which ends saying why: nothing is left saying "Queued".
-    assert [m.text[: len(expected)] for m in slack.bot_replies(channel, ts)] == [expected]
+    assert [m.text[: len(expected)] for m in slack.dm_replies(channel)] == [expected]
     assert len(await slack.services.job_repo.recent(limit=None)) == jobs_before
+
+
+async def test_a_file_slack_will_not_give_is_explained_in_the_chats_language(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "lang zh", ADMIN, channel="D0FILEZH") == messages.language_set("zh")
+    file = slack.fake.add_file(TEAM, "locked.pdf", b"%PDF-1.4", mimetype="application/pdf", downloadable=False)
+    ts = slack.fake.user_message(TEAM, "D0FILEZH", ADMIN, "")
+    event = events.file_share(channel="D0FILEZH", user=ADMIN, files=[file], team=TEAM, ts=ts)
+    await slack.post(events.envelope(event, team_id=TEAM))
+    expected = messages.slack_file_login_page("locked.pdf", "zh")
+    await slack.fake.wait_for(lambda: [m.text for m in slack.dm_replies("D0FILEZH")] == [expected], timeout=30)
 
 
 async def test_a_late_mention_reads_the_thread_once_as_history(slack: Slack) -> None:
@@ -331,8 +397,8 @@ def _command(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -
     return fields, hook
 
 
-async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
-    fields, hook = _command(slack, text, user)
+async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB, channel: str = CHANNEL) -> str:
+    fields, hook = _command(slack, text, user, channel)
     status, _ = await slack.post(fields, form=True)
     assert status == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
@@ -344,10 +410,14 @@ async def _ephemeral_reply(slack: Slack, text: str, user: str = BOB) -> str:
 @pytest.mark.parametrize(
     ("text", "user", "expected"),
     [
-        ("", BOB, lambda reply: "/help" in reply and "/ingest" not in reply),
-        ("help", ADMIN, lambda reply: "/ingest" in reply),
+        ("", BOB, lambda reply: "`/kb help`" in reply and "ingest" not in reply),
+        ("help", ADMIN, lambda reply: "`/kb ingest" in reply),
         ("list", BOB, lambda reply: "handbook" in reply),
-        ("ingest https://example.com/page", BOB, lambda reply: reply == messages.admins_only("ingest", "en")),
+        (
+            "ingest https://example.com/page",
+            BOB,
+            lambda reply: reply == messages.admins_only("ingest", "en", SLACK_STYLE),
+        ),
     ],
 )
 async def test_the_slash_command_runs_commands_for_the_person_alone(
@@ -356,22 +426,97 @@ async def test_the_slash_command_runs_commands_for_the_person_alone(
     assert expected(await _ephemeral_reply(slack, text, user))
 
 
-async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own(slack: Slack) -> None:
-    fields, _ = _command(slack, "When is lunch served?", channel="C0ASK")
+@pytest.mark.parametrize("user", [BOB, ADMIN])
+async def test_help_shows_commands_as_slack_writes_them_and_how_files_reach_the_bot(slack: Slack, user: str) -> None:
+    reply = await _ephemeral_reply(slack, "help", user)
+    usages = re.findall(r"^- `([^`]*)`", reply, flags=re.MULTILINE)
+    assert usages
+    # Every form is something a person can type into Slack: after the one slash command, and without files.
+    assert all(usage.startswith("/kb") for usage in usages), usages
+    assert all(form.startswith("/kb ") for usage in usages for form in usage.split(" | ") if form != "/kb"), usages
+    assert {"/kb help", "/kb new", "/kb sources"} <= set(usages)
+    assert "/kb list | /kb info [NAME]" in usages or user == ADMIN
+    assert messages.form_usage("ingest", "files", "/kb ingest", "en") not in reply
+    assert not [usage for usage in usages if "import" in usage]
+    note = messages.files_note("en", SLACK_STYLE)
+    assert (note in reply) == (user == ADMIN)
+
+
+async def test_refusals_name_the_command_as_slack_writes_it(slack: Slack) -> None:
+    assert await _ephemeral_reply(slack, "jobs") == messages.admins_only("jobs", "en", SLACK_STYLE)
+    assert "/kb jobs" in messages.admins_only("jobs", "en", SLACK_STYLE)
+    assert await _ephemeral_reply(slack, "faq import", ADMIN) == messages.no_faq_sheet("en", SLACK_STYLE)
+    assert await _ephemeral_reply(slack, "ingest", ADMIN) == messages.nothing_to_ingest("en", SLACK_STYLE)
+
+
+async def test_a_sheet_shared_with_the_words_faq_import_imports_its_questions(slack: Slack) -> None:
+    sheet = b"question,answer\nWhere is the gym?,In the basement.\n"
+    file = slack.fake.add_file(TEAM, "faq.csv", sheet, mimetype="text/csv")
+    ts = slack.fake.user_message(TEAM, "D0ADMINFAQ", ADMIN, "faq import")
+    event = events.file_share(channel="D0ADMINFAQ", user=ADMIN, files=[file], team=TEAM, ts=ts, text="faq import")
+    assert (await slack.post(events.envelope(event, team_id=TEAM)))[0] == 200
+    expected = "faq.csv: FAQ sheet imported: 1 added, 0 updated, 0 unchanged."
+    await slack.fake.wait_for(lambda: any(m.text == expected for m in slack.fake.visible("D0ADMINFAQ")), timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("text", "user", "suggestion"),
+    [("jbos", ADMIN, "/kb jobs"), ("lsit", BOB, "/kb list"), ("HLEP", BOB, "/kb help")],
+)
+async def test_a_mistyped_subcommand_gets_a_private_did_you_mean_and_nothing_is_posted(
+    slack: Slack, text: str, user: str, suggestion: str
+) -> None:
+    channel = f"C0TYPO{text.upper()}"
+    fields, hook = _command(slack, text, user, channel=channel)
     assert (await slack.post(fields, form=True))[0] == 200
-    await slack.fake.wait_for(lambda: slack.fake.visible("C0ASK"), timeout=30)
-    (root,) = [m for m in slack.fake.visible("C0ASK") if m.thread_ts in (None, m.ts)]
-    assert root.text == messages.slack_asked(BOB, "When is lunch served?")
-    (shown,) = await slack.answers("C0ASK", root.ts)
+    await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
+    (post,) = slack.fake.responses(hook)
+    assert post.body["response_type"] == "ephemeral"
+    reply = str(post.body["blocks"][0]["text"])
+    assert reply == messages.unknown_command(text.lower(), "en", SLACK_STYLE, suggestion=suggestion)
+    assert f"`{suggestion}`" in reply
+    assert slack.fake.visible(channel) == []
+
+
+async def test_one_word_like_no_command_is_still_asked_in_the_channel(slack: Slack) -> None:
+    fields, _ = _command(slack, "lunch", channel="C0ONEWORD")
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.visible("C0ONEWORD"), timeout=30)
+    (root,) = [m for m in slack.fake.visible("C0ONEWORD") if m.thread_ts in (None, m.ts)]
+    (shown,) = await slack.answers("C0ONEWORD", root.ts)
     assert "noon" in shown
 
 
-async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained(slack: Slack) -> None:
-    slack.fake.remove_bot(TEAM, "C0NOTIN")
-    fields, hook = _command(slack, "When is lunch served?", channel="C0NOTIN")
+# The question, its language, and what its answer says (a Chinese question over the English handbook finds nothing).
+ASKED = [("When is lunch served?", "en", "noon"), ("午餐几点开始？", "zh", messages.no_answer("zh"))]
+
+
+@pytest.mark.parametrize(("question", "lang", "answered"), ASKED)
+async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_of_its_own_in_its_language(
+    slack: Slack, question: str, lang: str, answered: str
+) -> None:
+    channel = f"C0ASK{lang.upper()}"
+    fields, _ = _command(slack, question, channel=channel)
+    assert (await slack.post(fields, form=True))[0] == 200
+    await slack.fake.wait_for(lambda: slack.fake.visible(channel), timeout=30)
+    (root,) = [m for m in slack.fake.visible(channel) if m.thread_ts in (None, m.ts)]
+    assert root.text == messages.slack_asked(BOB, question, lang)
+    (shown,) = await slack.answers(channel, root.ts)
+    assert answered in shown
+    statuses = {call.params.get("thread_ts"): call.params.get("status") for call in slack.fake.calls(STATUS)}
+    assert statuses[root.ts] == messages.slack_status(lang)
+
+
+@pytest.mark.parametrize(("question", "lang"), [(question, lang) for question, lang, _ in ASKED])
+async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained_in_its_language(
+    slack: Slack, question: str, lang: str
+) -> None:
+    channel = f"C0NOTIN{lang.upper()}"
+    slack.fake.remove_bot(TEAM, channel)
+    fields, hook = _command(slack, question, channel=channel)
     assert (await slack.post(fields, form=True))[0] == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
-    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.SLACK_NOT_IN_CHANNEL
+    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.slack_not_in_channel(lang)
 
 
 async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slack: Slack) -> None:

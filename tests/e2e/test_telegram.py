@@ -21,6 +21,8 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.commands.builtin import default_registry
+from bot.commands.registry import Asker
 from bot.words import messages
 from fakes.telegram import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 from harness.processes import free_port
@@ -29,6 +31,7 @@ from tests.conftest import EmbeddedSettings
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}
+USAGE = default_registry().usage
 HANDBOOK = (
     b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
     b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
@@ -118,13 +121,54 @@ async def test_a_private_question_is_answered_with_its_sources_and_feedback_butt
     assert shown == _plain(f"{answer.text}\n\n**Sources**\n- [1] handbook.md")
     keyboard = fake.bot_messages(DEFAULT_USER["id"])[0].reply_markup
     assert keyboard is not None
-    fake.queue_update(
-        fake.callback_query(
-            f"fb:up:{answer.id}", message_id=int(answer.platform_message_id), chat_id=DEFAULT_USER["id"]
-        )
-    )
-    await fake.wait_for(lambda: bool(fake.callback_answers), timeout=10)
+    await _press(fake, f"fb:up:{answer.id}", int(answer.platform_message_id), DEFAULT_USER["id"])
     assert (await telegram.services.conversations.message(answer.id)).feedback == "up"
+
+
+def _buttons(fake: FakeTelegramBotAPI, chat_id: int, message_id: int) -> list[str]:
+    """The labels of the buttons under one of the bot's messages."""
+    (message,) = [m for m in fake.bot_messages(chat_id) if m.message_id == message_id]
+    markup = message.reply_markup or {"inline_keyboard": []}
+    return [button["text"] for row in markup["inline_keyboard"] for button in row]
+
+
+async def _press(fake: FakeTelegramBotAPI, data: str, message_id: int, chat_id: int, user: Any = None) -> None:
+    """Press an inline button under a bot message and wait until Telegram got the bot's answer to the press."""
+    update = fake.queue_update(fake.callback_query(data, message_id=message_id, chat_id=chat_id, user=user))
+    query_id = update["callback_query"]["id"]
+    await fake.wait_for(lambda: query_id in fake.callback_answers, timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("question", "verdict", "lang"),
+    [("When is lunch served?", "up", "en"), ("午餐在哪里供应？", "down", "zh")],
+)
+async def test_a_pressed_feedback_button_leaves_the_choice_showing_in_the_chats_language(
+    telegram: Bot, question: str, verdict: str, lang: str
+) -> None:
+    fake = telegram.fake
+    asker = {"id": 7600 + len(question), "is_bot": False, "first_name": "Pia"}
+    fake.queue_update(fake.private_message(question, user=asker))
+    await _answered(fake, asker["id"], 1)
+    answer = await _stored_answer(telegram.services, str(asker["id"]))
+    shown = int(answer.platform_message_id)
+    assert _buttons(fake, asker["id"], shown) == ["👍", "👎"]
+    await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)
+    await fake.wait_for(lambda: len(_buttons(fake, asker["id"], shown)) == 1, timeout=10)
+    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)  # pressed again: no harm
+    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    assert (await telegram.services.conversations.message(answer.id)).feedback == verdict
+
+
+async def test_a_refusal_carries_no_feedback_buttons(telegram: Bot) -> None:
+    fake = telegram.fake
+    asker = {"id": 7700, "is_bot": False, "first_name": "Raj"}
+    fake.queue_update(fake.private_message("???", user=asker))
+    await fake.wait_for(lambda: len(fake.visible(asker["id"])) == 1, timeout=30)
+    assert fake.visible(asker["id"]) == [_plain(messages.refusal("no_words", "en"))]
+    await _stored_answer(telegram.services, str(asker["id"]))  # stored as the turn's answer, but not rated
+    assert [message.reply_markup for message in fake.bot_messages(asker["id"])] == [None]
 
 
 async def test_in_a_group_a_mention_is_answered_and_plain_chatter_is_not(telegram: Bot) -> None:
@@ -135,6 +179,74 @@ async def test_in_a_group_a_mention_is_answered_and_plain_chatter_is_not(telegra
     (shown,) = await _answered(fake, group, 1)
     assert "noon" in shown
     assert len(fake.bot_messages(group)) == 1
+
+
+async def test_after_mode_all_a_group_gets_every_question_answered_but_not_bots_joins_or_edits(telegram: Bot) -> None:
+    fake = telegram.fake
+    group = -100778
+    fake.queue_update(fake.group_message("/mode all", chat_id=group, user=ADMIN, mention=False))
+    await fake.wait_for(lambda: len(fake.visible(group)) == 1, timeout=30)
+    assert fake.visible(group) == [_plain(messages.mode_set("all", "en"))]
+    other_bot = {"id": 7300, "is_bot": True, "first_name": "Helper", "username": "helper_bot"}
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=group, user=other_bot, mention=False))
+    joined = fake.group_message("", chat_id=group, user=BOB, mention=False)
+    del joined["message"]["text"]
+    joined["message"]["new_chat_members"] = [BOB]
+    fake.queue_update(joined)
+    asked = fake.queue_update(
+        fake.group_message("How do I install the VPN client?", chat_id=group, user=BOB, mention=False)
+    )
+    fake.queue_update(fake.edited_message(asked, "How do I install the VPN client on Linux?"))
+
+    def answered(count: int) -> bool:
+        shown = fake.bot_messages(group)
+        return len(shown) >= count and all(message.reply_markup for message in shown[1:count])
+
+    await fake.wait_for(lambda: answered(2), timeout=60)
+    assert "Software Center" in fake.visible(group)[1]
+    fake.queue_update(fake.group_message("When is lunch served?", chat_id=group, user=BOB))
+    await fake.wait_for(lambda: answered(3), timeout=60)
+    assert "noon" in fake.visible(group)[2]
+    assert len(fake.bot_messages(group)) == 3  # the mode, the two questions: nothing for the bot, the join, the edit
+
+
+@pytest.mark.parametrize(
+    ("text", "app_language", "lang"),
+    [("/start", "zh-hans", "zh"), ("/start ref42", "en", "en"), ("/start", "", "en")],
+)
+async def test_start_greets_in_the_persons_language_naming_the_knowledge_base_then_lists_the_commands(
+    telegram: Bot, text: str, app_language: str, lang: str
+) -> None:
+    fake = telegram.fake
+    newcomer = {"id": 7400 + len(text) + len(app_language), "is_bot": False, "first_name": "Nina"}
+    if app_language:
+        newcomer["language_code"] = app_language
+    fake.queue_update(fake.private_message(text, user=newcomer))
+    await fake.wait_for(lambda: len(fake.visible(newcomer["id"])) == 1, timeout=30)
+    (shown,) = fake.visible(newcomer["id"])
+    first_line, _, commands = shown.partition("\n")
+    assert first_line == _plain(messages.greeting(["handbook"], lang))
+    assert "handbook" in first_line
+    assert _plain(messages.help_text([("/new", messages.command_help("new", lang))], lang)).splitlines()[-1] in commands
+    assert "/start" not in commands
+
+
+async def test_help_and_usage_show_a_person_only_the_forms_they_may_run(telegram: Bot) -> None:
+    fake = telegram.fake
+    person = {"id": 7500, "is_bot": False, "first_name": "Omar"}
+    for count, text in enumerate(("/help", "/kb"), start=1):
+        fake.queue_update(fake.private_message(text, user=person))
+        await fake.wait_for(lambda count=count: len(fake.visible(person["id"])) == count, timeout=30)
+    help_, usage = fake.visible(person["id"])
+    assert "/kb list" in help_
+    assert "/kb use" not in help_
+    assert "/ingest" not in help_
+    assert usage == _plain(messages.usage(USAGE("kb", "en", Asker(is_admin=False)), "en"))
+    assert "/kb use" not in usage
+    admins_group = -100779  # the admin's own chat is another test's
+    fake.queue_update(fake.group_message("/help", chat_id=admins_group, user=ADMIN, mention=False))
+    await fake.wait_for(lambda: len(fake.visible(admins_group)) == 1, timeout=30)
+    assert "/kb use" in fake.visible(admins_group)[0]
 
 
 async def test_forum_topics_are_separate_conversations_and_a_follow_up_resolves_it(telegram: Bot) -> None:
@@ -290,12 +402,19 @@ async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_ans
     assert len(fake.bot_messages(7100)) == 1
 
 
-async def test_menus_show_admin_commands_only_to_admins(telegram: Bot) -> None:
-    everyone = {command["command"] for command in telegram.fake.commands()}
-    admins = {command["command"] for command in telegram.fake.commands({"type": "chat", "chat_id": ADMIN["id"]})}
-    assert {"help", "new", "stop", "sources"} <= everyone
+@pytest.mark.parametrize(("language_code", "lang"), [("", "en"), ("zh", "zh")])
+async def test_menus_show_admin_commands_only_to_admins_in_each_language(
+    telegram: Bot, language_code: str, lang: str
+) -> None:
+    fake = telegram.fake
+    everyone = {entry["command"]: entry["description"] for entry in fake.commands(None, language_code)}
+    admin_chat = {"type": "chat", "chat_id": ADMIN["id"]}
+    admins = {entry["command"]: entry["description"] for entry in fake.commands(admin_chat, language_code)}
+    assert {"help", "new", "stop", "sources"} <= set(everyone)
     assert "ingest" not in everyone
-    assert {"ingest", "faq", "jobs"} <= admins
+    assert {"ingest", "faq", "jobs"} <= set(admins)
+    for name, description in {**everyone, **admins}.items():
+        assert description == messages.command_help(name, lang)
 
 
 async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_without_harm(telegram: Bot) -> None:
@@ -305,7 +424,7 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     fake.queue_update(fake.edited_message(question, "When is breakfast served?"))  # an edit is no new question
     fake.queue_update(fake.sticker_message(user=dave))
     await fake.wait_for(lambda: len(fake.visible(dave["id"])) == 1, timeout=30)
-    assert fake.visible(dave["id"]) == [_plain(messages.TELEGRAM_TEXT_ONLY)]
+    assert fake.visible(dave["id"]) == [_plain(messages.telegram_text_only("en"))]
 
     kicked = -100555
     fake.block_chat(kicked)
@@ -316,6 +435,20 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     stored = await _stored_answer(telegram.services, str(kicked))
     assert stored.meta["outcome"] == "extractive"  # the turn was stored whole though nobody could see it
     assert fake.visible(kicked) == []
+
+
+async def test_a_chat_that_speaks_chinese_gets_the_adapters_notices_in_chinese(telegram: Bot) -> None:
+    fake = telegram.fake
+    lin = {"id": 7800, "is_bot": False, "first_name": "Lin", "language_code": "zh-hans"}
+    fake.queue_update(fake.sticker_message(user=lin))  # no words: the person's app is set to Chinese
+    await fake.wait_for(lambda: len(fake.visible(lin["id"])) == 1, timeout=30)
+    mei = {"id": 7801, "is_bot": False, "first_name": "Mei", "language_code": "en"}
+    fake.queue_update(fake.private_message("/lang zh", user=mei))  # the chat's choice wins over the app
+    await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 1, timeout=30)
+    fake.queue_update(fake.sticker_message(user=mei))
+    await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 2, timeout=30)
+    assert fake.visible(lin["id"]) == [_plain(messages.telegram_text_only("zh"))]
+    assert fake.visible(mei["id"])[1] == _plain(messages.telegram_text_only("zh"))
 
 
 async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(

@@ -21,7 +21,9 @@ from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
+from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts, Uploads
+from bot.commands.registry import Asker
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
@@ -42,8 +44,9 @@ from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
 ADMIN = UserRef("u-admin")
 ALICE = UserRef("u-alice")
 DM = ConversationKey("test", "team", "dm-alice")
-FAQ_USAGE = '/faq add "question" "answer" | /faq import (attach a sheet) | /faq list | /faq delete ID'
-FAQ_SHORT_USAGE = '/faq add "question" "answer" | /faq import | /faq list | /faq delete ID'
+# How commands are written, as the catalogue says it (the one source of it), to a person or an admin in a DM.
+USAGE = default_registry().usage
+PERSON, AN_ADMIN = Asker(is_admin=False), Asker(is_admin=True)
 GROUP = ConversationKey("test", "team", "group-1")
 UNCLOSED_QUOTE = catalogue("en").text("command.unclosed_quote")
 WEB = ConversationKey("web", "", "s1")
@@ -298,8 +301,8 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
         ("/faq list", messages.admins_only("faq", "en")),
         ("/jobs", messages.admins_only("jobs", "en")),
         ("/kb use other", messages.admins_only("kb use", "en")),
-        ("/kb", messages.usage(KB_USAGE, "en")),
-        ("/kb list extra", messages.usage(KB_USAGE, "en")),
+        ("/kb", messages.usage(USAGE("kb", "en", PERSON), "en")),
+        ("/kb list extra", messages.usage(USAGE("kb", "en", PERSON), "en")),
         ("/kb create manual", messages.admins_only("kb create", "en")),
         ("/sources", messages.no_sources("en")),
     ],
@@ -333,8 +336,9 @@ async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(
 @pytest.mark.parametrize(
     ("text", "reply"),
     [
-        ('/faq add "Only a question"', messages.usage(FAQ_SHORT_USAGE, "en")),
-        ('/faq add "unclosed', f"{UNCLOSED_QUOTE} {messages.usage(FAQ_USAGE, 'en')}"),
+        ('/faq add "Only a question"', messages.usage(USAGE("faq", "en", AN_ADMIN), "en")),
+        ('/faq add " " "an answer"', messages.usage(USAGE("faq", "en", AN_ADMIN, keys=["add"]), "en")),
+        ('/faq add "unclosed', f"{UNCLOSED_QUOTE} {messages.usage(USAGE('faq', 'en', AN_ADMIN), 'en')}"),
         ("/ingest", messages.nothing_to_ingest("en")),
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
@@ -449,6 +453,30 @@ async def test_help_lists_admin_commands_to_admins_only(world: ChatWorld) -> Non
     assert "/ingest" not in person.replies()[0]
     assert "/stop" in person.replies()[0]
     assert "/ingest" in admin.replies()[0]
+
+
+@pytest.mark.parametrize(
+    ("key", "user", "shown", "hidden"),
+    [
+        (DM, ALICE, ["/kb list", "/lang auto"], ["/kb use", "/ingest"]),
+        (DM, ADMIN, ["/kb list", "/kb use", "/lang auto", "/ingest"], []),
+        (GROUP, ALICE, ["/kb list"], ["/kb use", "/lang auto"]),
+        (ConversationKey("web", "", "s1"), ALICE, ["/kb list", "/kb use", "/lang auto"], ["/ingest"]),
+    ],
+)
+async def test_help_and_usage_show_each_person_only_the_forms_they_may_run(
+    world: ChatWorld, key: ConversationKey, user: UserRef, shown: list[str], hidden: list[str]
+) -> None:
+    manager, target = _manager(world, allowed_kbs={"web": ("handbook",)}), RecordingTarget()
+    await manager.handle(_message("/help", key=key, user=user, private=key != GROUP), target)
+    await manager.handle(_message("/kb", key=key, user=user, private=key != GROUP), target)
+    help_, usage = target.replies()
+    for form in shown:
+        assert form in help_
+    for form in hidden:
+        assert form not in help_
+        assert form not in usage
+    assert ("/kb use" in usage) == ("/kb use" in shown)
 
 
 async def test_a_chat_reads_its_bindings_else_the_defaults_within_its_platforms_allowance(world: ChatWorld) -> None:
@@ -717,8 +745,11 @@ async def test_in_a_group_only_an_admin_chooses_the_language_and_only_one_with_a
     await manager.handle(_message("/lang zh", key=GROUP, private=False), target)
     assert target.replies()[-1] == messages.admins_only("lang", "en")
     await manager.handle(_message("/lang fr", key=GROUP, private=False, user=ADMIN), target)
-    assert target.replies()[-1] == messages.usage("/lang auto | /lang en | /lang zh", "en")
+    assert target.replies()[-1] == messages.usage(USAGE("lang", "en", AN_ADMIN), "en")
     await manager.handle(_message("/lang zh", key=GROUP, private=False, user=ADMIN), target)
     await manager.handle(_message("/help", key=GROUP, private=False), target)
     assert target.replies()[-1].startswith(messages.help_text([], "zh"))
-    assert "- `/new`：开始新对话" in target.replies()[-1]
+    assert (
+        messages.help_text([("/new", messages.command_help("new", "zh"))], "zh").splitlines()[-1]
+        in target.replies()[-1]
+    )

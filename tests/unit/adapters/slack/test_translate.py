@@ -10,7 +10,9 @@ import pytest
 from adapters.slack.translate import (
     Notice,
     Place,
+    command_style,
     conversation_key,
+    mistyped_word,
     place,
     plain_text,
     slash_command,
@@ -21,6 +23,7 @@ from bot.types import Command, ConversationKey, IncomingMessage
 from bot.words import messages
 
 BOT = "UBOT"
+SLACK = command_style("/kb")
 COMMANDS = frozenset({"help", "new", "stop", "sources", "kb", "ingest", "jobs", "faq", "mode", "fallback"})
 
 
@@ -33,7 +36,7 @@ def _event(text: str, **fields: Any) -> dict[str, Any]:
 
 
 def _translate(event: dict[str, Any], *, continuing: bool = False) -> IncomingMessage | Notice | None:
-    return translate(event, place(event, "T1"), bot_user_id=BOT, continuing=continuing, read=_never)
+    return translate(event, place(event, "T1"), bot_user_id=BOT, continuing=continuing, read=_never, style=SLACK)
 
 
 def test_a_channel_mention_starts_a_conversation_keyed_by_its_own_thread() -> None:
@@ -56,11 +59,16 @@ def test_channel_chatter_without_a_mention_is_not_for_the_bot() -> None:
     assert _translate(_event("lunch anyone?")) is None
 
 
-def test_a_whole_dm_is_one_conversation_answered_in_the_messages_thread() -> None:
+def test_a_whole_dm_is_one_conversation_answered_in_the_dm_itself() -> None:
     event = _event("hello", channel="D1", channel_type="im")
     where = place(event, "T1")
-    assert where == Place("T1", "D1", "1700000000.000100", True)
+    assert where == Place("T1", "D1", "", True)
     assert conversation_key(where) == ConversationKey("slack", "T1", "D1", "")
+    in_a_thread = place(_event("and then?", channel="D1", channel_type="im", thread_ts="1700000000.000001"), "T1")
+    assert in_a_thread == Place(
+        "T1", "D1", "1700000000.000001", True
+    )  # a person who writes in a thread is answered there
+    assert conversation_key(in_a_thread) == conversation_key(where)
     message = _translate(event)
     assert isinstance(message, IncomingMessage)
     assert message.private
@@ -82,7 +90,10 @@ def test_bots_edits_deletions_and_joins_never_trigger_an_answer(fields: dict[str
 
 
 def test_a_message_with_only_a_mention_gets_a_hint() -> None:
-    assert _translate(_event(f"<@{BOT}>", type="app_mention")) == Notice(messages.SLACK_EMPTY_MENTION)
+    notice = _translate(_event(f"<@{BOT}>", type="app_mention"))
+    assert isinstance(notice, Notice)
+    assert notice.say("en") == messages.slack_empty_mention("en", SLACK)
+    assert "`/kb help`" in notice.say("en")
 
 
 def test_a_mention_with_a_command_runs_it() -> None:
@@ -108,6 +119,26 @@ def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
     assert isinstance(message, IncomingMessage)
     assert message.command == Command("ingest", implied=True)
     assert [(a.name, a.size, a.mime_type) for a in message.attachments] == [("guide.pdf", 1234, "application/pdf")]
+    assert message.style == SLACK
+
+
+@pytest.mark.parametrize(("text", "channel"), [("faq import", "D1"), (f"<@{BOT}> FAQ import", "C1")])
+def test_a_sheet_shared_with_the_words_faq_import_is_imported_as_faqs(text: str, channel: str) -> None:
+    files = [{"id": "F1", "name": "faq.csv", "size": 10, "mimetype": "text/csv"}]
+    message = _translate(_event(text, channel=channel, subtype="file_share", files=files))
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("faq", ("import",), "import")
+    assert [a.name for a in message.attachments] == ["faq.csv"]
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [("jobs", "/kb jobs"), ("help", "/kb help"), ("kb", "/kb"), ("kb use", "/kb use"), ("faq list", "/kb faq list")],
+)
+def test_slack_writes_every_command_after_its_one_slash_command(command: str, written: str) -> None:
+    assert SLACK.written(command) == written
+    assert command_style("/ragbot").written(command) == written.replace("/kb", "/ragbot")
+    assert not SLACK.attachments
 
 
 def test_a_file_shared_in_a_channel_without_a_mention_is_ignored() -> None:
@@ -135,3 +166,19 @@ def test_workspace_keys_carry_the_enterprise_when_there_is_one() -> None:
 )
 def test_the_slash_commands_text_names_a_command_or_asks_a_question(text: str, expected: Command | None) -> None:
     assert slash_command(text, COMMANDS) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        ("jbos", "jbos"),
+        ("/Lsit", "lsit"),
+        ("vpn", "vpn"),
+        ("jobs?", ""),
+        ("when is lunch", ""),
+        ("报销？", ""),
+        ("", ""),
+    ],
+)
+def test_only_one_word_that_is_no_question_may_be_a_mistyped_command(text: str, word: str) -> None:
+    assert mistyped_word(text) == word

@@ -50,15 +50,31 @@ def test_a_private_question_is_addressed_and_keeps_its_text() -> None:
     assert (result.user.id, result.message_id) == ("42", "7")
 
 
-def test_a_group_mention_is_answered_without_the_mention_and_plain_chatter_is_ignored() -> None:
+def test_a_group_mention_is_addressed_without_the_mention_and_chatter_goes_on_unaddressed() -> None:
     text = "🙂 @ragbot where is the VPN?"
     result = translate(_message(GROUP, text, **_mention(text)), ME, _never, LIMIT)
     assert isinstance(result, IncomingMessage)
-    assert result.text == "🙂 where is the VPN?"
-    assert not result.private
-    assert translate(_message(GROUP, "where is lunch?"), ME, _never, LIMIT) is None
-    other = "@otherbot where is the VPN?"
-    assert translate(_message(GROUP, other, **_mention(other, "@otherbot")), ME, _never, LIMIT) is None
+    assert (result.text, result.addressed, result.private) == ("🙂 where is the VPN?", True, False)
+    # Whether plain chatter is answered is the chat's answer mode (`/mode all`), which the manager reads.
+    for text in ("where is lunch?", "@otherbot where is the VPN?"):
+        chatter = translate(_message(GROUP, text), ME, _never, LIMIT)
+        assert isinstance(chatter, IncomingMessage)
+        assert (chatter.text, chatter.addressed, chatter.command) == (text, False, None)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"new_chat_members": [ALICE]},
+        {"left_chat_member": ALICE},
+        {"pinned_message": {"message_id": 3, "date": 0, "chat": GROUP, "from": ALICE, "text": "hi"}},
+        {"new_chat_title": "Team 2"},
+        {"text": "where is lunch?", "from": {"id": 5, "is_bot": True, "first_name": "helper"}},
+        {"document": {"file_id": "F", "file_unique_id": "F", "file_name": "a.pdf", "file_size": 1}},
+    ],
+)
+def test_service_messages_other_bots_and_unaddressed_files_in_groups_are_ignored(fields: dict[str, Any]) -> None:
+    assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
 
 
 def test_a_reply_to_the_bot_is_addressed_and_a_forum_topic_is_its_own_conversation() -> None:
@@ -91,6 +107,15 @@ def test_commands_are_parsed_in_groups_with_or_without_the_bot_name(
     assert translate(_message(GROUP, "/kb@otherbot list"), ME, _never, LIMIT) is None
 
 
+def test_start_keeps_its_deep_link_payload_out_of_the_text_and_the_app_language_comes_along() -> None:
+    result = translate(
+        _message(PRIVATE, "/start ref42", **{"from": {**ALICE, "language_code": "zh-hans"}}), ME, _never, LIMIT
+    )
+    assert isinstance(result, IncomingMessage)
+    assert result.command == Command("start", ("ref42",))
+    assert result.user.language == "zh-hans"
+
+
 def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_notice() -> None:
     document = {"file_id": "F1", "file_unique_id": "U1", "file_name": "manual.pdf", "file_size": 1000}
     result = translate(_message(PRIVATE, document=document), ME, _never, LIMIT)
@@ -100,10 +125,12 @@ def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_no
     huge = {**document, "file_size": 30_000_000}
     notice = translate(_message(PRIVATE, document=huge), ME, _never, LIMIT)
     assert isinstance(notice, Notice)
-    assert "manual.pdf" in notice.text
-    assert "20 MB" in notice.text
-    assert "admin of the server" in notice.text
-    assert re.search(r"\b[A-Z]+(?:_[A-Z]+)+\b", notice.text) is None, notice.text  # no setting's name
+    text = notice.say("en")
+    assert "manual.pdf" in text
+    assert "20 MB" in text
+    assert "admin of the server" in text
+    assert re.search(r"\b[A-Z]+(?:_[A-Z]+)+\b", text) is None, text  # no setting's name
+    assert notice.say("zh") == messages.telegram_file_too_big("manual.pdf", LIMIT, "zh")
 
 
 def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
@@ -134,7 +161,9 @@ def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
     ],
 )
 def test_stickers_photos_and_voice_get_a_notice_in_private_and_silence_in_groups(fields: dict[str, Any]) -> None:
-    assert translate(_message(PRIVATE, **fields), ME, _never, LIMIT) == Notice(messages.TELEGRAM_TEXT_ONLY)
+    notice = translate(_message(PRIVATE, **fields), ME, _never, LIMIT)
+    assert isinstance(notice, Notice)
+    assert notice.say("en") == messages.telegram_text_only("en")
     assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
 
 

@@ -1,4 +1,5 @@
-"""Dispatching commands: who may run what, and the refusal a person gets in the terms of what they did."""
+"""The command registry: who may run what, the refusal a person gets in the terms of what they did, and which
+command a mistyped word resembles, as each platform writes it."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from collections.abc import Callable
 import pytest
 
 from bot.commands.builtin import default_registry
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, SourceLink, UserRef
+from bot.commands.registry import Asker
+from bot.types import Attachment, Command, CommandStyle, ConversationKey, IncomingMessage, SourceLink, UserRef
 from bot.words import messages
 from storage.records import ConversationRecord, JobRecord
 from tests.support.chat import RecordingTarget
 from tests.unit.bot.chat.stand_ins import NO_COMMAND_PARTS, NOW
 
 DM = ConversationKey("test", "team", "dm-bob")
+SLACK = CommandStyle(prefix="/kb ", bare="kb", attachments=False)
 
 
 class _Chat:
@@ -73,3 +76,25 @@ async def test_a_non_admin_is_refused_in_the_terms_of_what_they_did_and_the_file
     target = RecordingTarget()
     await default_registry().dispatch(_Chat(), NO_COMMAND_PARTS, message, target, lang=lang, is_admin=False)
     assert target.replies() == [reply]
+
+
+@pytest.mark.parametrize(
+    ("word", "asker", "suggestion"),
+    [
+        ("jbos", Asker(is_admin=True), "/jobs"),
+        ("sorces", Asker(is_admin=False), "/sources"),
+        ("HLEP", Asker(is_admin=False), "/help"),
+        ("jbos", Asker(is_admin=True, style=SLACK), "/kb jobs"),
+        ("lsit", Asker(is_admin=False, style=SLACK), "/kb list"),
+        ("infos", Asker(is_admin=False, style=SLACK), "/kb info"),
+        ("jbos", Asker(is_admin=False, style=SLACK), None),  # /kb jobs is for admins only
+        ("frobnicate", Asker(is_admin=True, style=SLACK), None),
+        ("vpn", Asker(is_admin=True, style=SLACK), None),
+        ("lunch", Asker(is_admin=False, style=SLACK), None),
+        ("start", Asker(is_admin=False), None),  # unlisted commands are never suggested
+    ],
+)
+def test_a_mistyped_word_suggests_the_command_it_resembles_among_those_the_person_may_run(
+    word: str, asker: Asker, suggestion: str | None
+) -> None:
+    assert default_registry().suggest(word, asker) == suggestion

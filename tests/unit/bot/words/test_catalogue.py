@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any, get_args
 
@@ -11,9 +12,9 @@ import pytest
 
 from adapters.slack.render import sources_block
 from bot.commands.builtin import default_registry
-from bot.commands.registry import parse_command
+from bot.commands.registry import Asker, CommandSpec, parse_command
 from bot.errors import UserFacingError
-from bot.types import Answer, SourceLink
+from bot.types import Answer, CommandStyle, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
 from bot.words.language import turn_language
@@ -22,6 +23,7 @@ from rag.language import language_of
 from storage.records import JobRecord, JobStatus
 
 ENGLISH = i18n.catalogue("en")
+SLACK = CommandStyle(prefix="/kb ", bare="kb", attachments=False, files_note="slack.files")
 OTHERS = [code for code in i18n.languages() if code != "en"]
 
 
@@ -59,7 +61,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "refusal:empty": lambda lang: messages.refusal("empty", lang),
     "refusal:unreadable": lambda lang: messages.refusal("unreadable", lang),
     "user_message": lambda lang: messages.user_message(
-        UserFacingError(messages.index_rebuilding(), message_id="command.index_rebuilding"), lang
+        UserFacingError(messages.index_rebuilding(), in_language=messages.index_rebuilding), lang
     ),
     "rate_limited": lambda lang: messages.rate_limited(12.4, lang),
     "queued:next": lambda lang: messages.queued(1, lang),
@@ -82,13 +84,21 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_sources": messages.no_sources,
     "no_jobs": messages.no_jobs,
     "nothing_to_ingest": messages.nothing_to_ingest,
+    "nothing_to_ingest:slack": lambda lang: messages.nothing_to_ingest(lang, SLACK),
     "no_faq_sheet": messages.no_faq_sheet,
-    "usage": lambda lang: messages.usage(messages.command_usage("kb", lang), lang),
-    "command_usage": lambda lang: messages.command_usage("ingest", lang),
+    "no_faq_sheet:slack": lambda lang: messages.no_faq_sheet(lang, SLACK),
+    "files_note": lambda lang: messages.files_note(lang, SLACK),
+    "usage": lambda lang: messages.usage(default_registry().usage("kb", lang, Asker(is_admin=True)), lang),
+    "form_usage": lambda lang: messages.form_usage("ingest", "files", "/ingest", lang),
+    "command_help": lambda lang: messages.command_help("sources", lang),
     "unknown_command": lambda lang: messages.unknown_command("frobnicate", lang),
+    "unknown_command:suggested": lambda lang: messages.unknown_command("jbos", lang, SLACK, suggestion="/kb jobs"),
     "admins_only": lambda lang: messages.admins_only("ingest", lang),
     "files_admins_only": messages.files_admins_only,
-    "help_text": lambda lang: messages.help_text([("new", "/new", "start a new conversation")], lang),
+    "admins_only:slack": lambda lang: messages.admins_only("kb use", lang, SLACK),
+    "help_text": lambda lang: messages.help_text([("/new", messages.command_help("new", lang))], lang),
+    "greeting": lambda lang: messages.greeting(["handbook", "it"], lang),
+    "greeting:no_kb": lambda lang: messages.greeting([], lang),
     "mode_set:all": lambda lang: messages.mode_set("all", lang),
     "mode_set:mention": lambda lang: messages.mode_set("mention", lang),
     "fallback_set": lambda lang: messages.fallback_set("Call 100.", lang),
@@ -149,6 +159,17 @@ FIXED: dict[str, Callable[[str], str]] = {
         lang,
     ),
     "index_rebuilding": messages.index_rebuilding,
+    "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
+    "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
+    "feedback_gone": messages.feedback_gone,
+    "telegram_text_only": messages.telegram_text_only,
+    "slack_status": messages.slack_status,
+    "slack_empty_mention": lambda lang: messages.slack_empty_mention(lang, SLACK),
+    "slack_not_in_channel": messages.slack_not_in_channel,
+    "slack_archived": messages.slack_archived,
+    "slack_asked": lambda lang: messages.slack_asked("U1", "VPN?", lang),
+    "slack_file_login_page": lambda lang: messages.slack_file_login_page("a.pdf", lang),
+    "slack_file_missing": lambda lang: messages.slack_file_missing("a.pdf", lang),
 }
 
 
@@ -203,7 +224,7 @@ def test_each_reason_the_input_check_refuses_is_worded_in_every_language(reason:
 
 
 def test_an_error_that_names_its_text_is_told_in_the_chats_language_and_one_that_does_not_as_it_is() -> None:
-    rebuilding = UserFacingError(messages.index_rebuilding(), message_id="command.index_rebuilding")
+    rebuilding = UserFacingError(messages.index_rebuilding(), in_language=messages.index_rebuilding)
     assert messages.user_message(rebuilding, "zh") == messages.index_rebuilding("zh")
     assert _han(messages.index_rebuilding("zh"))
     assert messages.user_message(UserFacingError("No document 'x' in 'kb'."), "zh") == "No document 'x' in 'kb'."
@@ -216,13 +237,27 @@ def test_an_unclosed_quote_is_told_in_the_chats_language() -> None:
     assert _han(i18n.catalogue("zh").text(command.error))
 
 
-def test_every_built_in_command_has_its_help_and_usage_in_the_catalogue() -> None:
-    for spec in default_registry().visible_to(True):
+def test_every_built_in_command_has_its_help_and_each_of_its_forms_in_the_catalogue_and_nothing_else_does() -> None:
+    registry = default_registry()
+    forms = set()
+    for spec in registry.visible_to(Asker(is_admin=True)):
         assert f"help.{spec.name}" in ENGLISH.entries, spec.name
-        assert f"usage.{spec.name}" in ENGLISH.entries, spec.name
-        # The registry's English (Telegram's command menu) and the catalogue's say the same.
-        assert ENGLISH.entries[f"help.{spec.name}"] == spec.help
-        assert messages.command_usage(spec.name, "en") == spec.usage
+        forms |= {f"usage.{spec.name}.{form.key}" for form in spec.forms if form.key and not form.literal}
+    assert forms == {message_id for message_id in ENGLISH.entries if message_id.startswith("usage.")}
+    # The catalogue is the one source: registration names a command, its rights and its forms, no text.
+    assert {field.name for field in fields(CommandSpec)} == {"name", "admin", "forms", "handler", "listed"}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_commands_usage_is_its_forms_as_the_catalogue_writes_them(lang: str) -> None:
+    words = i18n.catalogue(lang)
+    registry = default_registry()
+    kb = ["/kb list", *(words.text(f"usage.kb.{form}", command="/kb") for form in ("use", "info", "create"))]
+    admin = Asker(is_admin=True)
+    assert registry.usage("kb", lang, admin) == " | ".join(kb)
+    assert registry.usage("faq", lang, admin, keys=["add"]) == words.text("usage.faq.add", command="/faq")
+    codes = " | ".join(f"/lang {code}" for code in i18n.languages())
+    assert registry.usage("lang", lang, admin) == f"/lang auto | {codes}"
 
 
 @pytest.mark.parametrize(
@@ -242,6 +277,23 @@ def test_a_turn_is_in_the_chats_language_else_in_the_language_of_the_message(
     text: str, override: str, language: str
 ) -> None:
     assert turn_language(text, override) == language
+
+
+@pytest.mark.parametrize(
+    ("text", "override", "app_language", "language"),
+    [
+        ("", "", "zh-hans", "zh"),  # `/start` from a phone set to Chinese
+        ("", "", "ZH", "zh"),
+        ("", "", "fr", "en"),  # no catalogue for the app's language
+        ("", "en", "zh-hans", "en"),  # the chat's choice wins
+        ("How do I reset my password?", "", "zh-hans", "en"),  # words written win over the app's setting
+        ("怎么重置密码？", "", "en", "zh"),
+    ],
+)
+def test_text_without_letters_is_in_the_language_of_the_persons_app(
+    text: str, override: str, app_language: str, language: str
+) -> None:
+    assert turn_language(text, override, app_language) == language
 
 
 def test_the_sources_heading_follows_the_answers_language_in_markdown_and_on_slack() -> None:
