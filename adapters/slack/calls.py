@@ -8,8 +8,8 @@ from typing import Any, Final, TypeVar
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from adapters.slack import words as slack_words
 from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
-from bot.words import messages
 
 T = TypeVar("T")
 
@@ -78,7 +78,7 @@ async def call(request: Awaitable[T]) -> T:
 def unreachable_notice(code: str, lang: str) -> str | None:
     """What to tell a person (somewhere else), in `lang`, when the bot cannot write to their channel."""
     if code in ("not_in_channel", "channel_not_found"):
-        return messages.slack_not_in_channel(lang)
+        return slack_words.not_in_channel(lang)
     if code == "is_archived":
-        return messages.slack_archived(lang)
+        return slack_words.archived(lang)
     return None

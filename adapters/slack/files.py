@@ -9,6 +9,7 @@ from typing import Any, Final
 import aiohttp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack import words as slack_words
 from adapters.slack.calls import call
 from bot.errors import PlatformError, UserFacingError
 from bot.words import messages
@@ -38,7 +39,7 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
         info = await call(client.files_info(file=str(entry.get("id", ""))))
     except PlatformError as exc:
         log.warning("slack=file_info_failed file=%s reason=%s", entry.get("id"), exc)
-        raise _cannot(lambda lang: messages.slack_file_missing(name, lang)) from exc
+        raise _cannot(lambda lang: slack_words.file_missing(name, lang)) from exc
     file: Mapping[str, Any] = info["file"]
     size = int(file.get("size") or 0)
     if size > limit:
@@ -59,7 +60,7 @@ async def download(client: AsyncWebClient, entry: Mapping[str, Any], limit: int)
             # Without a valid token or files:read Slack answers 200 with its sign-in page, not an error status.
             if response.content_type == "text/html" and not _expects_html(file):
                 log.warning("slack=file_download_login_page file=%s", entry.get("id"))
-                raise _cannot(lambda lang: messages.slack_file_login_page(name, lang))
+                raise _cannot(lambda lang: slack_words.file_login_page(name, lang))
             data = bytearray()
             async for chunk in response.content.iter_chunked(_CHUNK):
                 data += chunk

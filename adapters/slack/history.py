@@ -8,13 +8,13 @@ from typing import Any, Final
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack import words as slack_words
 from adapters.slack.budget import Pacer
 from adapters.slack.calls import call
 from adapters.slack.translate import plain_text
 from bot.chat.manager import ConversationManager, EarlierMessage
 from bot.errors import PlatformError
 from bot.types import ConversationKey
-from bot.words import messages as messages_
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def _rounds(messages: list[Mapping[str, Any]], before_ts: str, bot_user_id: str)
         else:
             asked.append((ts, str(message.get("user") or ""), text))
     if asked:
-        rounds += _round(asked, EarlierMessage("", "assistant", messages_.SLACK_THREAD_UNANSWERED, asked[0][0]))
+        rounds += _round(asked, EarlierMessage("", "assistant", slack_words.THREAD_UNANSWERED, asked[0][0]))
     return rounds
 
 

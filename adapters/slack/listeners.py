@@ -11,6 +11,7 @@ from typing import Any, Final
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack import words as slack_words
 from adapters.slack.budget import Pacer
 from adapters.slack.calls import call, unreachable_notice
 from adapters.slack.config import SlackConfig
@@ -215,10 +216,10 @@ class SlackListeners:
         lang = await self._manager.language(conversation_key(where), text)
         try:
             posted = await call(
-                client.chat_postMessage(channel=where.channel, text=messages.slack_asked(user.id, text, lang))
+                client.chat_postMessage(channel=where.channel, text=slack_words.asked(user.id, text, lang))
             )
         except DeliveryFailed as exc:
-            notice = unreachable_notice(str(exc), lang) or messages.slack_not_in_channel(lang)
+            notice = unreachable_notice(str(exc), lang) or slack_words.not_in_channel(lang)
             await self._notify(ResponseTarget(respond), notice)
             return
         except PlatformError as exc:

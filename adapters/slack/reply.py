@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from adapters.slack import words as slack_words
 from adapters.slack.budget import Pacer
 from adapters.slack.calls import call
 from adapters.slack.native import NativeReplyStream
@@ -20,7 +21,6 @@ from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
 from bot.types import Answer, MessageRef
-from bot.words import messages
 from bot.words.catalogue import DEFAULT_LANGUAGE
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ class SlackTarget:
         try:
             await call(
                 self.client.assistant_threads_setStatus(
-                    channel_id=self.channel, thread_ts=self.thread_ts, status=messages.slack_status(self.lang)
+                    channel_id=self.channel, thread_ts=self.thread_ts, status=slack_words.status(self.lang)
                 )
             )
         except PlatformError as exc:

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adapters.slack import words as slack_words
 from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, CommandStyle, ConversationKey, IncomingMessage, UserRef
-from bot.words import messages
 
 PLATFORM: Final = "slack"
 # Message subtypes that are a person writing; edits, deletions, joins and bot posts never trigger an answer.
@@ -157,7 +157,7 @@ def translate(
     if not addressed:
         return None
     if not text and command is None:
-        return Notice(lambda lang: messages.slack_empty_mention(lang, style)) if mentioned or where.private else None
+        return Notice(lambda lang: slack_words.empty_mention(lang, style)) if mentioned or where.private else None
     return IncomingMessage(
         key=conversation_key(where),
         message_id=str(event.get("ts", "")),

@@ -9,9 +9,9 @@ from typing import Final
 
 from telegram import Document, Message, MessageEntity
 
+from adapters.telegram import words as telegram_words
 from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
-from bot.words import messages
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +113,11 @@ def translate(
                 download_limit,
             )
             name = too_big[0].file_name or too_big[0].file_unique_id
-            return Notice(lambda lang: messages.telegram_file_too_big(name, download_limit, lang))
+            return Notice(lambda lang: telegram_words.file_too_big(name, download_limit, lang))
     if not cleaned and command is None:
         # A sticker, photo or voice note sent to the bot gets a notice; service messages (joins, pins) and
         # media nobody asked the bot about get nothing.
-        return Notice(messages.telegram_text_only) if addressed and message.effective_attachment is not None else None
+        return Notice(telegram_words.text_only) if addressed and message.effective_attachment is not None else None
     attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
     return IncomingMessage(
         key=conversation_key(message),

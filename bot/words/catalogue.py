@@ -1,4 +1,5 @@
-"""The message catalogues, one per language the bot speaks (bot/words/locales/<code>.toml), loaded once."""
+"""The message catalogues, one per language the bot speaks (bot/words/locales/<code>.toml and each platform's own
+locales), loaded once."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
+from importlib.metadata import entry_points
 from typing import Any, Final
 
 DEFAULT_LANGUAGE: Final = "en"
@@ -51,15 +53,39 @@ def _languages() -> tuple[str, ...]:
     return tuple(sorted(item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")))
 
 
+PLATFORM_LOCALES: Final = "ragbot.locales"
+
+
 @functools.cache
 def catalogue(language: str) -> Catalogue:
-    """The catalogue of `language` (loaded once); the default language's for a code without one."""
+    """The catalogue of `language` (loaded once); the default language's for a code without one.
+
+    ragbot's own texts, and each chat platform's (its package's locales/<code>.toml, registered in the
+    `ragbot.locales` entry points), which may not reuse an id of ragbot's or of another platform.
+    """
     if language not in languages():
         language = DEFAULT_LANGUAGE
-    text = resources.files("bot.words").joinpath("locales", f"{language}.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = _read("bot.words", language)
     meta = data.pop("meta", {})
-    return Catalogue(language, str(meta.get("name", language)), dict(_flatten(data)))
+    entries = dict(_flatten(data))
+    for package in _platform_packages():
+        if not resources.files(package).joinpath("locales", f"{language}.toml").is_file():
+            continue
+        for message_id, template in _flatten(_read(package, language)):
+            if message_id in entries:
+                raise ValueError(f"{package} locales/{language}.toml: {message_id} is already ragbot's or a platform's")
+            entries[message_id] = template
+    return Catalogue(language, str(meta.get("name", language)), entries)
+
+
+@functools.cache
+def _platform_packages() -> tuple[str, ...]:
+    return tuple(entry.value for entry in sorted(entry_points(group=PLATFORM_LOCALES), key=lambda e: e.name))
+
+
+def _read(package: str, language: str) -> dict[str, Any]:
+    text = resources.files(package).joinpath("locales", f"{language}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:

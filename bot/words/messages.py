@@ -613,58 +613,6 @@ def feedback_gone(lang: str) -> str:
     return catalogue(lang).text("feedback.gone")
 
 
-# Telegram
-def telegram_text_only(lang: str) -> str:
-    """A sticker, photo or voice note sent to the bot."""
-    return catalogue(lang).text("telegram.text_only")
-
-
-def telegram_file_too_big(name: str, limit: int, lang: str = DEFAULT_LANGUAGE) -> str:
-    """A document over what the Bot API lets a bot download (the self-hosted server that lifts it: in the log)."""
-    return catalogue(lang).text("size_limit.telegram", name=name, limit=megabytes(limit))
-
-
-# Slack
-def slack_status(lang: str) -> str:
-    """The thread's status line while an answer is looked for (Slack writes the app's name before it)."""
-    return catalogue(lang).text("slack.status")
-
-
-def slack_empty_mention(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
-    """A mention with nothing after it."""
-    return catalogue(lang).text("slack.empty_mention", help=style.written("help"))
-
-
-def slack_not_in_channel(lang: str) -> str:
-    """A question asked with the slash command in a channel the bot is not in."""
-    return catalogue(lang).text("slack.not_in_channel")
-
-
-def slack_archived(lang: str) -> str:
-    """A question asked with the slash command in an archived channel."""
-    return catalogue(lang).text("slack.archived")
-
-
-# Stored as the "answer" to a thread's messages from before the bot was mentioned, so they count as history; it is
-# history the model reads, not a message anyone is shown.
-SLACK_THREAD_UNANSWERED: Final = "(Earlier messages in this thread, from before I was asked.)"
-
-
-def slack_asked(user_id: str, question: str, lang: str) -> str:
-    """The message a question asked with the slash command is answered under (the command itself is invisible)."""
-    return catalogue(lang).text("slack.asked", user=user_id, question=question)
-
-
-def slack_file_login_page(name: str, lang: str) -> str:
-    """A Slack file download that returned Slack's sign-in page instead of the file."""
-    return catalogue(lang).text("slack.file_login_page", name=name)
-
-
-def slack_file_missing(name: str, lang: str) -> str:
-    """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
-    return catalogue(lang).text("slack.file_missing", name=name)
-
-
 # Knowledge bases at start-up
 def knowledge_bases_missing(names: Sequence[str], settings: Sequence[str]) -> str:
     """Told when `ragbot serve` starts: knowledge bases the settings name that do not exist, and how to make them."""

@@ -17,6 +17,7 @@ import pytest_asyncio
 from aiohttp import web
 from pydantic import SecretStr
 
+from adapters.slack import words as slack_words
 from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from adapters.slack.render import FEEDBACK_ACTION
@@ -336,13 +337,13 @@ async def test_a_non_admins_file_is_refused_and_a_bare_mention_gets_a_hint(slack
     assert [call for call in slack.fake.calls("files.info") if call.params.get("file") == file["id"]] == []
     thread = await slack.mention("", channel="C0HINT")
     await slack.fake.wait_for(lambda: slack.bot_replies("C0HINT", thread), timeout=30)
-    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [messages.slack_empty_mention("en", SLACK_STYLE)]
+    assert [m.text for m in slack.bot_replies("C0HINT", thread)] == [slack_words.empty_mention("en", SLACK_STYLE)]
 
 
 @pytest.mark.parametrize(
     ("name", "fields", "expected"),
     [
-        ("locked.pdf", {"downloadable": False}, messages.slack_file_login_page("locked.pdf", "en")),
+        ("locked.pdf", {"downloadable": False}, slack_words.file_login_page("locked.pdf", "en")),
         (
             "huge.pdf",
             {"size": 900_000_000},
@@ -371,7 +372,7 @@ async def test_a_file_slack_will_not_give_is_explained_in_the_chats_language(sla
     ts = slack.fake.user_message(TEAM, "D0FILEZH", ADMIN, "")
     event = events.file_share(channel="D0FILEZH", user=ADMIN, files=[file], team=TEAM, ts=ts)
     await slack.post(events.envelope(event, team_id=TEAM))
-    expected = messages.slack_file_login_page("locked.pdf", "zh")
+    expected = slack_words.file_login_page("locked.pdf", "zh")
     await slack.fake.wait_for(lambda: [m.text for m in slack.dm_replies("D0FILEZH")] == [expected], timeout=30)
 
 
@@ -500,11 +501,11 @@ async def test_a_question_asked_with_the_slash_command_is_answered_in_a_thread_o
     assert (await slack.post(fields, form=True))[0] == 200
     await slack.fake.wait_for(lambda: slack.fake.visible(channel), timeout=30)
     (root,) = [m for m in slack.fake.visible(channel) if m.thread_ts in (None, m.ts)]
-    assert root.text == messages.slack_asked(BOB, question, lang)
+    assert root.text == slack_words.asked(BOB, question, lang)
     (shown,) = await slack.answers(channel, root.ts)
     assert answered in shown
     statuses = {call.params.get("thread_ts"): call.params.get("status") for call in slack.fake.calls(STATUS)}
-    assert statuses[root.ts] == messages.slack_status(lang)
+    assert statuses[root.ts] == slack_words.status(lang)
 
 
 @pytest.mark.parametrize(("question", "lang"), [(question, lang) for question, lang, _ in ASKED])
@@ -516,7 +517,7 @@ async def test_a_question_in_a_channel_the_bot_is_not_in_is_explained_in_its_lan
     fields, hook = _command(slack, question, channel=channel)
     assert (await slack.post(fields, form=True))[0] == 200
     await slack.fake.wait_for(lambda: slack.fake.responses(hook), timeout=30)
-    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == messages.slack_not_in_channel(lang)
+    assert slack.fake.responses(hook)[0].body["blocks"][0]["text"] == slack_words.not_in_channel(lang)
 
 
 async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slack: Slack) -> None:

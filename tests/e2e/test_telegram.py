@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from adapters.telegram import words as telegram_words
 from adapters.telegram.app import WEBHOOK_PATH, TelegramAdapter
 from adapters.telegram.app import create as create_telegram
 from adapters.telegram.render import to_telegram_html
@@ -424,7 +425,7 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
     fake.queue_update(fake.edited_message(question, "When is breakfast served?"))  # an edit is no new question
     fake.queue_update(fake.sticker_message(user=dave))
     await fake.wait_for(lambda: len(fake.visible(dave["id"])) == 1, timeout=30)
-    assert fake.visible(dave["id"]) == [_plain(messages.telegram_text_only("en"))]
+    assert fake.visible(dave["id"]) == [_plain(telegram_words.text_only("en"))]
 
     kicked = -100555
     fake.block_chat(kicked)
@@ -447,8 +448,8 @@ async def test_a_chat_that_speaks_chinese_gets_the_adapters_notices_in_chinese(t
     await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 1, timeout=30)
     fake.queue_update(fake.sticker_message(user=mei))
     await fake.wait_for(lambda: len(fake.visible(mei["id"])) == 2, timeout=30)
-    assert fake.visible(lin["id"]) == [_plain(messages.telegram_text_only("zh"))]
-    assert fake.visible(mei["id"])[1] == _plain(messages.telegram_text_only("zh"))
+    assert fake.visible(lin["id"]) == [_plain(telegram_words.text_only("zh"))]
+    assert fake.visible(mei["id"])[1] == _plain(telegram_words.text_only("zh"))
 
 
 async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from adapters.slack import words as slack_words
 from adapters.slack.translate import (
     Notice,
     Place,
@@ -20,7 +21,6 @@ from adapters.slack.translate import (
     workspace_id,
 )
 from bot.types import Command, ConversationKey, IncomingMessage
-from bot.words import messages
 
 BOT = "UBOT"
 SLACK = command_style("/kb")
@@ -92,7 +92,7 @@ def test_bots_edits_deletions_and_joins_never_trigger_an_answer(fields: dict[str
 def test_a_message_with_only_a_mention_gets_a_hint() -> None:
     notice = _translate(_event(f"<@{BOT}>", type="app_mention"))
     assert isinstance(notice, Notice)
-    assert notice.say("en") == messages.slack_empty_mention("en", SLACK)
+    assert notice.say("en") == slack_words.empty_mention("en", SLACK)
     assert "`/kb help`" in notice.say("en")
 
 

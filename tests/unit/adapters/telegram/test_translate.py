@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from telegram import Bot, Message
 
+from adapters.telegram import words as telegram_words
 from adapters.telegram.translate import BotIdentity, Notice, translate
 from bot.types import Command, IncomingMessage
-from bot.words import messages
 
 ME = BotIdentity(id=999, username="ragbot")
 BOT = Bot("999:TEST")
@@ -130,7 +130,7 @@ def test_a_document_sent_privately_is_a_file_to_ingest_and_one_too_big_gets_a_no
     assert "20 MB" in text
     assert "admin of the server" in text
     assert re.search(r"\b[A-Z]+(?:_[A-Z]+)+\b", text) is None, text  # no setting's name
-    assert notice.say("zh") == messages.telegram_file_too_big("manual.pdf", LIMIT, "zh")
+    assert notice.say("zh") == telegram_words.file_too_big("manual.pdf", LIMIT, "zh")
 
 
 def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
@@ -163,7 +163,7 @@ def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
 def test_stickers_photos_and_voice_get_a_notice_in_private_and_silence_in_groups(fields: dict[str, Any]) -> None:
     notice = translate(_message(PRIVATE, **fields), ME, _never, LIMIT)
     assert isinstance(notice, Notice)
-    assert notice.say("en") == messages.telegram_text_only("en")
+    assert notice.say("en") == telegram_words.text_only("en")
     assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
 
 

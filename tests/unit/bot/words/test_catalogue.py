@@ -10,7 +10,9 @@ from typing import Any, get_args
 
 import pytest
 
+from adapters.slack import words as slack_words
 from adapters.slack.render import sources_block
+from adapters.telegram import words as telegram_words
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker, CommandSpec, parse_command
 from bot.errors import UserFacingError
@@ -132,7 +134,6 @@ FIXED: dict[str, Callable[[str], str]] = {
     "not_urls": lambda lang: messages.not_urls(["foo"], lang),
     "file_too_large": lambda lang: messages.file_too_large("a.pdf", 30_000_000, 20_000_000, lang),
     "file_too_large:unread": lambda lang: messages.file_too_large("a.pdf", None, 20_000_000, lang),
-    "telegram_file_too_big": lambda lang: messages.telegram_file_too_big("a.pdf", 20_000_000, lang),
     "file_unreadable": lambda lang: messages.file_unreadable("a.pdf", lang),
     "ingest_queued": lambda lang: messages.ingest_queued(2, "x", lang),
     "ingest_progress": lambda lang: messages.ingest_progress(
@@ -162,14 +163,6 @@ FIXED: dict[str, Callable[[str], str]] = {
     "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
     "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
     "feedback_gone": messages.feedback_gone,
-    "telegram_text_only": messages.telegram_text_only,
-    "slack_status": messages.slack_status,
-    "slack_empty_mention": lambda lang: messages.slack_empty_mention(lang, SLACK),
-    "slack_not_in_channel": messages.slack_not_in_channel,
-    "slack_archived": messages.slack_archived,
-    "slack_asked": lambda lang: messages.slack_asked("U1", "VPN?", lang),
-    "slack_file_login_page": lambda lang: messages.slack_file_login_page("a.pdf", lang),
-    "slack_file_missing": lambda lang: messages.slack_file_missing("a.pdf", lang),
 }
 
 
@@ -191,6 +184,20 @@ def test_english_and_chinese_are_shipped_and_named_in_their_own_language() -> No
     assert (i18n.catalogue("en").name, i18n.catalogue("zh").name) == ("English", "中文")
 
 
+# What each platform says itself (adapters/*/words.py, texts in adapters/*/locales), checked the same way.
+PLATFORM_SAYS: dict[str, Callable[[str], str]] = {
+    "telegram.file_too_big": lambda lang: telegram_words.file_too_big("a.pdf", 20_000_000, lang),
+    "telegram.text_only": telegram_words.text_only,
+    "slack.status": slack_words.status,
+    "slack.empty_mention": lambda lang: slack_words.empty_mention(lang, SLACK),
+    "slack.not_in_channel": slack_words.not_in_channel,
+    "slack.archived": slack_words.archived,
+    "slack.asked": lambda lang: slack_words.asked("U1", "VPN?", lang),
+    "slack.file_login_page": lambda lang: slack_words.file_login_page("a.pdf", lang),
+    "slack.file_missing": lambda lang: slack_words.file_missing("a.pdf", lang),
+}
+
+
 def test_every_function_of_messages_that_takes_a_language_is_tested_here() -> None:
     speaking = {
         name
@@ -203,9 +210,10 @@ def test_every_function_of_messages_that_takes_a_language_is_tested_here() -> No
     assert speaking == tested
 
 
-@pytest.mark.parametrize("message", sorted(FIXED))
+@pytest.mark.parametrize("message", sorted(FIXED | PLATFORM_SAYS))
 def test_each_fixed_message_is_said_in_english_and_in_chinese(message: str) -> None:
-    english, chinese = FIXED[message]("en"), FIXED[message]("zh")
+    says = (FIXED | PLATFORM_SAYS)[message]
+    english, chinese = says("en"), says("zh")
     assert english.strip()
     assert chinese.strip()
     assert not _han(english), english
@@ -309,3 +317,12 @@ def test_lang_is_confirmed_in_the_language_chosen() -> None:
     assert messages.language_set("zh") == "我会在这里用中文回复。"
     assert messages.language_set("en") == "I'll reply here in English."
     assert messages.language_set("") == "I'll reply here in the language of each message."
+
+
+def test_a_platforms_texts_are_in_every_catalogue_and_may_not_take_an_id_of_ragbots() -> None:
+    core = i18n._read("bot.words", "en")
+    for package in i18n._platform_packages():
+        ids = {message_id for message_id, _ in i18n._flatten(i18n._read(package, "en"))}
+        assert ids, package
+        assert ids <= set(ENGLISH.entries)
+        assert not ids & {message_id for message_id, _ in i18n._flatten(core)}, package

@@ -1,0 +1,16 @@
+"""What the Telegram adapter says itself, in the chat's language (texts: adapters/telegram/locales/<code>.toml)."""
+
+from __future__ import annotations
+
+from bot.words.catalogue import catalogue
+from bot.words.messages import megabytes
+
+
+def text_only(lang: str) -> str:
+    """A sticker, photo or voice note sent to the bot."""
+    return catalogue(lang).text("telegram.text_only")
+
+
+def file_too_big(name: str, limit: int, lang: str) -> str:
+    """A document over what the Bot API lets a bot download (the self-hosted server that lifts it: in the log)."""
+    return catalogue(lang).text("telegram.file_too_big", name=name, limit=megabytes(limit))
