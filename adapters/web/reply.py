@@ -99,6 +99,8 @@ class WebReplyStream:
                 "sources": [source_json(source) for source in (answer.sources if answer else ())],
                 "outcome": outcome,
                 "message_id": answer.message_id if answer else "",
+                # Only an answer may be rated: not a refusal, a notice or a command's reply.
+                "rateable": answer.takes_feedback if answer else False,
                 "notice": answer.notice if answer else "",
                 "sources_heading": sources_heading(answer.language if answer else "en"),
             },

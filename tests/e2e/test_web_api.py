@@ -122,11 +122,13 @@ async def test_a_question_streams_deltas_then_a_final_with_sources_and_history_r
     final = events[-2][1]
     assert final["text"] == deltas
     assert final["outcome"] == "generated"
+    assert final["rateable"] is True
     assert [source["title"] for source in final["sources"]] == ["lunch.md"]
     async with browser.get("/api/history") as response:
         history = (await response.json())["messages"]
     assert [(m["role"], m["text"]) for m in history][-2:] == [("user", "When is lunch?"), ("assistant", deltas)]
     assert history[-1]["id"] == final["message_id"]
+    assert history[-1]["rateable"] is True
     async with browser.post("/api/feedback", json={"message_id": final["message_id"], "value": "up"}) as response:
         assert response.status == 200
     async with browser.get("/api/history") as response:
@@ -198,10 +200,14 @@ async def test_a_forged_or_stale_session_cookie_is_refused_then_replaced(served:
 async def test_empty_long_and_command_messages_get_answers_not_errors(browser: aiohttp.ClientSession) -> None:
     empty = await _say(browser, "   ")
     assert empty[-2][1]["outcome"] == "refused"
+    assert empty[-2][1]["rateable"] is False, "a refusal carries no feedback buttons"
+    async with browser.get("/api/history") as response:
+        assert (await response.json())["messages"][-1]["rateable"] is False, "nor after a reload"
     long = await _say(browser, "When is lunch? " * 700)
     assert messages.question_cut("en") in long[-2][1]["notice"]
     unknown = await _say(browser, "/frobnicate")
     assert unknown[-2][1]["text"] == messages.unknown_command("frobnicate", "en")
+    assert unknown[-2][1]["rateable"] is False
     listed = await _say(browser, "/kb list")
     assert "**docs** (in use here)" in listed[-2][1]["text"]
 

@@ -407,7 +407,7 @@
         }
         setNotice(bubble, data.notice ? String(data.notice) : "");
         setSources(bubble, data.sources, data.sources_heading);
-        setFeedback(bubble, data.message_id ? String(data.message_id) : "", null);
+        setFeedback(bubble, data.message_id && data.rateable ? String(data.message_id) : "", null);
         break;
       case "error":
         showStatus(null);
@@ -905,7 +905,7 @@
       setNotice(bubble, "This answer was still being written when the page loaded.");
     }
     setSources(bubble, message.sources);
-    if (id && message.status === "done" && message.outcome) {
+    if (id && message.status === "done" && message.outcome && message.rateable) {
       setFeedback(bubble, id, message.feedback || null);
     }
   }
