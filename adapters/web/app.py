@@ -22,6 +22,7 @@ from adapters.web.session import (
     token_matches,
 )
 from adapters.web.settings import WebSettings
+from adapters.web.words import page_texts
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
@@ -144,14 +145,19 @@ class WebChat:
         return web.FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
 
     async def session(self, request: web.Request) -> web.Response:
-        """What the page needs to know: admin or not, the knowledge bases in use, the upload limit."""
-        names = await self._manager.readable_kb_names(self._key(request))
+        """What the page needs to know: admin or not, the knowledge bases in use, the upload limit, and its own words
+        in the chat's language (its /lang, else the browser's first language)."""
+        key = self._key(request)
+        names = await self._manager.readable_kb_names(key)
+        lang = await self._manager.language(key, app_language=_browser_language(request))
         return web.json_response(
             {
                 "admin": self._is_admin(request),
                 "admin_enabled": bool(self._config.admin_token),
                 "knowledge_bases": names,
                 "upload_limit_mb": self._config.upload_limit / 1_000_000,
+                "language": lang,
+                "texts": page_texts(lang),
             }
         )
 
@@ -325,6 +331,12 @@ async def _read_limited(part: BodyPartReader, limit: int) -> bytes | None:
         if len(data) > limit:
             return None
     return bytes(data)
+
+
+def _browser_language(request: web.Request) -> str:
+    """The first language of the browser's Accept-Language ("zh-CN,zh;q=0.9,en;q=0.8" -> "zh-CN")."""
+    first = request.headers.get("Accept-Language", "").split(",")[0]
+    return first.split(";")[0].strip()
 
 
 def _attachment(name: str, data: bytes, mime_type: str) -> Attachment:

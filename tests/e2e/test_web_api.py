@@ -18,6 +18,7 @@ import pytest_asyncio
 from aiohttp import web
 
 from adapters.web.app import create as create_web
+from adapters.web.words import page_texts
 from bot.app.manager import build_manager, chat_policy
 from bot.app.preflight import check_platforms
 from bot.app.server import create_app
@@ -26,6 +27,7 @@ from bot.app.settings import Settings
 from bot.errors import StartupError
 from bot.metrics import ChatMetrics
 from bot.words import messages
+from bot.words.catalogue import catalogue as i18n_catalogue
 from fakes.openai_api import FakeOpenAI
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
@@ -441,6 +443,18 @@ def test_serving_to_a_network_without_an_access_token_is_refused(tmp_path: Path)
         Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t"), serving=True
     )
     check_platforms(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="127.0.0.1"), serving=True)
+
+
+async def test_the_session_gives_the_page_its_words_in_the_browsers_language(served: Served) -> None:
+    for header, lang in (("zh-CN,zh;q=0.9,en;q=0.8", "zh"), ("en-US,en;q=0.9", "en"), ("", "en")):
+        async with aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+            headers = {"Accept-Language": header} if header else {}
+            async with browser.get("/api/session", headers=headers) as response:
+                session = await response.json()
+        assert session["language"] == lang
+        assert session["texts"] == page_texts(lang)
+        assert session["texts"]["send"] == i18n_catalogue(lang).text("web.send")
+        assert "{name}" in session["texts"]["remove_file"], "placeholders are the page's to fill"
 
 
 async def test_a_public_listener_shows_no_details_and_no_metrics_while_the_internal_one_does(

@@ -23,6 +23,7 @@ import pytest_asyncio
 from aiohttp import web
 from playwright.async_api import Browser, Dialog, Locator, Page, async_playwright, expect
 
+from adapters.web.words import page_texts
 from bot.words import messages
 from fakes.openai_api import FakeOpenAI
 from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
@@ -551,3 +552,25 @@ async def test_a_wrong_admin_token_is_refused_and_a_non_admin_upload_is_forbidde
     bubble = chat.page.locator("[data-testid=message][data-kind=error]")
     await expect(bubble).to_have_text(refusal)
     chat.assert_nothing_ran()
+
+
+async def test_a_browser_set_to_chinese_gets_the_page_in_chinese_and_one_set_to_english_in_english(
+    site: Site, browser: Browser, tmp_path: Path
+) -> None:
+    for locale, lang in (("zh-CN", "zh"), ("en-GB", "en")):
+        context = await browser.new_context(base_url=site.url, viewport={"width": 1280, "height": 800}, locale=locale)
+        try:
+            page = await context.new_page()
+            await page.goto("/")
+            await expect(page.locator("body[data-ready=true]")).to_have_count(1)
+            words = page_texts(lang)
+            await expect(page.locator("html")).to_have_attribute("lang", lang)
+            await expect(page.get_by_test_id("send")).to_have_text(words["send"])
+            await expect(page.get_by_test_id("new-conversation")).to_have_text(words["new_conversation"])
+            await expect(page.get_by_test_id("admin-button")).to_have_text(words["admin"])
+            await expect(page.get_by_test_id("empty-state")).to_contain_text(words["empty_title"])
+            assert await page.get_by_test_id("input").get_attribute("placeholder") == words["ask_placeholder"]
+            await page.screenshot(path=tmp_path / f"page-{lang}.png")
+        finally:
+            await context.close()
+    assert page_texts("zh")["send"] != page_texts("en")["send"]

@@ -8,6 +8,31 @@
   "use strict";
 
   var md = window.RagbotMarkdown;
+
+  // The page's own words in the chat's language, sent by /api/session; the English in the code until they arrive.
+  var texts = {};
+
+  function t(key, english, values) {
+    var text = Object.prototype.hasOwnProperty.call(texts, key) ? String(texts[key]) : english;
+    Object.keys(values || {}).forEach(function (name) {
+      text = text.split("{" + name + "}").join(String(values[name]));
+    });
+    return text;
+  }
+
+  function applyTexts(received) {
+    texts = received && typeof received === "object" ? received : {};
+    document.querySelectorAll("[data-text]").forEach(function (el) {
+      el.textContent = t(el.getAttribute("data-text"), el.textContent);
+    });
+    document.querySelectorAll("[data-text-label]").forEach(function (el) {
+      el.setAttribute("aria-label", t(el.getAttribute("data-text-label"), el.getAttribute("aria-label") || ""));
+    });
+    document.querySelectorAll("[data-text-title]").forEach(function (el) {
+      el.setAttribute("title", t(el.getAttribute("data-text-title"), el.getAttribute("title") || ""));
+    });
+  }
+
   var $ = function (id) {
     return document.getElementById(id);
   };
@@ -113,7 +138,7 @@
     article.className = "msg msg--" + role;
     article.setAttribute("data-testid", "message");
     article.setAttribute("data-role", role);
-    article.setAttribute("aria-label", role === "user" ? "You said" : "ragbot said");
+    article.setAttribute("aria-label", role === "user" ? t("you_said", "You said") : t("ragbot_said", "ragbot said"));
     var body = document.createElement("div");
     body.className = "msg__body";
     body.setAttribute("data-testid", "message-text");
@@ -198,7 +223,7 @@
     section.className = "sources";
     section.setAttribute("data-testid", "sources");
     // The server names the heading in the language of the answer; stored history has no language: English.
-    title = title ? String(title) : "Sources";
+    title = title ? String(title) : t("sources", "Sources");
     section.setAttribute("aria-label", title);
     var heading = document.createElement("p");
     heading.className = "sources__title";
@@ -267,10 +292,10 @@
     group.className = "feedback";
     group.setAttribute("data-testid", "feedback");
     group.setAttribute("role", "group");
-    group.setAttribute("aria-label", "Was this answer helpful?");
+    group.setAttribute("aria-label", t("was_it_helpful", "Was this answer helpful?"));
     [
-      ["up", "Helpful answer"],
-      ["down", "Unhelpful answer"],
+      ["up", t("helpful", "Helpful answer")],
+      ["down", t("unhelpful", "Unhelpful answer")],
     ].forEach(function (spec) {
       var button = document.createElement("button");
       button.type = "button";
@@ -411,7 +436,7 @@
         break;
       case "error":
         showStatus(null);
-        addErrorBubble(String(data.text || "Something went wrong."), ctx);
+        addErrorBubble(String(data.text || t("something_went_wrong", "Something went wrong.")), ctx);
         break;
       case "done":
         ctx.done = true;
@@ -425,7 +450,7 @@
   }
 
   async function errorText(response) {
-    var fallback = "The request failed (HTTP " + response.status + ").";
+    var fallback = t("request_failed", "The request failed (HTTP {status}).", { status: response.status });
     try {
       var body = await response.json();
       return body && body.error ? String(body.error) : fallback;
@@ -448,7 +473,7 @@
           addErrorBubble(String(body.error), ctx);
         }
       } catch (error) {
-        addErrorBubble("The server sent an answer the page cannot read.", ctx);
+        addErrorBubble(t("unreadable_answer", "The server sent an answer the page cannot read."), ctx);
       }
       return;
     }
@@ -510,7 +535,7 @@
     }
     if (trimmed && state.busy) {
       // One answer at a time in a conversation: say so, and keep what was typed for when it is done.
-      showNotice("An answer is still being written: wait for it, or press Stop to end it.", "busy");
+      showNotice(t("busy", "An answer is still being written: wait for it, or press Stop to end it."), "busy");
       return;
     }
     if (!trimmed) {
@@ -532,7 +557,7 @@
       });
       await consume(response, ctx);
     } catch (error) {
-      addErrorBubble("The connection to ragbot was lost. Please try again.", ctx);
+      addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
     } finally {
       finishContext(ctx);
       showStatus(null);
@@ -572,7 +597,7 @@
         button.setAttribute("aria-pressed", String(button.getAttribute("data-value") === value));
       });
     } catch (error) {
-      addErrorBubble("Your feedback could not be sent. Please try again.");
+      addErrorBubble(t("feedback_not_sent", "Your feedback could not be sent. Please try again."));
     }
   }
 
@@ -586,7 +611,7 @@
       clearMessages();
       els.input.focus();
     } catch (error) {
-      addErrorBubble("The connection to ragbot was lost. Please try again.");
+      addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."));
     }
   }
 
@@ -619,16 +644,16 @@
       state.attachments = [];
       renderAttachments();
     }
-    els.adminButton.textContent = admin ? "Admin ✓" : "Admin";
+    els.adminButton.textContent = admin ? t("admin_signed_in", "Admin ✓") : t("admin", "Admin");
     els.adminButton.classList.toggle("btn--admin-on", admin);
-    els.adminButton.setAttribute("aria-label", admin ? "Admin: signed in" : "Admin login");
+    els.adminButton.setAttribute("aria-label", admin ? t("admin_label_signed_in", "Admin: signed in") : t("admin_login", "Admin login"));
     els.adminButton.setAttribute("data-admin", String(admin));
     els.adminLogin.hidden = admin;
     els.adminLoggedIn.hidden = !admin;
     els.adminSubmit.hidden = admin;
     els.adminLogout.hidden = !admin;
     els.adminToken.required = !admin;
-    els.dropzoneHint.textContent = admin ? "" : "Uploading needs an admin login.";
+    els.dropzoneHint.textContent = admin ? "" : t("uploading_needs_admin", "Uploading needs an admin login.");
   }
 
   function openAdmin() {
@@ -666,7 +691,7 @@
       els.adminError.hidden = false;
       els.adminToken.select();
     } catch (error) {
-      els.adminError.textContent = "The connection to ragbot was lost. Please try again.";
+      els.adminError.textContent = t("connection_lost", "The connection to ragbot was lost. Please try again.");
       els.adminError.hidden = false;
     } finally {
       els.adminSubmit.disabled = false;
@@ -684,7 +709,7 @@
       setAdmin(false);
       closeAdmin();
     } catch (error) {
-      els.adminError.textContent = "The connection to ragbot was lost. Please try again.";
+      els.adminError.textContent = t("connection_lost", "The connection to ragbot was lost. Please try again.");
       els.adminError.hidden = false;
     }
   }
@@ -746,7 +771,7 @@
       }
       await consume(response, ctx);
     } catch (error) {
-      addErrorBubble("The upload was interrupted. Please try again.", ctx);
+      addErrorBubble(t("upload_interrupted", "The upload was interrupted. Please try again."), ctx);
     } finally {
       finishContext(ctx);
       showStatus(null);
@@ -779,7 +804,7 @@
       remove.type = "button";
       remove.textContent = "×";
       remove.setAttribute("data-testid", "attachment-remove");
-      remove.setAttribute("aria-label", "Remove " + file.name);
+      remove.setAttribute("aria-label", t("remove_file", "Remove {name}", { name: file.name }));
       remove.addEventListener("click", function () {
         state.attachments.splice(index, 1);
         renderAttachments();
@@ -790,7 +815,9 @@
     });
     var attached = state.attachments.length > 0;
     els.attachments.hidden = !attached;
-    els.input.placeholder = attached ? "Type /faq import or /ingest (or nothing) and press Enter…" : "Ask a question…";
+    els.input.placeholder = attached
+      ? t("attached_placeholder", "Type /faq import or /ingest (or nothing) and press Enter…")
+      : t("ask_placeholder", "Ask a question…");
     if (!attached && state.noticeKind === "files") {
       showNotice("");
     }
@@ -807,7 +834,10 @@
   /** Send the attached files with the command typed ("" is /ingest); other text is not a command for files. */
   function sendAttached(typed) {
     if (typed && !FILE_COMMAND.test(typed)) {
-      showNotice("Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter.", "files");
+      showNotice(
+        t("attached_files", "Attached files go with /faq import or /ingest: type one of them, or nothing, and press Enter."),
+        "files"
+      );
       return;
     }
     var files = state.attachments.slice();
@@ -879,7 +909,7 @@
     (names || []).forEach(function (name) {
       var li = document.createElement("li");
       li.textContent = String(name);
-      li.title = "Knowledge base " + String(name);
+      li.title = t("knowledge_base", "Knowledge base {name}", { name: String(name) });
       els.kbs.appendChild(li);
     });
   }
@@ -902,7 +932,7 @@
     if (message.status === "failed") {
       bubble.el.classList.add("msg--error");
     } else if (message.status === "streaming") {
-      setNotice(bubble, "This answer was still being written when the page loaded.");
+      setNotice(bubble, t("still_writing", "This answer was still being written when the page loaded."));
     }
     setSources(bubble, message.sources);
     if (id && message.status === "done" && message.outcome && message.rateable) {
@@ -917,6 +947,11 @@
         addErrorBubble(await errorText(response));
       } else {
         var session = await response.json();
+        applyTexts(session.texts);
+        if (session.language) {
+          document.documentElement.setAttribute("lang", String(session.language));
+        }
+        els.input.placeholder = t("ask_placeholder", "Ask a question…");
         setAdmin(!!session.admin);
         // A ragbot without an admin token has no admin to log in as.
         els.adminButton.hidden = session.admin_enabled === false;
@@ -932,7 +967,7 @@
         scrollToEnd(true);
       }
     } catch (error) {
-      addErrorBubble("ragbot could not be reached. Reload the page to try again.");
+      addErrorBubble(t("unreachable", "ragbot could not be reached. Reload the page to try again."));
     }
     document.body.setAttribute("data-ready", "true");
     els.input.focus();

@@ -1,0 +1,18 @@
+"""What the web page says itself, in the chat's language (texts: adapters/web/locales/<code>.toml)."""
+
+from __future__ import annotations
+
+from bot.words.catalogue import catalogue
+
+_PREFIX = "web."
+
+
+def page_texts(lang: str) -> dict[str, str]:
+    """Every text of the page in `lang`, by its key on the page (`send`, `busy`, ...), its {placeholders} left for
+    the page to fill."""
+    english, words = catalogue("en").entries, catalogue(lang).entries
+    return {
+        message_id.removeprefix(_PREFIX): words.get(message_id, template)
+        for message_id, template in english.items()
+        if message_id.startswith(_PREFIX)
+    }
