@@ -17,7 +17,7 @@ from bot.knowledge.ingestion import describe_result
 from bot.words.messages import job_outcome
 from rag.errors import ExtractionError, UnsupportedType
 from rag.ingest.extract import detect_type
-from rag.ingest.faq_sheet import template_path
+from rag.ingest.faq_sheet import is_faq_sheet, template_path
 from storage.repos.jobs import UNFINISHED
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ async def ingest_sources(
     try:
         submitted = []
         for number, source in enumerate(sources, start=1):
-            kind = "url" if source.startswith(("http://", "https://")) else kind_for_files
+            kind = _job_kind(source, kind_for_files)
             job = await runner.submit(kb.id, kind, source, requested_by="cli", resume=True)
             if job.status in UNFINISHED and job.lease_owner not in ("", runner.owner):
                 out.write(
@@ -249,6 +249,20 @@ async def ingest_sources(
 
 
 _OUTCOMES = {"faq": "imported", "unchanged": "already indexed"}
+
+
+_SHEET_SUFFIXES = (".csv", ".xlsx", ".json")
+
+
+def _job_kind(source: str, kind_for_files: str) -> str:
+    """What a source's job does: fetch a web page, import an FAQ sheet (known by its header row, as in a chat
+    upload: never indexed as a document that repeats the FAQs as prose) or read a document."""
+    if source.startswith(("http://", "https://")):
+        return "url"
+    path = Path(source)
+    if kind_for_files == "file" and path.suffix.lower() in _SHEET_SUFFIXES and path.is_file():
+        return "faq" if is_faq_sheet(path.read_bytes(), path.name) else kind_for_files
+    return kind_for_files
 
 
 def _outcome(job: JobRecord) -> str:

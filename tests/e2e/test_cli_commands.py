@@ -59,3 +59,22 @@ async def test_faq_template_prints_a_sheet_that_imports_as_it_is(user_env: dict[
     assert rows
     assert {"question", "answer"} <= set(rows[0])
     assert all(row["question"] and row["answer"] for row in rows)
+
+
+async def test_ingest_of_a_folder_imports_an_faq_sheet_as_faqs_not_as_a_document(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = shared_weaviate_env
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "hours.md").write_text("# Hours\n\nThe office is open from 9 to 17 on weekdays.\n")
+    (docs / "faq.csv").write_text('question,answer\nWho waters the plants?,"Facilities, on Mondays."\n')
+    (docs / "prices.csv").write_text("item,price\ncoffee,2\n")
+    code, _, err = await run_ragbot(env, tmp_path, "kb", "create", "hr")
+    assert code == 0, err
+    code, _, err = await run_ragbot(env, tmp_path, "ingest", str(docs), "--kb", "hr")
+    assert code == 0, err
+    assert "faq.csv: 1 FAQs added" in err
+    code, out, err = await run_ragbot(env, tmp_path, "docs", "list", "--kb", "hr")
+    assert code == 0, err
+    assert sorted(line.split("\t")[1] for line in out.strip().splitlines()) == ["hours.md", "prices.csv"]
