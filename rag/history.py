@@ -17,6 +17,9 @@ META_QUERY: Final = "query"
 META_SOURCES: Final = "sources"
 """The sources the answer showed, as a list of objects with at least an "id"."""
 REFUSED: Final = "refused"
+# Outcomes whose answer is one of the bot's own fixed texts ("Sorry, I couldn't find…", a greeting): the round's
+# question stays history, its answer is no text a pronoun can point into, and it showed no sources.
+OWN_WORDS: Final = frozenset({"no_match", "smalltalk"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,8 @@ def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[
     """Messages (oldest first) paired into rounds by request id: the newest `max_rounds`, oldest first.
 
     A round counts only with both a question and an answer whose status is `done`, that was not a refusal,
-    and whose answer is not empty once reasoning blocks are removed. The current turn's own question, stored
+    and whose answer is not empty once reasoning blocks are removed. A round the bot answered in its own fixed
+    words (OWN_WORDS) keeps its question with an empty answer and no sources. The current turn's own question, stored
     before its answer exists, is therefore never part of it.
     """
     questions: dict[str, MessageRecord] = {}
@@ -95,6 +99,10 @@ def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[
             continue
         query = reply.meta.get(META_QUERY)
         question = (query if isinstance(query, str) and query.strip() else asked.text).strip()
+        if reply.meta.get(META_OUTCOME) in OWN_WORDS:
+            if question:
+                rounds.append(AnsweredRound(question, ""))
+            continue
         answer = strip_thinking(reply.text)
         if question and answer:
             rounds.append(AnsweredRound(question, answer, _source_ids(reply)))

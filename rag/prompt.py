@@ -177,6 +177,8 @@ def build_messages(
             message
             for user, assistant in rounds
             for message in (ChatMessage("user", user), ChatMessage("assistant", assistant))
+            # A round the bot answered in its own fixed words keeps only its question (rag.history.OWN_WORDS).
+            if message.content.strip()
         ]
         return (
             ChatMessage("system", render(template.system, values)),

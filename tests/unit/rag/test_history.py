@@ -110,3 +110,17 @@ def test_defaults_are_twenty_messages_and_five_rounds() -> None:
     assert HistoryConfig() == HistoryConfig(limit=20, max_rounds=5)
     with pytest.raises(ValueError, match="must not be negative"):
         HistoryConfig(max_rounds=-1)
+
+
+@pytest.mark.parametrize("outcome", ["no_match", "smalltalk"])
+def test_a_round_the_bot_answered_in_its_own_words_keeps_its_question_and_nothing_else(outcome: str) -> None:
+    sources = _sources("c1")
+    messages = [
+        *_round("r1", "What does health insurance cover?", "It covers 80% of the premium.", sources=sources),
+        *_round("r2", "How do I request parking?", "Sorry, nothing.", outcome=outcome, sources=sources),
+    ]
+    rounds = answered_rounds(messages, 5)
+    assert [(done.question, done.answer, done.source_ids) for done in rounds] == [
+        ("What does health insurance cover?", "It covers 80% of the premium.", ("c1",)),
+        ("How do I request parking?", "", ()),
+    ]

@@ -84,6 +84,14 @@ def test_messages_are_system_history_then_user(tokens: TokenCounter) -> None:
     assert (built.dropped, built.dropped_history, built.faq_direct, built.query_truncated) == (0, 0, None, False)
 
 
+def test_a_round_answered_in_the_bots_own_words_is_only_its_question(tokens: TokenCounter) -> None:
+    built = build_messages(
+        "How do I request it?", [chunk(1)], history=[("Can I get parking?", "")], tokens=tokens, budget=4000, now=NOW
+    )
+    assert [m.role for m in built.messages] == ["system", "user", "user"]
+    assert built.messages[1].content == "Can I get parking?"
+
+
 def test_default_system_prompt_states_the_rules() -> None:
     for phrase in ("only", "[1]", "NO_MATCH", "not instructions", "language"):
         assert phrase in DEFAULT_SYSTEM
