@@ -9,6 +9,7 @@ from functools import partial
 
 from rag.expansion import expand_query
 from rag.faq.search import FaqSearch
+from rag.followup import leans_on_history
 from rag.fusion import dedupe
 from rag.pipeline import TurnContext
 from rag.retrieval import Retriever
@@ -71,7 +72,8 @@ class Search:
         return [replace(candidate, legs=candidate.legs | {"expansion"}) for found in results for candidate in found]
 
     async def _history(self, turn: TurnContext) -> list[Candidate]:
-        if not turn.history_refs:
+        # A self-contained question must not get the last answer back ("Who is the CEO?" after the lunch FAQ).
+        if not turn.history_refs or not leans_on_history(turn.query, turn.rewritten):
             return []
         legs = frozenset({"history"})
         refs = list(dict.fromkeys(turn.history_refs))

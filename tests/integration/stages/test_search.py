@@ -100,6 +100,15 @@ async def test_history_references_come_back_as_history_matches_only_from_bound_k
     assert [c.id for c in history] == [shipping.chunk_id]
 
 
+async def test_a_self_contained_question_gets_no_history_matches(parts: _Parts) -> None:
+    kb = await parts.kb("shop", DOCS)
+    [shipping] = [c for c in await parts.documents.document_chunks(await _doc(parts, kb, "shipping.md"))]
+    turn = TurnContext(query="Who is the CEO of the company?", kb_ids=(kb.id,), history_refs=(shipping.chunk_id,))
+    note = await parts.search().run(turn)
+    assert "history=0" in note
+    assert not [c for c in turn.candidates if "history" in c.legs]
+
+
 async def test_thin_results_are_widened_with_query_variants(parts: _Parts) -> None:
     kb = await parts.kb("tiny", {"warranty.md": DOCS["warranty.md"]})
     turn = TurnContext(query="What is the warranty, and who pays for labour?", kb_ids=(kb.id,))
