@@ -295,7 +295,13 @@ class CoreSettings(BaseSettings):
         if self.RERANK_PROVIDER == "local":
             # The local reranker leans on the embedder: only where retrieval trusts it (its vector leg counts).
             languages = self.fusion_weights().vector_languages()
-        return RerankConfig(threshold=self.RERANK_THRESHOLD, top_k=self.RETRIEVAL_TOP_K, languages=languages)
+        # The local scorer judges relevance but orders worse than the fusion it is given: it keeps, it does not reorder.
+        return RerankConfig(
+            threshold=self.RERANK_THRESHOLD,
+            top_k=self.RETRIEVAL_TOP_K,
+            languages=languages,
+            reorder=self.RERANK_PROVIDER != "local",
+        )
 
     def history(self) -> HistoryConfig:
         """How much of a conversation LOAD_HISTORY reads and keeps."""

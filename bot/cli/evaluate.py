@@ -38,7 +38,7 @@ from rag.ingest.faq_sheet import FaqEntry, question_key
 from rag.models.rerankers import build_reranker
 from rag.pipeline import TurnContext
 from rag.ports import Reranker
-from rag.relevance import rerank_order
+from rag.relevance import RerankConfig, rerank_order
 from rag.retrieval import FusionWeights, Mode, Retriever
 from rag.rewrite_rules import RuleRewriter
 from rag.stages.generate import Generate
@@ -128,12 +128,12 @@ class PreparedRetrieval:
         """Dataset documents for a query by one search mode."""
         return chunk_ranker(retriever, mode, self.kb_id, self.chunk_to_doc)
 
-    def reranked(self, retriever: Retriever, reranker: Reranker, pool: int) -> RankDocuments:
+    def reranked(self, retriever: Retriever, reranker: Reranker, pool: int, config: RerankConfig) -> RankDocuments:
         """Dataset documents for a query: the product's fused top `pool` chunks in RERANK's order (no cut)."""
 
         async def rank(query: str, limit: int) -> list[str]:
             fused = await retriever.search_chunks(query, [self.kb_id], limit=pool)
-            ordered = await rerank_order(reranker, query, fused)
+            ordered = await rerank_order(reranker, query, fused, config)
             return documents_by_best_chunk([c.id for c in ordered], self.chunk_to_doc, limit)
 
         return rank
@@ -280,7 +280,7 @@ async def _evaluate_retrieval(services: Services, folder: Path, out: TextIO) -> 
         reranker = build_reranker(services.settings.reranker(), services.embedder, services.lexical)
         if reranker is not None:
             rankers[f"hybrid + rerank ({services.settings.RERANK_PROVIDER}, top {_RERANK_POOL})"] = prepared.reranked(
-                retriever, reranker, _RERANK_POOL
+                retriever, reranker, _RERANK_POOL, services.settings.rerank()
             )
         out.write(_retrieval_table(folder.name, await prepared.score(rankers)) + "\n")
         if queries := gold_queries(prepared.data.queries):

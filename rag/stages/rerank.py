@@ -7,12 +7,12 @@ import logging
 from dataclasses import replace
 
 from rag.errors import RerankerError
-from rag.fusion import lenient_to_history, mmr, rescore, select_above
+from rag.fusion import lenient_to_history, mmr, select_above
 from rag.language import language_of
 from rag.lexical import LexicalAnalyzer
 from rag.pipeline import TurnContext
 from rag.ports import Reranker
-from rag.relevance import RerankConfig, model_score, model_scores
+from rag.relevance import RerankConfig, kept_in_order, model_score, model_scores
 
 log = logging.getLogger(__name__)
 
@@ -47,12 +47,7 @@ class Rerank:
         kept, used = select_above(
             judged, threshold=config.threshold, score=model_score, threshold_of=lenient_to_history
         )
-        rescored = rescore(
-            kept,
-            [model_score(c) for c in kept],
-            source_weights=config.source_weights,
-            faq_boost=config.faq_boost,
-        )
+        rescored = kept_in_order(kept, config)
         # jieba tokenising is CPU work: off the event loop.
         turn.reranked = await asyncio.to_thread(
             mmr, rescored, tokens=self._token_set, k=config.top_k, lambda_=config.mmr_lambda

@@ -235,3 +235,15 @@ async def test_a_question_in_a_language_the_reranker_does_not_serve_keeps_its_se
     if not asked:
         assert note == "skipped=language_zh"
         assert turn.ranked == turn.candidates
+
+
+async def test_a_judge_that_does_not_reorder_keeps_the_fused_order(lexical: LexicalAnalyzer) -> None:
+    candidates = [
+        cand("apples grow on trees", base=0.9),
+        cand("bananas are yellow", base=0.5),
+        cand("cherries are red", base=0.1),
+    ]
+    scores = {"apples grow on trees": 0.6, "bananas are yellow": 0.2, "cherries are red": 0.9}
+    turn, _, _ = await rerank(lexical, candidates, scores, reorder=False)
+    assert ids(turn.reranked) == ["apples grow on trees", "cherries are red"]
+    assert [c.model_score for c in turn.reranked] == [0.6, 0.9]
