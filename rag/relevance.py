@@ -14,6 +14,7 @@ from rag.fusion import (
     FAQ_BOOST,
     HISTORY_LEG,
     MMR_LAMBDA,
+    THRESHOLD_FLOOR,
     rescore,
 )
 from rag.language import Language
@@ -34,8 +35,10 @@ SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
 class RerankConfig:
     """How reranked candidates are kept, scored and diversified."""
 
-    # WeKnora's rerank threshold default; relaxed by 0.7x down to 0.3 when nothing passes (rag.fusion).
+    # WeKnora's rerank threshold default; relaxed by 0.7x down to `floor` when nothing passes (rag.fusion). Below the
+    # floor nothing is relevant: the turn declines.
     threshold: float = 0.5
+    floor: float = THRESHOLD_FLOOR
     # How many candidates MMR keeps; FILTER_TOP_K and the prompt's token budget trim further.
     top_k: int = 10
     mmr_lambda: float = MMR_LAMBDA
@@ -52,6 +55,8 @@ class RerankConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"rerank threshold must be in [0, 1], got {self.threshold}")
+        if not 0.0 <= self.floor <= 1.0:
+            raise ValueError(f"rerank floor must be in [0, 1], got {self.floor}")
         if self.top_k < 1:
             raise ValueError(f"rerank top_k must be >= 1, got {self.top_k}")
         if not 0.0 <= self.mmr_lambda <= 1.0:

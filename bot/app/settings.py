@@ -17,12 +17,13 @@ from bot.settings_base import PlatformSettings, is_loopback, names
 from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
 from rag.extractive import ExtractiveConfig
 from rag.faq.search import FaqSearchConfig
+from rag.fusion import THRESHOLD_FLOOR
 from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
 from rag.language import LANGUAGES, Language
-from rag.models.rerankers import RerankerConfig
+from rag.models.rerankers import LOCAL_DECLINE_FLOOR, RerankerConfig
 from rag.relevance import RerankConfig
 from rag.retrieval import FusionWeights, RetrievalConfig
 from rag.stages.search import SearchConfig
@@ -105,6 +106,8 @@ class CoreSettings(BaseSettings):
     RERANK_MODEL: str = "jina-reranker-v2-base-multilingual"
     RERANK_TIMEOUT: float = Field(default=10.0, gt=0, le=600)
     RERANK_THRESHOLD: float = Field(default=0.5, ge=0.0, le=1.0)
+    # Unset: the reranker's own (the local one's measured LOCAL_DECLINE_FLOOR, WeKnora's 0.3 for an API).
+    RERANK_FLOOR: float | None = Field(default=None, ge=0.0, le=1.0)
     ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
     ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
     ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
@@ -296,8 +299,12 @@ class CoreSettings(BaseSettings):
             # The local reranker leans on the embedder: only where retrieval trusts it (its vector leg counts).
             languages = self.fusion_weights().vector_languages()
         # The local scorer judges relevance but orders worse than the fusion it is given: it keeps, it does not reorder.
+        floor = self.RERANK_FLOOR
+        if floor is None:
+            floor = LOCAL_DECLINE_FLOOR if self.RERANK_PROVIDER == "local" else THRESHOLD_FLOOR
         return RerankConfig(
             threshold=self.RERANK_THRESHOLD,
+            floor=min(floor, self.RERANK_THRESHOLD),
             top_k=self.RETRIEVAL_TOP_K,
             languages=languages,
             reorder=self.RERANK_PROVIDER != "local",

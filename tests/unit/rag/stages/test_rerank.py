@@ -247,3 +247,35 @@ async def test_a_judge_that_does_not_reorder_keeps_the_fused_order(lexical: Lexi
     turn, _, _ = await rerank(lexical, candidates, scores, reorder=False)
     assert ids(turn.reranked) == ["apples grow on trees", "cherries are red"]
     assert [c.model_score for c in turn.reranked] == [0.6, 0.9]
+
+
+async def test_nothing_below_the_floor_is_kept_and_the_turn_is_judged(lexical: LexicalAnalyzer) -> None:
+    candidates = [cand("apples grow on trees"), cand("bananas are yellow")]
+    scores = {"apples grow on trees": 0.44, "bananas are yellow": 0.2}
+    turn, note, _ = await rerank(lexical, candidates, scores, floor=0.45)
+    assert (turn.judged, turn.reranked) == (True, [])
+    assert "threshold=0.45 kept=0" in note
+    turn, _, _ = await rerank(lexical, candidates, scores, floor=0.3)
+    assert ids(turn.reranked) == ["apples grow on trees"]
+
+
+async def test_a_follow_up_is_judged_with_the_question_it_follows(lexical: LexicalAnalyzer) -> None:
+    reranker = TableReranker({})
+    turn = TurnContext(
+        query="Which of them is more important?",
+        kb_ids=("kb",),
+        history=[("Should I pay off my mortgage or save for retirement?", "Both matter.")],
+        candidates=[cand("saving for retirement early compounds")],
+    )
+    await Rerank(reranker, lexical, RerankConfig()).run(turn)
+    assert [query for query, _ in reranker.calls] == [
+        "Should I pay off my mortgage or save for retirement? Which of them is more important?"
+    ]
+    standalone = TurnContext(
+        query="Who is the CEO of the company?",
+        kb_ids=("kb",),
+        history=[("Should I pay off my mortgage?", "Yes.")],
+        candidates=[cand("saving for retirement early compounds")],
+    )
+    await Rerank(reranker, lexical, RerankConfig()).run(standalone)
+    assert reranker.calls[-1][0] == "Who is the CEO of the company?"
