@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.app.services import Services
+from bot.cli.conversation_eval import CONVERSATIONS, evaluate_conversations
 from rag.config import AnswerConfig
 from rag.eval import rewrite_eval
 from rag.eval.answer_eval import Compose, Selected, answer_table, evaluate_answers, gold_queries
@@ -349,16 +350,22 @@ async def _evaluate_rewrite(services: Services, folder: Path, out: TextIO) -> No
 
 
 async def run_eval(services: Services, folders: Sequence[Path], out: TextIO = sys.stdout) -> int:
-    """Evaluate each folder by its kind; 2 for a folder of no known kind."""
+    """Evaluate each folder by its kind; 2 for a folder of no known kind, 1 when a set's documents failed to ingest."""
     for folder in folders:
-        if (folder / "corpus.jsonl").exists():
+        if (folder / CONVERSATIONS).exists():
+            if code := await evaluate_conversations(services, folder, out):
+                return code
+        elif (folder / "corpus.jsonl").exists():
             await _evaluate_retrieval(services, folder, out)
         elif (folder / "faqs.jsonl").exists():
             await _evaluate_faq(services, folder, out)
         elif (folder / "rewrite.jsonl").exists():
             await _evaluate_rewrite(services, folder, out)
         else:
-            out.write(f"{folder}: not a retrieval (corpus.jsonl), FAQ (faqs.jsonl) or rewrite (rewrite.jsonl) folder\n")
+            out.write(
+                f"{folder}: not a conversation ({CONVERSATIONS}), retrieval (corpus.jsonl), FAQ (faqs.jsonl) or "
+                "rewrite (rewrite.jsonl) folder\n"
+            )
             return 2
         out.flush()
     return 0
