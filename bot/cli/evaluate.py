@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.app.services import Services
+from bot.cli.eval_corpus import ingested_corpus, retriever_for, throwaway_kb
 from rag.config import AnswerConfig
 from rag.eval import rewrite_eval
 from rag.eval.answer_eval import Compose, Selected, answer_table, evaluate_answers, gold_queries
@@ -33,7 +33,6 @@ from rag.eval.retrieval_eval import (
 from rag.fallback import extractive_answer, faq_answers
 from rag.faq.candidate import VERBATIM, faq_confidence
 from rag.faq.search import FaqSearch
-from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry, question_key
 from rag.models.rerankers import build_reranker
 from rag.pipeline import TurnContext
@@ -43,24 +42,10 @@ from rag.retrieval import FusionWeights, Mode, Retriever
 from rag.rewrite_rules import RuleRewriter
 from rag.stages.generate import Generate
 from rag.types import Candidate, Vector
-from storage.records import KnowledgeBaseRecord
 
 _NO_ANSWER = "(no answer in the evaluation set)"
 # How many fused chunks the reranker reorders in the evaluation: 50 documents are scored, chunks outnumber them.
 _RERANK_POOL = 100
-
-
-def retriever_for(services: Services) -> Retriever:
-    """A retriever over the running services, configured as the answer pipeline's."""
-    return Retriever(
-        services.store,
-        services.embedder,
-        services.lexical,
-        services.documents,
-        services.faqs,
-        services.settings.retrieval(),
-        questions=services.embedder.transient,
-    )
 
 
 def faq_search_for(services: Services) -> FaqSearch:
@@ -68,37 +53,18 @@ def faq_search_for(services: Services) -> FaqSearch:
     return FaqSearch(services.store, services.faqs, services.lexical, services.embedder, services.settings.faq_search())
 
 
-async def _throwaway_kb(services: Services, folder: Path) -> KnowledgeBaseRecord:
-    name = f"eval-{folder.name}-{uuid.uuid4().hex[:8]}"
-    return await services.knowledge.create(name, {"segment": {"max_tokens": 256, "overlap": 25}})
-
-
 @asynccontextmanager
 async def retrieval_set(services: Services, folder: Path, out: TextIO) -> AsyncIterator[PreparedRetrieval]:
     """A BEIR folder ingested into a throw-away knowledge base, removed again afterwards."""
     data = load_beir(folder)
-    kb = await _throwaway_kb(services, folder)
-    try:
-        for index, row in enumerate(data.corpus, 1):
-            text = f"{row.get('title') or ''}\n\n{row['text']}".strip()
-            source = SourceFile(text.encode(), source_uri=f"eval:{row['id']}", filename=f"{row['id']}.txt")
-            await services.ingestor.ingest(kb, source)
-            if index % 500 == 0:
-                out.write(f"  {folder.name}: {index}/{len(data.corpus)} documents ingested\n")
-        chunk_to_doc = {}
-        for document in await services.documents.in_kb(kb.id):
-            dataset_id = document.source_uri.removeprefix("eval:")
-            for chunk in await services.documents.document_chunks(document.id):
-                chunk_to_doc[chunk.chunk_id] = dataset_id
-        yield PreparedRetrieval(data, kb.id, chunk_to_doc)
-    finally:
-        await services.knowledge.delete(kb.name)
+    async with ingested_corpus(services, folder, data.corpus, out) as corpus:
+        yield PreparedRetrieval(data, corpus.kb_id, corpus.chunk_to_doc)
 
 
 @asynccontextmanager
 async def faq_set(services: Services, folder: Path) -> AsyncIterator[PreparedFaq]:
     """An FAQ folder imported into a throw-away knowledge base, removed again afterwards."""
-    kb = await _throwaway_kb(services, folder)
+    kb = await throwaway_kb(services, folder)
     try:
         entries: dict[str, FaqEntry] = {}
         dataset_ids: dict[str, str] = {}
