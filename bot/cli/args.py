@@ -43,8 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
         "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
     )
     stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
-    evaluate = commands.add_parser("eval", help="measure retrieval and FAQ matching on labelled folders")
+    evaluate = commands.add_parser(
+        "eval", help="measure retrieval, FAQ matching, rewriting and declining on labelled folders"
+    )
     evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
+    evaluate.add_argument(
+        "--declines-only",
+        action="store_true",
+        help="conversation sets (tasks.jsonl): skip the retrieval rows, only count how often the answer declines",
+    )
     return parser
 
 

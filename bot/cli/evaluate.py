@@ -12,6 +12,7 @@ from typing import TextIO
 
 from bot.app.services import Services
 from bot.cli.eval_corpus import ingested_corpus, retriever_for, throwaway_kb
+from bot.cli.evaluate_conversations import evaluate_conversations, is_conversation_set
 from rag.config import AnswerConfig
 from rag.eval import rewrite_eval
 from rag.eval.answer_eval import Compose, Selected, answer_table, evaluate_answers, gold_queries
@@ -314,17 +315,25 @@ async def _evaluate_rewrite(services: Services, folder: Path, out: TextIO) -> No
     out.write(f"### {folder.name}\n\n" + rewrite_eval.table(rows) + "\n")
 
 
-async def run_eval(services: Services, folders: Sequence[Path], out: TextIO = sys.stdout) -> int:
-    """Evaluate each folder by its kind; 2 for a folder of no known kind."""
+async def run_eval(
+    services: Services, folders: Sequence[Path], out: TextIO = sys.stdout, *, declines_only: bool = False
+) -> int:
+    """Evaluate each folder by its kind; 2 for a folder of no known kind. `declines_only`: of a conversation set,
+    only the decline table (the retrieval rows take about as long as answering every task)."""
     for folder in folders:
-        if (folder / "corpus.jsonl").exists():
+        if is_conversation_set(folder):
+            await evaluate_conversations(services, folder, out, declines_only=declines_only)
+        elif (folder / "corpus.jsonl").exists():
             await _evaluate_retrieval(services, folder, out)
         elif (folder / "faqs.jsonl").exists():
             await _evaluate_faq(services, folder, out)
         elif (folder / "rewrite.jsonl").exists():
             await _evaluate_rewrite(services, folder, out)
         else:
-            out.write(f"{folder}: not a retrieval (corpus.jsonl), FAQ (faqs.jsonl) or rewrite (rewrite.jsonl) folder\n")
+            out.write(
+                f"{folder}: not a conversation (corpus.jsonl and tasks.jsonl), retrieval (corpus.jsonl), "
+                "FAQ (faqs.jsonl) or rewrite (rewrite.jsonl) folder\n"
+            )
             return 2
         out.flush()
     return 0
