@@ -22,10 +22,12 @@ _PROGRESS_EVERY: Final = 500
 
 @dataclass(frozen=True, slots=True)
 class IngestedCorpus:
-    """A corpus in a knowledge base: the base's id, and each indexed chunk's dataset document id."""
+    """A corpus in a knowledge base: the base's id, and the dataset document id of each indexed chunk and of each
+    stored document."""
 
     kb_id: str
     chunk_to_doc: dict[str, str]
+    document_to_doc: dict[str, str]
 
 
 def retriever_for(services: Services) -> Retriever:
@@ -64,12 +66,12 @@ async def ingested_corpus(
             if done % _PROGRESS_EVERY == 0:
                 out.write(f"  {folder.name}: {done}/{len(corpus)} documents ingested\n")
                 out.flush()
-        chunk_to_doc = {}
+        chunk_to_doc, document_to_doc = {}, {}
         for document in await services.documents.in_kb(kb.id):
-            dataset_id = document.source_uri.removeprefix("eval:")
+            dataset_id = document_to_doc[document.id] = document.source_uri.removeprefix("eval:")
             for chunk in await services.documents.document_chunks(document.id):
                 chunk_to_doc[chunk.chunk_id] = dataset_id
-        yield IngestedCorpus(kb.id, chunk_to_doc)
+        yield IngestedCorpus(kb.id, chunk_to_doc, document_to_doc)
     finally:
         await services.knowledge.delete(kb.name)
 

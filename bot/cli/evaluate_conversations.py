@@ -17,6 +17,7 @@ from bot.app.services import Services
 from bot.chat.answerer import Answerer
 from bot.cli.eval_corpus import ingested_corpus, retriever_for
 from rag.eval.conversation_eval import (
+    Answered,
     ConversationTask,
     DeclineScores,
     EchoModel,
@@ -46,11 +47,13 @@ def is_conversation_set(folder: Path) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class PreparedConversations:
-    """A conversation set ready to be searched and answered: its tasks, its knowledge base, chunk -> document."""
+    """A conversation set ready to be searched and answered: its tasks, its knowledge base, and the dataset
+    document of each chunk and of each stored document."""
 
     tasks: list[ConversationTask]
     kb_id: str
     chunk_to_doc: dict[str, str]
+    document_to_doc: dict[str, str]
 
     def ranker(self, retriever: Retriever, mode: Mode) -> RankDocuments:
         """Dataset documents for a query by one search mode, ranked by their best chunk."""
@@ -60,7 +63,8 @@ class PreparedConversations:
         """The retrieval rows: BM25 and the product's hybrid search on the last turn, hybrid on every user turn
         joined, on the rule rewrite and on the model rewrite (the configured model, else `EchoModel`)."""
         retriever = retriever_for(services)
-        hybrid = self.ranker(retriever, "rrf")
+        # Four rows search with it, and most queries come out of the rewriters unchanged: each is searched once.
+        hybrid = _once_per_query(self.ranker(retriever, "rrf"))
         history = services.settings.history()
         model = services.answerer.parts.model
         model_row = (
@@ -85,11 +89,24 @@ class PreparedConversations:
         task), and the share declined per answerability label."""
         answerer = Answerer(replace(parts, history=TaskHistory(self.tasks)))
 
-        async def answer(task: ConversationTask) -> str:
-            turn = answerer.prepare(task.query, [self.kb_id], conversation_id=task.id)
-            return (await answerer.execute(turn)).outcome
+        async def answer(task: ConversationTask) -> Answered:
+            turn = await answerer.execute(answerer.prepare(task.query, [self.kb_id], conversation_id=task.id))
+            documents = (self.document_to_doc.get(c.document_id or "") for c in turn.selected)
+            return Answered(turn.outcome, tuple(dict.fromkeys(d for d in documents if d is not None)))
 
         return await evaluate_declines(self.tasks, answer)
+
+
+def _once_per_query(rank: RankDocuments) -> RankDocuments:
+    """`rank`, remembering its ranking of each (query, limit)."""
+    ranked: dict[tuple[str, int], list[str]] = {}
+
+    async def remembered(query: str, limit: int) -> list[str]:
+        if (query, limit) not in ranked:
+            ranked[query, limit] = await rank(query, limit)
+        return ranked[query, limit]
+
+    return remembered
 
 
 def rewritten_by(rewriter: Rewriter, history: HistoryConfig) -> QueryOf:
@@ -108,7 +125,7 @@ async def conversation_set(
     """A conversation folder's corpus ingested into a throw-away knowledge base, removed again afterwards."""
     tasks = load_tasks(folder)
     async with ingested_corpus(services, folder, read_jsonl(folder / "corpus.jsonl"), out) as corpus:
-        yield PreparedConversations(tasks, corpus.kb_id, corpus.chunk_to_doc)
+        yield PreparedConversations(tasks, corpus.kb_id, corpus.chunk_to_doc, corpus.document_to_doc)
 
 
 async def decline_rates(

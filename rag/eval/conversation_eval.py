@@ -146,37 +146,62 @@ async def evaluate_retrieval(
 
 
 @dataclass(frozen=True, slots=True)
+class Answered:
+    """How the answer pipeline ended one task's last turn: its outcome (TurnContext.outcome), and the dataset
+    documents of the passages it answered from (empty when none)."""
+
+    outcome: str
+    documents: tuple[str, ...] = ()
+
+    @property
+    def declined(self) -> bool:
+        """Whether the asker got no answer from the sources."""
+        return self.outcome in DECLINED
+
+
+@dataclass(frozen=True, slots=True)
 class DeclineScores:
-    """How the answer pipeline ended the turns of one answerability label: the share declined, and every outcome."""
+    """How the answer pipeline ended the turns of one answerability label: the share declined, every outcome, and
+    of the tasks that list gold passages (`with_gold`), the share answered from at least one of them."""
 
     answerability: str
     tasks: int
     declined: float
     outcomes: tuple[tuple[str, int], ...]
+    with_gold: int = 0
+    answered_from_gold: float = 0.0
 
 
-AnswerTask = Callable[[ConversationTask], Awaitable[str]]
-"""task -> the answer pipeline's outcome for its last turn (TurnContext.outcome)."""
+AnswerTask = Callable[[ConversationTask], Awaitable[Answered]]
+"""task -> how the answer pipeline ended its last turn."""
 
 _LABEL_ORDER: Final = (UNANSWERABLE, ANSWERABLE, PARTIAL, UNDERSPECIFIED)
 
 
 async def evaluate_declines(tasks: Sequence[ConversationTask], answer: AnswerTask) -> list[DeclineScores]:
-    """Each task answered once; per answerability label (unanswerable first), the share whose outcome is in
-    DECLINED and the count of each outcome."""
-    outcomes: dict[str, Counter[str]] = {}
+    """Each task answered once; per answerability label (unanswerable first), the share declined (by outcome, see
+    DECLINED), the count of each outcome, and how often a task with gold passages was answered from one."""
+    answered: dict[str, list[tuple[ConversationTask, Answered]]] = {}
     for task in tasks:
-        outcomes.setdefault(task.answerability, Counter())[await answer(task)] += 1
-    ordered = sorted(outcomes, key=lambda label: (_LABEL_ORDER.index(label) if label in _LABEL_ORDER else 4, label))
-    return [
-        DeclineScores(
-            label,
-            total := sum(outcomes[label].values()),
-            sum(n for outcome, n in outcomes[label].items() if outcome in DECLINED) / total,
-            tuple(sorted(outcomes[label].items(), key=lambda item: (-item[1], item[0]))),
-        )
-        for label in ordered
-    ]
+        answered.setdefault(task.answerability, []).append((task, await answer(task)))
+    ordered = sorted(answered, key=lambda label: (_LABEL_ORDER.index(label) if label in _LABEL_ORDER else 4, label))
+    return [_decline_scores(label, answered[label]) for label in ordered]
+
+
+def _decline_scores(label: str, answered: Sequence[tuple[ConversationTask, Answered]]) -> DeclineScores:
+    outcomes = Counter(result.outcome for _, result in answered)
+    gold = [(task, result) for task, result in answered if task.gold_doc_ids]
+    from_gold = sum(
+        not result.declined and bool(set(task.gold_doc_ids) & set(result.documents)) for task, result in gold
+    )
+    return DeclineScores(
+        label,
+        len(answered),
+        sum(result.declined for _, result in answered) / len(answered),
+        tuple(sorted(outcomes.items(), key=lambda item: (-item[1], item[0]))),
+        len(gold),
+        from_gold / len(gold) if gold else 0.0,
+    )
 
 
 def decline_table(name: str, scores: Sequence[DeclineScores]) -> str:
@@ -190,11 +215,13 @@ def decline_table(name: str, scores: Sequence[DeclineScores]) -> str:
     lines = [
         f"### {name}: declines through the answer pipeline",
         "",
-        "| answerability | tasks | declined | outcomes | right behaviour |",
-        "| --- | ---: | ---: | --- | --- |",
+        "| answerability | tasks | declined | outcomes | answered from a gold passage (tasks with gold) "
+        "| right behaviour |",
+        "| --- | ---: | ---: | --- | ---: | --- |",
     ]
     lines += [
         f"| {s.answerability} | {s.tasks} | {s.declined:.1%} | {', '.join(f'{o} {n}' for o, n in s.outcomes)} "
+        f"| {f'{s.answered_from_gold:.1%} ({s.with_gold})' if s.with_gold else '-'} "
         f"| {right.get(s.answerability, '')} |"
         for s in scores
     ]

@@ -65,7 +65,7 @@ async def test_declines_can_be_rerun_with_other_pipeline_parts_on_one_ingested_s
         unconvinced = await prepared.declines(replace(parts, reranker=_Unconvinced()))
 
     answerable = next(s for s in product if s.answerability == "ANSWERABLE")
-    assert (answerable.tasks, answerable.declined) == (2, 0.0)
+    assert (answerable.tasks, answerable.declined, answerable.answered_from_gold) == (2, 0.0, 1.0)
     assert [(s.tasks, s.declined, s.outcomes) for s in unconvinced] == [
         (s.tasks, 1.0, (("no_match", s.tasks),)) for s in product
     ]

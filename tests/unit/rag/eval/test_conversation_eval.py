@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag.eval.conversation_eval import (
+    Answered,
     ConversationTask,
     EchoModel,
     TaskHistory,
@@ -105,10 +106,16 @@ async def test_retrieval_scores_each_query_form_over_the_scored_tasks(tasks: lis
 
 
 async def test_declines_are_counted_from_the_pipeline_outcome_per_label(tasks: list[ConversationTask]) -> None:
-    outcomes = {"c1<::>3": "extractive", "c2<::>1": "no_match", "c3<::>1": "refused", "c4<::>1": "no_match"}
+    answers = {
+        "c1<::>3": Answered("extractive", ("x", "dune")),
+        "c2<::>1": Answered("no_match"),
+        "c3<::>1": Answered("refused"),
+        "c4<::>1": Answered("no_match"),
+        "c5<::>1": Answered("extractive", ("rates",)),
+    }
 
-    async def answer(task: ConversationTask) -> str:
-        return outcomes.get(task.id, "extractive")
+    async def answer(task: ConversationTask) -> Answered:
+        return answers[task.id]
 
     scores = await evaluate_declines(tasks, answer)
     assert [(s.answerability, s.tasks, s.declined) for s in scores] == [
@@ -118,8 +125,11 @@ async def test_declines_are_counted_from_the_pipeline_outcome_per_label(tasks: l
         ("UNDERSPECIFIED", 1, 1.0),
     ]
     assert scores[2].outcomes == (("extractive", 1), ("no_match", 1))
+    # Answered from gold: of the tasks listing gold, those not declined whose sources include one.
+    assert [(s.with_gold, s.answered_from_gold) for s in scores] == [(0, 0.0), (1, 1.0), (1, 0.0), (1, 0.0)]
     table = decline_table("set", scores)
-    assert "| UNANSWERABLE | 1 | 100.0% | no_match 1 | decline |" in table
+    assert "| UNANSWERABLE | 1 | 100.0% | no_match 1 | - | decline |" in table
+    assert "| ANSWERABLE | 1 | 0.0% | extractive 1 | 100.0% (1) | answer |" in table
 
 
 async def test_the_echo_model_drives_the_model_rewriter_to_the_question_as_asked(
