@@ -44,9 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
     evaluate = commands.add_parser(
-        "eval", help="measure whole conversations, retrieval and FAQ matching on labelled folders"
+        "eval", help="measure whole conversations, retrieval, FAQ matching, rewriting and declining on labelled folders"
     )
     evaluate.add_argument("folders", nargs="+", type=Path, metavar="DIR")
+    evaluate.add_argument(
+        "--declines-only",
+        action="store_true",
+        help="multi-turn sets (tasks.jsonl): skip the retrieval rows, only count how often the answer declines",
+    )
     return parser
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -13,6 +12,8 @@ from typing import TextIO
 
 from bot.app.services import Services
 from bot.cli.conversation_eval import CONVERSATIONS, evaluate_conversations
+from bot.cli.eval_corpus import ingested_corpus, retriever_for, throwaway_kb
+from bot.cli.evaluate_multiturn import evaluate_multiturn, is_multiturn_set
 from rag.config import AnswerConfig
 from rag.eval import rewrite_eval
 from rag.eval.answer_eval import Compose, Selected, answer_table, evaluate_answers, gold_queries
@@ -34,7 +35,6 @@ from rag.eval.retrieval_eval import (
 from rag.fallback import extractive_answer, faq_answers
 from rag.faq.candidate import VERBATIM, faq_confidence
 from rag.faq.search import FaqSearch
-from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry, question_key
 from rag.models.rerankers import build_reranker
 from rag.pipeline import TurnContext
@@ -44,24 +44,10 @@ from rag.retrieval import FusionWeights, Mode, Retriever
 from rag.rewrite_rules import RuleRewriter
 from rag.stages.generate import Generate
 from rag.types import Candidate, Vector
-from storage.records import KnowledgeBaseRecord
 
 _NO_ANSWER = "(no answer in the evaluation set)"
 # How many fused chunks the reranker reorders in the evaluation: 50 documents are scored, chunks outnumber them.
 _RERANK_POOL = 100
-
-
-def retriever_for(services: Services) -> Retriever:
-    """A retriever over the running services, configured as the answer pipeline's."""
-    return Retriever(
-        services.store,
-        services.embedder,
-        services.lexical,
-        services.documents,
-        services.faqs,
-        services.settings.retrieval(),
-        questions=services.embedder.transient,
-    )
 
 
 def faq_search_for(services: Services) -> FaqSearch:
@@ -69,37 +55,18 @@ def faq_search_for(services: Services) -> FaqSearch:
     return FaqSearch(services.store, services.faqs, services.lexical, services.embedder, services.settings.faq_search())
 
 
-async def _throwaway_kb(services: Services, folder: Path) -> KnowledgeBaseRecord:
-    name = f"eval-{folder.name}-{uuid.uuid4().hex[:8]}"
-    return await services.knowledge.create(name, {"segment": {"max_tokens": 256, "overlap": 25}})
-
-
 @asynccontextmanager
 async def retrieval_set(services: Services, folder: Path, out: TextIO) -> AsyncIterator[PreparedRetrieval]:
     """A BEIR folder ingested into a throw-away knowledge base, removed again afterwards."""
     data = load_beir(folder)
-    kb = await _throwaway_kb(services, folder)
-    try:
-        for index, row in enumerate(data.corpus, 1):
-            text = f"{row.get('title') or ''}\n\n{row['text']}".strip()
-            source = SourceFile(text.encode(), source_uri=f"eval:{row['id']}", filename=f"{row['id']}.txt")
-            await services.ingestor.ingest(kb, source)
-            if index % 500 == 0:
-                out.write(f"  {folder.name}: {index}/{len(data.corpus)} documents ingested\n")
-        chunk_to_doc = {}
-        for document in await services.documents.in_kb(kb.id):
-            dataset_id = document.source_uri.removeprefix("eval:")
-            for chunk in await services.documents.document_chunks(document.id):
-                chunk_to_doc[chunk.chunk_id] = dataset_id
-        yield PreparedRetrieval(data, kb.id, chunk_to_doc)
-    finally:
-        await services.knowledge.delete(kb.name)
+    async with ingested_corpus(services, folder, data.corpus, out) as corpus:
+        yield PreparedRetrieval(data, corpus.kb_id, corpus.chunk_to_doc)
 
 
 @asynccontextmanager
 async def faq_set(services: Services, folder: Path) -> AsyncIterator[PreparedFaq]:
     """An FAQ folder imported into a throw-away knowledge base, removed again afterwards."""
-    kb = await _throwaway_kb(services, folder)
+    kb = await throwaway_kb(services, folder)
     try:
         entries: dict[str, FaqEntry] = {}
         dataset_ids: dict[str, str] = {}
@@ -349,12 +316,18 @@ async def _evaluate_rewrite(services: Services, folder: Path, out: TextIO) -> No
     out.write(f"### {folder.name}\n\n" + rewrite_eval.table(rows) + "\n")
 
 
-async def run_eval(services: Services, folders: Sequence[Path], out: TextIO = sys.stdout) -> int:
-    """Evaluate each folder by its kind; 2 for a folder of no known kind, 1 when a set's documents failed to ingest."""
+async def run_eval(
+    services: Services, folders: Sequence[Path], out: TextIO = sys.stdout, *, declines_only: bool = False
+) -> int:
+    """Evaluate each folder by its kind; 2 for a folder of no known kind, 1 when a set's documents failed to ingest.
+    `declines_only`: of a multi-turn set, only the decline table (the retrieval rows take about as long as answering
+    every task)."""
     for folder in folders:
         if (folder / CONVERSATIONS).exists():
             if code := await evaluate_conversations(services, folder, out):
                 return code
+        elif is_multiturn_set(folder):
+            await evaluate_multiturn(services, folder, out, declines_only=declines_only)
         elif (folder / "corpus.jsonl").exists():
             await _evaluate_retrieval(services, folder, out)
         elif (folder / "faqs.jsonl").exists():
@@ -363,8 +336,8 @@ async def run_eval(services: Services, folders: Sequence[Path], out: TextIO = sy
             await _evaluate_rewrite(services, folder, out)
         else:
             out.write(
-                f"{folder}: not a conversation ({CONVERSATIONS}), retrieval (corpus.jsonl), FAQ (faqs.jsonl) or "
-                "rewrite (rewrite.jsonl) folder\n"
+                f"{folder}: not a conversation ({CONVERSATIONS}), multi-turn (corpus.jsonl and tasks.jsonl), "
+                "retrieval (corpus.jsonl), FAQ (faqs.jsonl) or rewrite (rewrite.jsonl) folder\n"
             )
             return 2
         out.flush()

@@ -59,7 +59,7 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
         if args.command == "eval":
             from bot.cli import evaluate as eval_cli
 
-            return await eval_cli.run_eval(services, args.folders)
+            return await eval_cli.run_eval(services, args.folders, declines_only=args.declines_only)
         if args.command == "stats":
             from bot.cli.stats import run_stats
 

@@ -78,3 +78,17 @@ async def test_ingest_of_a_folder_imports_an_faq_sheet_as_faqs_not_as_a_document
     code, out, err = await run_ragbot(env, tmp_path, "docs", "list", "--kb", "hr")
     assert code == 0, err
     assert sorted(line.split("\t")[1] for line in out.strip().splitlines()) == ["hours.md", "prices.csv"]
+
+
+async def test_eval_of_a_conversation_set_can_count_declines_alone(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = Path(__file__).resolve().parents[1] / "data" / "mtrag-mini"
+
+    code, out, err = await run_ragbot(shared_weaviate_env, tmp_path, "eval", str(folder), "--declines-only")
+
+    assert code == 0, err
+    assert "retrieval by query form" not in out
+    assert "### mtrag-mini: declines through the answer pipeline" in out
+    labels = [line.split(" | ")[0].removeprefix("| ") for line in out.splitlines() if "%" in line]
+    assert labels == ["UNANSWERABLE", "ANSWERABLE", "PARTIAL", "UNDERSPECIFIED"]
