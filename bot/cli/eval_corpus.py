@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, TextIO
 
 from bot.app.services import Services
@@ -43,19 +44,29 @@ def retriever_for(services: Services) -> Retriever:
     )
 
 
-async def throwaway_kb(services: Services, folder: Path) -> KnowledgeBaseRecord:
-    """A new knowledge base named after `folder`, with the 256-token chunks every set is measured with."""
+# The 256-token chunks the retrieval and FAQ sets have always been measured with, so their figures compare over time.
+MEASURED_RULE: Final[Mapping[str, Any]] = MappingProxyType({"segment": {"max_tokens": 256, "overlap": 25}})
+
+
+async def throwaway_kb(
+    services: Services, folder: Path, rule: Mapping[str, Any] | None = MEASURED_RULE
+) -> KnowledgeBaseRecord:
+    """A new knowledge base named after `folder`, chunked by `rule` (None: the product's default, as a team gets)."""
     name = f"eval-{folder.name}-{uuid.uuid4().hex[:8]}"
-    return await services.knowledge.create(name, {"segment": {"max_tokens": 256, "overlap": 25}})
+    return await services.knowledge.create(name, dict(rule) if rule is not None else None)
 
 
 @asynccontextmanager
 async def ingested_corpus(
-    services: Services, folder: Path, corpus: Sequence[Mapping[str, Any]], out: TextIO
+    services: Services,
+    folder: Path,
+    corpus: Sequence[Mapping[str, Any]],
+    out: TextIO,
+    rule: Mapping[str, Any] | None = MEASURED_RULE,
 ) -> AsyncIterator[IngestedCorpus]:
-    """`corpus` rows ({"id", "title", "text"}) ingested as documents into a throw-away knowledge base, removed
-    again afterwards; progress goes to `out` every 500 documents."""
-    kb = await throwaway_kb(services, folder)
+    """`corpus` rows ({"id", "title", "text"}) ingested as documents into a throw-away knowledge base chunked by
+    `rule`, removed again afterwards; progress goes to `out` every 500 documents."""
+    kb = await throwaway_kb(services, folder, rule)
     try:
         for start in range(0, len(corpus), _INGEST_AT_ONCE):
             sources = [_source(row) for row in corpus[start : start + _INGEST_AT_ONCE]]

@@ -122,9 +122,10 @@ def rewritten_by(rewriter: Rewriter, history: HistoryConfig) -> QueryOf:
 async def conversation_set(
     services: Services, folder: Path, out: TextIO = sys.stdout
 ) -> AsyncIterator[PreparedConversations]:
-    """A conversation folder's corpus ingested into a throw-away knowledge base, removed again afterwards."""
+    """A conversation folder's corpus ingested into a throw-away knowledge base with the product's default chunking
+    (the declines are measured as a team would meet them), removed again afterwards."""
     tasks = load_tasks(folder)
-    async with ingested_corpus(services, folder, read_jsonl(folder / "corpus.jsonl"), out) as corpus:
+    async with ingested_corpus(services, folder, read_jsonl(folder / "corpus.jsonl"), out, rule=None) as corpus:
         yield PreparedConversations(tasks, corpus.kb_id, corpus.chunk_to_doc, corpus.document_to_doc)
 
 
