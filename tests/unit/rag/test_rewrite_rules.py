@@ -230,3 +230,4 @@ async def test_evaluate_scores_the_rewriter_and_the_unchanged_query(rules: RuleR
     assert scores.identity_exact_match == 0.5
     assert scores.identity_token_f1 == pytest.approx((2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4) + 1.0) / 2)
     assert (scores.changed, scores.changed_f1) == (1, 1.0)
+    assert (scores.up, scores.same, scores.down) == (1, 0, 0)
