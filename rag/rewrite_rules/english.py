@@ -1,26 +1,17 @@
-"""RuleRewriter: query rewriting without a model (pronoun resolution, short Chinese ellipsis), fast and conservative."""
+"""English pronoun resolution without a tagger: noun phrases found by function words and capitals, by salience."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
-import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-import jieba
+from rag.rewrite import Round
 
-from rag.rewrite import RewriteResult, Round
-
-if TYPE_CHECKING:
-    from jieba.posseg import POSTokenizer
-
-_Kind = Literal["person", "thing", "plural"]
-
-# ---------------------------------------------------------------- English
+Kind = Literal["person", "thing", "plural"]
+"""What a pronoun can stand for: a person (he, she), a thing (it) or several (they)."""
 
 
 def _words(text: str) -> frozenset[str]:
@@ -30,7 +21,7 @@ def _words(text: str) -> frozenset[str]:
 _WORD = re.compile(r"[^\W_]+(?:['\u2019.&-][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
-_PRONOUNS: dict[str, _Kind] = {
+_PRONOUNS: dict[str, Kind] = {
     "he": "person", "she": "person", "him": "person", "his": "person", "her": "person",
     "it": "thing", "its": "thing", "this": "thing", "that": "thing",
     "they": "plural", "them": "plural", "their": "plural", "these": "plural", "those": "plural",
@@ -235,7 +226,7 @@ def _phrases(sentence: str) -> list[_Phrase]:
     return [phrase for phrase in found if len(phrase.text) > 1 and phrase.words]
 
 
-def _english_references(query: str) -> list[tuple[_Token, _Kind, bool]]:
+def _english_references(query: str) -> list[tuple[_Token, Kind, bool]]:
     """(token, kind, possessive) for each pronoun in `query` that refers back to something, first one per kind."""
     tokens, found, kinds = _tokens(query), [], set()
     for index, token in enumerate(tokens):
@@ -257,7 +248,7 @@ def _english_references(query: str) -> list[tuple[_Token, _Kind, bool]]:
     return found
 
 
-def _fits(phrase: _Phrase, kind: _Kind) -> bool:
+def _fits(phrase: _Phrase, kind: Kind) -> bool:
     if phrase.owned:
         return False
     if kind == "person":
@@ -273,7 +264,7 @@ def _same(one: _Phrase, other: _Phrase) -> bool:
     return not one.name and not other.name and one.key == other.key
 
 
-def _topic(history: Sequence[Round], kind: _Kind) -> str | None:
+def _topic(history: Sequence[Round], kind: Kind) -> str | None:
     """The phrase a `kind` pronoun most likely means: mentioned most, recently and by the user (a salience score)."""
     mentions: list[tuple[_Phrase, float]] = []
     for back, (user, assistant) in enumerate(reversed(history)):
@@ -295,7 +286,8 @@ def _topic(history: Sequence[Round], kind: _Kind) -> str | None:
     return max(forms, key=lambda other: (len(other.words), other.name)).text if forms else best[1].text
 
 
-def _rewrite_english(query: str, history: Sequence[Round]) -> tuple[str, str] | None:
+def rewrite_english(query: str, history: Sequence[Round]) -> tuple[str, str] | None:
+    """`query` with its pronouns replaced by what they most likely mean, and what was done; None when nothing was."""
     replacements = []
     for token, kind, possessive in _english_references(query):
         phrase = _topic(history, kind)
@@ -313,170 +305,3 @@ def _rewrite_english(query: str, history: Sequence[Round]) -> tuple[str, str] | 
         text = text[: token.start] + phrase + text[token.end :]
     said = ", ".join(f"{token.text}->{phrase}" for token, phrase in replacements)
     return text, f"resolved {said}"
-
-
-# ---------------------------------------------------------------- Chinese
-
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-_ZH_PRONOUNS: dict[str, _Kind] = {
-    "他": "person", "她": "person", "他们": "plural", "她们": "plural",
-    "它": "thing", "它们": "plural", "其": "thing", "这个": "thing", "那个": "thing", "这": "thing", "那": "thing",
-}  # fmt: skip
-_ZH_NOUN_FLAGS = frozenset({"n", "nr", "nrfg", "nrt", "ns", "nt", "nz", "vn", "eng"})
-_ZH_ENTITY_FLAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "eng"})
-# Tags that a bare name never carries (pronouns, verbs, particles, adverbs, conjunctions, numbers).
-_ZH_NOT_NAME = frozenset({"r", "v", "y", "d", "c", "p", "uj", "ul", "uz", "e", "m", "q", "o", "l", "zg"})
-_ZH_NOT_THING = frozenset({"r", "y", "d", "c", "p", "uj", "ul", "e", "o"})
-_ZH_PERSON_ENDS = frozenset("人友哥姐弟妹爸妈师生员长婆公儿子")
-_ZH_GENERIC = _words("时候 东西 大家 感觉 意思 名字 事情 问题 办法 样子 地方 时间 朋友 人家 机器人")
-# "你知道X吗", "喜欢X": X is what the question is about.
-_ZH_ABOUT = re.compile(
-    r"(?:知道|认识|喜欢|看过|听过|了解|觉得|描述一下|说说|介绍一下|推荐)(?P<x>[^，,。？?！!吗么嘛呢啊呀]{2,8}?)"
-    r"(?:吗|么|嘛|呢|啊|呀|怎么样|如何|咋样)?[？?！!。]*$"
-)
-_ZH_ELLIPSIS = re.compile(r"^(?:那么?|还有)?(?P<x>[^，,。？?！!]{1,8}?)呢[？?]*$")
-_ZH_SENTENCE_END = re.compile(r"(?<=[。！？!?])")
-# Names are repeated within a few dozen characters; the cap keeps the longest-common-substring search cheap.
-_SHARED_SPAN_CHARS = 120
-
-
-class _Segmenter:
-    """jieba part-of-speech tagging on a private dictionary, built once off the event loop (~1 s)."""
-
-    def __init__(self) -> None:
-        self._tagger: POSTokenizer | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def ready(self) -> bool:
-        return self._tagger is not None
-
-    def load(self) -> None:
-        with self._lock:
-            if self._tagger is None:
-                # Imported here: jieba.posseg loads its tag tables (~0.3 s) at import, and most processes never tag.
-                from jieba.posseg import POSTokenizer
-
-                jieba.setLogLevel(logging.WARNING)
-                tokenizer = jieba.Tokenizer()
-                tokenizer.initialize()
-                self._tagger = POSTokenizer(tokenizer)
-
-    def tag(self, text: str) -> list[tuple[str, str]]:
-        self.load()
-        assert self._tagger is not None
-        return [(pair.word, pair.flag) for pair in self._tagger.cut(text)]
-
-
-def _noun_runs(tagged: list[tuple[str, str]], flags: frozenset[str] = _ZH_NOUN_FLAGS) -> list[str]:
-    runs, current = [], ""
-    for word, flag in [*tagged, ("", "x")]:
-        if flag in flags or (current and (word == " " or (word.isascii() and word.isdigit()))):  # "iPhone 15"
-            current += word
-        else:
-            if len(current.strip()) >= 2 and current.strip() not in _ZH_GENERIC:
-                runs.append(current.strip())
-            current = ""
-    return runs
-
-
-def _shared_span(first: str, second: str) -> str | None:
-    """The longest run of at least 2 CJK/latin characters in both texts (names are repeated, not tagged well)."""
-    first, second, best = first[:_SHARED_SPAN_CHARS], second[:_SHARED_SPAN_CHARS], ""
-    for start in range(len(first)):
-        for end in range(len(first), start + max(len(best), 1), -1):
-            piece = first[start:end]
-            if piece in second and re.fullmatch(r"[\u4e00-\u9fffA-Za-z0-9 ]+", piece):
-                best = piece
-                break
-    return best.strip() if len(best.strip()) >= 2 else None
-
-
-class RuleRewriter:
-    """Resolves pronouns from the history and completes short Chinese "X呢" follow-ups; unchanged when unsure."""
-
-    def __init__(self) -> None:
-        self._segmenter = _Segmenter()
-
-    async def rewrite(self, query: str, history: Sequence[Round]) -> RewriteResult:
-        """The query with its references filled in (method `rules`), or unchanged (method `none`) with the reason."""
-        if not history:
-            return RewriteResult(query, "none", "no history")
-        if _CJK.search(query):
-            if not self._segmenter.ready:
-                await asyncio.to_thread(self._segmenter.load)
-            done = self._rewrite_chinese(query, history)
-        else:
-            done = _rewrite_english(query, history)
-        if done is None:
-            return RewriteResult(query, "none", "no reference resolved")
-        return RewriteResult(done[0], "rules", done[1])
-
-    def _topic(self, history: Sequence[Round], kind: _Kind) -> str | None:
-        """What the latest round is about: a bare name, "你知道X吗", a phrase both speakers used, or a noun run."""
-        for user, answer in reversed(history):
-            user, assistant = user.strip(), _ZH_SENTENCE_END.split(answer.strip(), maxsplit=1)[0]
-            tagged = self._segmenter.tag(user)
-            if len(user) <= 6 and _CJK.search(user) and not any(flag in _ZH_NOT_NAME for _, flag in tagged):
-                return user  # the user only said a name ("华晨宇"), which jieba often cuts into pieces
-            about = _ZH_ABOUT.search(user)
-            if about is not None and self._nameable(about.group("x")):
-                return about.group("x")
-            shared = _shared_span(user, assistant)
-            if shared is not None and self._nameable(shared) and _noun_runs(self._segmenter.tag(shared)):
-                return shared
-            tags = [tagged, self._segmenter.tag(assistant)]
-            runs = [run for text in tags for run in _noun_runs(text, _ZH_ENTITY_FLAGS)]
-            if kind != "person":
-                runs = runs or [run for text in tags for run in _noun_runs(text)]
-            else:  # 他/她 stands for a name, or for a noun that names a person ("我同学", "男朋友")
-                runs = runs or [run for text in tags for run in _noun_runs(text) if run[-1] in _ZH_PERSON_ENDS]
-            if runs:
-                return runs[0]
-        return None
-
-    def _nameable(self, text: str) -> bool:
-        """Whether `text` can stand for a thing: no pronoun, adverb, particle or interjection in it."""
-        return not any(flag in _ZH_NOT_THING for _, flag in self._segmenter.tag(text))
-
-    def _rewrite_chinese(self, query: str, history: Sequence[Round]) -> tuple[str, str] | None:
-        tagged = self._segmenter.tag(query)
-        for index, (word, flag) in enumerate(tagged):
-            kind = _ZH_PRONOUNS.get(word)
-            if kind is None or flag != "r":
-                continue
-            after = tagged[index + 1] if index + 1 < len(tagged) else ("", "x")
-            if word in ("这", "那") and not (after[0] in ("是", "就是") or not after[0]):
-                continue  # "那你…" is "then", "你那有" is "there"; only "这是…" and a final "这" refer back
-            span = word
-            if word in ("这个", "那个") and after[1] in _ZH_NOUN_FLAGS:
-                span += after[0]  # "这个小说" -> "权利的游戏": the named thing replaces the whole phrase
-            topic = self._topic(history, kind)
-            if topic is None or topic in query:
-                return None
-            start = sum(len(piece) for piece, _ in tagged[:index])
-            phrase = topic + "的" if word == "其" else topic
-            return query[:start] + phrase + query[start + len(span) :], f"resolved {span}->{topic}"
-        return self._complete_ellipsis(query, history)
-
-    def _complete_ellipsis(self, query: str, history: Sequence[Round]) -> tuple[str, str] | None:
-        """'那北京呢' after '上海的天气怎么样' -> '北京的天气怎么样'; '价格呢' after 'X怎么样' -> 'X的价格呢'."""
-        match = _ZH_ELLIPSIS.match(query.strip())
-        if match is None:
-            return None
-        new = match.group("x")
-        previous = history[-1][0].strip().rstrip("？?")
-        new_tags = self._segmenter.tag(new)
-        if not previous or len(new_tags) != 1 or new_tags[0][1] not in _ZH_NOUN_FLAGS:
-            return None
-        flag = new_tags[0][1]
-        old_tags = self._segmenter.tag(previous)
-        if flag in _ZH_ENTITY_FLAGS:
-            same = [word for word, other in old_tags if other == flag]
-            if len(same) == 1 and same[0] != new:
-                return previous.replace(same[0], new, 1), f"ellipsis {same[0]}->{new}"
-            return None
-        entities = _noun_runs(old_tags, _ZH_ENTITY_FLAGS)
-        if len(entities) == 1:
-            return f"{entities[0]}的{new}呢", f"ellipsis {new} of {entities[0]}"
-        return None
