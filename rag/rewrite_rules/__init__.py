@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rag.rewrite import RewriteResult, Round
 from rag.rewrite_rules.chinese import CJK, ChineseRules
+from rag.rewrite_rules.ellipsis import complete_ellipsis
 from rag.rewrite_rules.english import rewrite_english
 
 __all__ = ["RuleRewriter"]
@@ -26,8 +27,16 @@ class RuleRewriter:
             if not self._chinese.ready:
                 await asyncio.to_thread(self._chinese.load)
             done = self._chinese.rewrite(query, history)
+        elif len(query.split()) < 2:
+            return RewriteResult(query, "none", "one word")  # no clause to fill in
         else:
-            done = rewrite_english(query, history)
+            done = self._english(query, history)
         if done is None:
             return RewriteResult(query, "none", "no reference resolved")
         return RewriteResult(done[0], "rules", done[1])
+
+    def _english(self, query: str, history: Sequence[Round]) -> tuple[str, str] | None:
+        previous = history[-1][0]
+        resolved = rewrite_english(previous, history[:-1])  # "And Telegram?" after "Does it support Slack?"
+        done = complete_ellipsis(query, resolved[0] if resolved else previous)
+        return done if done is not None else rewrite_english(query, history)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from rag.rewrite import Round
@@ -21,13 +21,15 @@ def _words(text: str) -> frozenset[str]:
 _WORD = re.compile(r"[^\W_]+(?:['\u2019.&-][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
+# Not a bare "this" or "that": they mostly stand for a statement or an action ("what if that doesn't work"
+# after "how do I reset my password?"), which no noun phrase can replace (Webber's discourse deixis).
 _PRONOUNS: dict[str, Kind] = {
     "he": "person", "she": "person", "him": "person", "his": "person", "her": "person",
-    "it": "thing", "its": "thing", "this": "thing", "that": "thing",
+    "it": "thing", "its": "thing",
     "they": "plural", "them": "plural", "their": "plural", "these": "plural", "those": "plural",
 }  # fmt: skip
 _POSSESSIVE = frozenset({"his", "its", "their"})
-_DEMONSTRATIVE = frozenset({"this", "that", "these", "those"})
+_DEMONSTRATIVE = frozenset({"these", "those"})
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "my", "your", "our"})
 _OWNERS = frozenset({"his", "her", "its", "their"})
 _COPULAS = _words("is are was were be been 's")
@@ -38,6 +40,13 @@ _AUX = _COPULAS | _words(
 _PREPOSITIONS = _words(
     "of in on at to for from with by about as into onto over under after before during since until without "
     "within between among against through across behind beyond near toward towards upon via per than like"
+)
+# Very common verbs in their base form. After a singular noun a base form cannot be the verb of a present-tense
+# clause ("the parental leave form"; the clause would be "the form leaves"), so there it continues the phrase.
+_BASE_VERBS = _words(
+    "tell know think say get make go come take give see want like happen mean use become start begin find "
+    "work differ compare play leave win lose help need live die describe explain define discuss list provide "
+    "summarize summarise name"
 )
 # Closed-class words (and very common verbs) never start or continue a noun phrase.
 _CLOSED = (
@@ -52,12 +61,10 @@ _CLOSED = (
         "many few some any each every all both either neither other another such only just even still again ever "
         "never already too quite really else anything something nothing everything anyone someone everyone "
         "one ones first last next up down out off away back well "
-        "tell know think say said get got make made go went gone come came take took give gave see saw want like "
-        "happen happened happens mean means use used become became start started begin began find found "
-        "work works worked differ compare play played leave left win won lose lost help need live lived die died "
-        "describe explain compare define discuss list provide summarize summarise name "
-        "please thanks thank ok okay hi hello"
+        "said got made went gone came took gave saw happened happens means used became started began found "
+        "works worked played left won lost lived died please thanks thank ok okay hi hello"
     )
+    | _BASE_VERBS
 )
 # Heads whose "X of Y" phrase is about Y ("the different types of sharks" -> "sharks").
 _RELATIONAL_HEADS = _words(
@@ -71,7 +78,7 @@ _NOT_PERSON = _words(
     "company award awards festival river city county state states street park album day life tour world cup "
     "championship association society museum institute prize game games film movie song records group"
 )
-# After these, "that"/"this" refers to an event or is a conjunction, not to a noun phrase ("after that", "so that").
+# After these, "these"/"those" refer to events or statements, not to a noun phrase ("after those", "like those").
 _NOT_AFTER = _words(
     "after before besides since like than so such now about despite beyond say said think know believe true "
     "mean means hope suggest show shows showed"
@@ -81,10 +88,24 @@ _PARTICIPLES = _words(
     "spoken broken driven eaten fallen thrown worn kept set put run"
 )
 _INVERTING = _AUX - _COPULAS
+# Quantifiers and numerals lead a noun phrase but are not part of what a pronoun stands for ("5 unused days" -> them).
+# Not "any", "other", "each", "every": what they quantify is no particular set ("are there any other albums?").
+_QUANTIFIERS = _words("some many few several all both most")
+# Articles a replacement keeps: "a 529 plan", "the Eiffel Tower" (a bare "meeting room" is not English).
+_ARTICLES = frozenset({"the", "a", "an"})
+_DEFINITE = frozenset({"the", "this", "that", "these", "those"})
+# The few English nouns ending in -est; any other word so ending is a superlative ("the easiest"), never a head.
+_EST_NOUNS = _words(
+    "interest interests forest forests request requests test tests contest contests protest protests guest guests "
+    "quest quests chest chests nest nests west rest harvest harvests conquest conquests arrest arrests pest pests "
+    "vest vests crest digest inquest behest bequest priest priests manifest"
+)
 _EXPLETIVE_NEXT = _words("true possible likely known said reported believed important necessary hard easy")
-# Salience: a user's own words weigh twice an answer's, and each round back counts this much less.
+# Salience: a user's own words weigh four times an answer's (an answer is a weak source: it may be a fixed text),
+# and each round back counts half as much, so the latest round dominates; 8 rounds back weigh under 1%.
 # Subjects are the most salient, phrases after a preposition the least (as in centering theory's ranking).
-_USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 1.0, 0.8
+_USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 0.5, 0.5
+_MAX_ROUNDS = 8
 _SUBJECT_WEIGHT, _OBLIQUE_WEIGHT = 1.5, 0.5
 
 
@@ -101,11 +122,15 @@ class _Token:
 
 
 @dataclass(frozen=True, slots=True)
-class _Phrase:
+class Phrase:
+    """A noun phrase of a sentence: a name ("Billie Jean King") or a common phrase ("the protection pledge")."""
+
     text: str
     name: bool  # a capitalised name rather than a common noun phrase
     owned: bool  # owned by a pronoun ("its symptoms"): part of a chain, not a new antecedent
     role: float = 1.0  # salience of its place in the sentence: subject > object > after a preposition
+    start: int = 0  # where `text` starts in its sentence
+    user: bool = False  # said by the user (an answer's words are weaker evidence)
 
     @property
     def words(self) -> list[str]:
@@ -164,14 +189,43 @@ def _name_end(tokens: list[_Token], index: int) -> int:
     return end
 
 
+def _participle(low: str) -> bool:
+    return low.endswith("ed") or low in _PARTICIPLES
+
+
+def _noun_modifier(tokens: list[_Token], index: int) -> bool:
+    """Whether a base-form verb inside a run modifies the noun after it ("leave form") rather than being the verb."""
+    after = tokens[index + 1] if index + 1 < len(tokens) else None
+    return (
+        tokens[index].low in _BASE_VERBS
+        and not tokens[index - 1].low.endswith("s")
+        and after is not None
+        and after.joined
+        and _content(after)
+    )
+
+
+def _adjective(low: str) -> bool:
+    """Whether a word is an adjective by its ending (-able, -ible, -ous, -ful, -less, a superlative's -est)."""
+    if low.endswith("est") and len(low) > 4 and low not in _EST_NOUNS:
+        return True
+    return len(low) > 5 and low.endswith(("able", "ible", "ous", "ful", "less"))
+
+
 def _common_end(tokens: list[_Token], index: int, inverted: bool) -> int:
     end = index
-    while end < len(tokens) and end - index < 4 and _content(tokens[end]) and (end == index or tokens[end].joined):
-        if end > index and (tokens[end].low.endswith("ed") or tokens[end].low in _PARTICIPLES):
+    while end < len(tokens) and end - index < 4 and (end == index or tokens[end].joined):
+        if not _content(tokens[end]) and not (end > index and _noun_modifier(tokens, end)):
+            break
+        if end > index and _participle(tokens[end].low):
             break  # "the system chosen", "the results obtained": a verb or participle follows the noun
         end += 1
+        if tokens[end - 1].text.endswith(("'s", "\u2019s")):
+            break  # a possessor ends its own phrase: "throat cancer's symptoms"
     if inverted and end - index > 1 and (end == len(tokens) or not tokens[end].joined):
         end -= 1  # "how did these languages evolve?": after an inverted do/can/will the run ends with the verb
+    while end > index and _adjective(tokens[end - 1].low):
+        end -= 1  # a noun phrase ends with its noun: "the easiest", "closest" name nothing
     return end
 
 
@@ -180,20 +234,31 @@ def _head_noun_at(tokens: list[_Token], index: int) -> bool:
     if index >= len(tokens) or not tokens[index].joined or not _content(tokens[index]):
         return False
     low = tokens[index].low
-    if low.endswith("ed") or low in _PARTICIPLES:
-        return False
+    if _participle(low) or _adjective(low):
+        return False  # "the system chosen", "is the VPN available"
     after = tokens[index + 1] if index + 1 < len(tokens) else None
     return after is None or not after.joined or after.low in _CLOSED
 
 
-def _phrases(sentence: str) -> list[_Phrase]:
+def _interjection(tokens: list[_Token]) -> bool:
+    """Whether the sentence opens with one capitalised word set off by a comma ("Sorry, ...", "Well, ...")."""
+    return len(tokens) > 1 and tokens[0].text[0].isupper() and not tokens[1].joined and tokens[0].low not in _CLOSED
+
+
+def _leads_common_phrase(tokens: list[_Token], index: int, owner: str) -> bool:
+    """Whether a common noun phrase can start at tokens[index], given the word before it."""
+    if index == 0 or owner in _DETERMINERS | _PREPOSITIONS | _OWNERS | _QUANTIFIERS or owner.isdigit():
+        return True
+    return owner in _AUX and not _participle(tokens[index].low)  # "can be carried over" is a verb, not a noun
+
+
+def phrases(sentence: str) -> list[Phrase]:
     """Noun phrases of one sentence, in order: capitalised names and determiner/preposition/verb-led common phrases."""
     tokens, found, index = _tokens(sentence), [], 0
-    inverted = about_next = False
+    about_next = False
     while index < len(tokens):
         token = tokens[index]
         owner = tokens[index - 1].low if index and token.joined else ""
-        inverted = inverted or owner in _INVERTING
         lead = tokens[index - 2].low if owner in _DETERMINERS and index > 1 and tokens[index - 1].joined else owner
         if index == 0 or lead in _AUX:
             role = _SUBJECT_WEIGHT  # "Gonzalez grew up", "when did Weeb retire"
@@ -202,24 +267,30 @@ def _phrases(sentence: str) -> list[_Phrase]:
         else:
             role = 1.0
         owned, about_next = owner in _OWNERS, False
+        if index == 0 and _interjection(tokens):
+            index += 1  # "Sorry, ...", "Unfortunately, ...": a word set off at the start names nothing
+            continue
         if _capitalised(token):
             end = _name_end(tokens, index)
             start = tokens[index - 1].start if owner == "the" else token.start
-            if owner == "the" and _head_noun_at(tokens, end):
+            plural = tokens[end - 1].low.endswith("s")  # "the Brits call it": a plural name is followed by its verb
+            if owner == "the" and not plural and _head_noun_at(tokens, end):
                 end += 1  # "the Neverending Story film", "the BBC experiment": a name modifying a noun
             text = sentence[start : tokens[end - 1].end]
-            found.append(_Phrase(text.removesuffix("'s").removesuffix("\u2019s"), True, owned, role))
+            found.append(Phrase(text.removesuffix("'s").removesuffix("\u2019s"), True, owned, role, start))
             index = end
             continue
-        if _content(token) and (index == 0 or owner in _DETERMINERS | _PREPOSITIONS | _AUX | _OWNERS):
-            end = _common_end(tokens, index, inverted)
+        if _content(token) and _leads_common_phrase(tokens, index, owner):
+            end = _common_end(tokens, index, lead in _INVERTING)
             if end > index:
                 if tokens[end - 1].low in _RELATIONAL_HEADS and end < len(tokens) and tokens[end].low == "of":
                     index, about_next = end + 1, True  # the phrase after "of" is the one that matters
                     continue
-                start = tokens[index - 1].start if owner == "the" else token.start
+                start = tokens[index - 1].start if owner in _ARTICLES else token.start
+                if owner.isdigit() and index > 1 and tokens[index - 1].joined and tokens[index - 2].low in _ARTICLES:
+                    start = tokens[index - 2].start  # "a 529 plan", "the 2014 season": a number naming a kind
                 text = sentence[start : tokens[end - 1].end]
-                found.append(_Phrase(text.removesuffix("'s").removesuffix("\u2019s"), False, owned, role))
+                found.append(Phrase(text.removesuffix("'s").removesuffix("\u2019s"), False, owned, role, start))
                 index = end
                 continue
         index += 1
@@ -239,8 +310,6 @@ def _english_references(query: str) -> list[tuple[_Token, Kind, bool]]:
         followed_by_noun = after is not None and after.joined and (_content(after) or _capitalised(after))
         if low in _DEMONSTRATIVE and (followed_by_noun or before in _NOT_AFTER):
             continue  # a determiner ("this album"), a conjunction ("so that") or an event ("after that")
-        if low == "that" and index and (_content(tokens[index - 1]) or _capitalised(tokens[index - 1])):
-            continue  # a relative pronoun ("the album that ...")
         if low == "it" and after is not None and after.low in _EXPLETIVE_NEXT:
             continue  # "is it true that ..."
         kinds.add(kind)
@@ -248,7 +317,7 @@ def _english_references(query: str) -> list[tuple[_Token, Kind, bool]]:
     return found
 
 
-def _fits(phrase: _Phrase, kind: Kind) -> bool:
+def _fits(phrase: Phrase, kind: Kind) -> bool:
     if phrase.owned:
         return False
     if kind == "person":
@@ -258,21 +327,42 @@ def _fits(phrase: _Phrase, kind: Kind) -> bool:
     return not phrase.plural and not (phrase.person and len(phrase.words) > 1)
 
 
-def _same(one: _Phrase, other: _Phrase) -> bool:
+def _same(one: Phrase, other: Phrase) -> bool:
     if one.name and other.name:
+        numbers = {word for word in one.words if word.isdigit()}, {word for word in other.words if word.isdigit()}
+        if all(numbers) and numbers[0] != numbers[1]:
+            return False  # "iPhone 14" and "iPhone 15", "Project 3" and "Project 4" are different things
         return bool(set(one.words) & set(other.words) - _CONNECTORS)
     return not one.name and not other.name and one.key == other.key
 
 
-def _topic(history: Sequence[Round], kind: Kind) -> str | None:
-    """The phrase a `kind` pronoun most likely means: mentioned most, recently and by the user (a salience score)."""
-    mentions: list[tuple[_Phrase, float]] = []
-    for back, (user, assistant) in enumerate(reversed(history)):
-        decay = _DECAY**back
+_Mention = tuple[Phrase, float]
+
+
+def _mentions(history: Sequence[Round]) -> list[_Mention]:
+    """The noun phrases of the last rounds with their salience, the latest round first.
+
+    Each earlier question is read with its own pronouns resolved, so a chain ("What is X?", "Is it Y?", "Why is it
+    Z?") keeps X salient. Salience halves with each round back, which makes the latest round dominate and makes
+    rounds before the last few irrelevant: they are not read at all, which bounds the work on long histories.
+    """
+    rounds: list[list[_Mention]] = []
+    for user, assistant in history[-_MAX_ROUNDS:]:
+        earlier = [mention for mentions in reversed(rounds) for mention in mentions]
+        done = _resolve(user, earlier)
         first_sentence = _SENTENCE_END.split(assistant.strip(), maxsplit=1)[0]
-        for text, weight in ((user, _USER_WEIGHT), (first_sentence, _ANSWER_WEIGHT)):
-            mentions.extend((phrase, weight * decay * phrase.role) for phrase in _phrases(text))
-    best: tuple[float, _Phrase] | None = None
+        asked = [
+            (replace(phrase, user=True), _USER_WEIGHT * phrase.role) for phrase in phrases(done[0] if done else user)
+        ]
+        answered = [(phrase, _ANSWER_WEIGHT * phrase.role) for phrase in phrases(first_sentence)]
+        rounds = [[(phrase, weight * _DECAY) for phrase, weight in mentions] for mentions in rounds]
+        rounds.append(asked + answered)
+    return [mention for mentions in reversed(rounds) for mention in mentions]
+
+
+def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:
+    """The phrase a `kind` pronoun most likely means: mentioned most, recently and by the user (a salience score)."""
+    best: tuple[float, Phrase] | None = None
     for phrase, _ in mentions:
         if not _fits(phrase, kind):
             continue
@@ -281,27 +371,73 @@ def _topic(history: Sequence[Round], kind: Kind) -> str | None:
             best = (score, phrase)
     if best is None:
         return None
-    # Name it as fully as any mention did ("Weeb" -> "Weeb Ewbank"), without pronoun-owned mentions.
-    forms = [other for other, _ in mentions if _same(best[1], other) and not other.owned]
+    # Name it as fully as any mention of the right number did ("Weeb" -> "Weeb Ewbank"), not pronoun-owned ones.
+    forms = [other for other, _ in mentions if _same(best[1], other) and _fits(other, kind)]
     return max(forms, key=lambda other: (len(other.words), other.name)).text if forms else best[1].text
+
+
+def _fuller(phrase: Phrase, mentions: Sequence[_Mention]) -> Phrase | None:
+    """The longest earlier mention that names `phrase` more fully: "King" -> "Billie Jean King", "the pledge" ->
+    "the taxpayer protection pledge" (a short name or a definite description repeats an earlier, fuller one)."""
+    own = set(phrase.words) - _ARTICLES
+    best: Phrase | None = None
+    for other, _ in mentions:
+        fuller = set(other.words) - _ARTICLES
+        if other.owned or not own < fuller or (best is not None and len(best.words) >= len(other.words)):
+            continue
+        if phrase.name and other.name and (other.words[-1] in phrase.words or other.words[0] in phrase.words):
+            best = other  # a first or a last name of the fuller name
+        elif not phrase.name and phrase.key == other.key and other.user and other.words[0] not in ("a", "an"):
+            best = other  # the user's own definite phrase with the same head noun and more modifiers
+    return best
+
+
+def _expansions(query: str, mentions: Sequence[_Mention]) -> list[tuple[int, int, str]]:
+    """(start, end, fuller text) for each short name or definite description in `query` named more fully before."""
+    found = []
+    for phrase in phrases(query):
+        before = query[: phrase.start].split()
+        definite = phrase.words[0] == "the" or (before and before[-1].lower() in _DEFINITE)
+        if not phrase.name and not definite:
+            continue  # "a plan", "plans": an indefinite phrase introduces something new
+        fuller = _fuller(phrase, mentions)
+        if fuller is None:
+            continue
+        start = phrase.start if phrase.words[0] == "the" or phrase.name else query.rindex(before[-1], 0, phrase.start)
+        found.append((start, phrase.start + len(phrase.text), fuller.text))
+    return found
+
+
+def _replacement(query: str, start: int, end: int, text: str) -> str:
+    """`text` fitted into `query` at start:end: capitalised at the start, an article lowered mid-sentence."""
+    if start == 0:
+        text = text[0].upper() + text[1:]
+    elif text.split(" ", 1)[0] in ("The", "A", "An"):
+        text = text[0].lower() + text[1:]  # "The Eiffel Tower is ..." started a sentence; this is mid-way
+    return text
+
+
+def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None:
+    edits: list[tuple[int, int, str, str]] = []
+    for token, kind, possessive in _english_references(query):
+        phrase = _topic(mentions, kind)
+        if phrase is None or phrase.lower() in query.lower():
+            continue
+        if possessive:
+            phrase += "'" if phrase.endswith("s") else "'s"
+        edits.append((token.start, token.end, token.text, phrase))
+    for start, end, fuller in _expansions(query, mentions):
+        if fuller.lower() not in query.lower() and all(end <= s or start >= e for s, e, _, _ in edits):
+            edits.append((start, end, query[start:end], fuller))
+    if not edits:
+        return None
+    text = query
+    for start, end, _, phrase in sorted(edits, key=lambda edit: -edit[0]):
+        text = text[:start] + _replacement(text, start, end, phrase) + text[end:]
+    said = ", ".join(f"{old}->{new}" for _, _, old, new in sorted(edits))
+    return text, f"resolved {said}"
 
 
 def rewrite_english(query: str, history: Sequence[Round]) -> tuple[str, str] | None:
     """`query` with its pronouns replaced by what they most likely mean, and what was done; None when nothing was."""
-    replacements = []
-    for token, kind, possessive in _english_references(query):
-        phrase = _topic(history, kind)
-        if phrase is None or phrase.lower() in query.lower():
-            continue
-        if token.start == 0:
-            phrase = phrase[0].upper() + phrase[1:]
-        elif phrase.startswith("The "):
-            phrase = "the" + phrase[3:]  # "The Eiffel Tower is ..." started a sentence; here it is mid-sentence
-        replacements.append((token, phrase + ("'" if phrase.endswith("s") else "'s") if possessive else phrase))
-    if not replacements:
-        return None
-    text = query
-    for token, phrase in sorted(replacements, key=lambda item: -item[0].start):
-        text = text[: token.start] + phrase + text[token.end :]
-    said = ", ".join(f"{token.text}->{phrase}" for token, phrase in replacements)
-    return text, f"resolved {said}"
+    return _resolve(query, _mentions(history))

@@ -231,3 +231,158 @@ async def test_evaluate_scores_the_rewriter_and_the_unchanged_query(rules: RuleR
     assert scores.identity_token_f1 == pytest.approx((2 * (2 / 3) * (2 / 4) / (2 / 3 + 2 / 4) + 1.0) / 2)
     assert (scores.changed, scores.changed_f1) == (1, 1.0)
     assert (scores.up, scores.same, scores.down) == (1, 0, 0)
+
+
+# ---------------------------------------------------------------- defects seen in use (issue 18)
+
+_VACATION = (
+    "What is the vacation policy?",
+    "Up to 5 unused vacation days can be carried over to the next year; they expire on 31 March.",
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Can I carry them over?", "Can I carry unused vacation days over?"),
+        ("And when do they expire?", "And when do unused vacation days expire?"),
+    ],
+    ids=["them", "they"],
+)
+async def test_they_and_them_take_a_plural_noun_phrase_after_a_number(
+    rules: RuleRewriter, query: str, expected: str
+) -> None:
+    result = await _rewrite(rules, query, _VACATION)
+    assert (result.text, result.method) == (expected, "rules")
+
+
+@pytest.mark.parametrize("lead", ["What about", "How about", "And"])
+async def test_an_elliptical_follow_up_takes_the_previous_question_with_its_parallel_name_swapped(
+    rules: RuleRewriter, lead: str
+) -> None:
+    history = ("Does ragbot support Slack?", "Yes, ragbot answers in Slack channels and threads.")
+    result = await _rewrite(rules, f"{lead} Telegram?", history)
+    assert (result.text, result.method) == ("Does ragbot support Telegram?", "rules")
+
+
+async def test_and_the_noun_swaps_the_noun_phrase_with_the_same_head(rules: RuleRewriter) -> None:
+    history = ("Does the Slack adapter stream answers?", "Yes, it edits one message as the answer arrives.")
+    result = await _rewrite(rules, "And the Telegram adapter?", history)
+    assert result.text == "Does the Telegram adapter stream answers?"
+
+
+async def test_that_standing_for_the_previous_action_is_not_replaced_by_a_noun(rules: RuleRewriter) -> None:
+    history = ("How do I reset my password?", "Open Settings, choose Security and click Reset password.")
+    result = await _rewrite(rules, "what if that doesn't work", history)
+    assert result.text in ("what if that doesn't work", "what if resetting my password doesn't work")
+
+
+async def test_the_most_recent_round_dominates_an_older_topic(rules: RuleRewriter) -> None:
+    history = [
+        ("How do I set up the VPN?", "Install the VPN client, then sign in to the VPN with your account."),
+        ("Is the VPN available on phones?", "Yes, the VPN client runs on iOS and Android."),
+        ("What does the health insurance cover?", "The health insurance covers doctor visits and hospital stays."),
+    ]
+    result = await _rewrite(rules, "Can my kids be added to it?", *history)
+    assert result.text == "Can my kids be added to the health insurance?"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sorry, I couldn't find anything about that in the knowledge base.",
+        "Unfortunately, nothing in the documents answers this.",
+        "Hmm, I am not sure.",
+    ],
+)
+async def test_an_interjection_opening_the_answer_is_never_a_referent(rules: RuleRewriter, answer: str) -> None:
+    result = await _rewrite(rules, "how do I request it?", ("What is the parental leave form?", answer))
+    assert result.text == "how do I request the parental leave form?"
+
+
+async def test_the_answer_is_a_weaker_source_than_the_users_own_question(rules: RuleRewriter) -> None:
+    history = ("How do I book a meeting room?", "Use the Outlook calendar and add the room as a resource.")
+    result = await _rewrite(rules, "Is it free?", history)
+    assert result.text == "Is a meeting room free?"
+
+
+@pytest.mark.parametrize("query", ["Who is the CEO?", "How do I set up the VPN?", "What is the parental leave policy?"])
+async def test_a_self_contained_question_comes_back_unchanged(rules: RuleRewriter, query: str) -> None:
+    history = [("What does the health insurance cover?", "The health insurance covers doctor visits.")]
+    result = await _rewrite(rules, query, *history)
+    assert result == RewriteResult(query, "none", "no reference resolved")
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["it", "Why?", "Wie funktioniert das?", "Как это работает?", "Comment ça marche ?", "それはいつですか"],
+    ids=["one-word-pronoun", "one-word", "german", "russian", "french", "japanese"],
+)
+async def test_a_one_word_question_or_one_in_a_language_without_rules_is_unchanged(
+    rules: RuleRewriter, query: str
+) -> None:
+    history = [("What does the health insurance cover?", "The health insurance covers doctor visits.")]
+    result = await _rewrite(rules, query, *history)
+    assert (result.text, result.method) == (query, "none")
+
+
+async def test_a_follow_up_as_the_first_message_is_unchanged(rules: RuleRewriter) -> None:
+    result = await rules.rewrite("What about Telegram?", [])
+    assert result == RewriteResult("What about Telegram?", "none", "no history")
+
+
+async def test_a_long_history_is_read_only_as_far_back_as_it_matters(rules: RuleRewriter) -> None:
+    history = [(f"What is project number {n}?", f"Project {n} is an internal tool.") for n in range(49)]
+    history.append(("What does the health insurance cover?", "The health insurance covers doctor visits."))
+    result = await _rewrite(rules, "Does it cover dentists?", *history)
+    assert result.text == "Does the health insurance cover dentists?"
+
+
+# ---------------------------------------------------------------- general rules behind the fixes
+
+
+async def test_a_chain_of_pronouns_keeps_the_first_antecedent_salient(rules: RuleRewriter) -> None:
+    history = [("What is a 529 plan?", ""), ("How does it work?", ""), ("What are the main advantages?", "")]
+    result = await _rewrite(rules, "Is it tax free?", *history)
+    assert result.text == "Is a 529 plan tax free?"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Was King still playing in 1983?", "Was Billie Jean King still playing in 1983?"),
+        ("When was the pledge signed?", "When was the taxpayer protection pledge signed?"),
+    ],
+    ids=["short-name", "definite-description"],
+)
+async def test_a_short_name_or_a_definite_description_takes_its_fuller_earlier_form(
+    rules: RuleRewriter, query: str, expected: str
+) -> None:
+    history = [("Billie Jean King", ""), ("What was the taxpayer protection pledge?", "A promise not to raise taxes.")]
+    assert (await _rewrite(rules, query, *history)).text == expected
+
+
+async def test_an_indefinite_phrase_is_not_made_fuller(rules: RuleRewriter) -> None:
+    history = ("What was the taxpayer protection pledge?", "")
+    result = await _rewrite(rules, "Is there a pledge for companies?", history)
+    assert result.method == "none"
+
+
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ("If I already know English, which language would be the easiest to learn?", "none"),
+        ("Are there any other interesting albums?", "none"),
+    ],
+    ids=["superlative", "any-other"],
+)
+async def test_a_superlative_or_a_quantified_phrase_is_no_antecedent(
+    rules: RuleRewriter, history: str, expected: str
+) -> None:
+    result = await _rewrite(rules, "Is it hard?" if "easiest" in history else "Were they popular?", (history, ""))
+    assert result.method == expected
+
+
+async def test_an_ellipsis_without_a_parallel_phrase_is_left_alone(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "What about disadvantages?", ("What are the main advantages?", ""))
+    assert result == RewriteResult("What about disadvantages?", "none", "no reference resolved")
