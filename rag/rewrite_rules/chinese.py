@@ -25,6 +25,9 @@ _ZH_NOUN_FLAGS = frozenset({"n", "nr", "nrfg", "nrt", "ns", "nt", "nz", "vn", "e
 _ZH_ENTITY_FLAGS = frozenset({"nr", "nrfg", "nrt", "ns", "nt", "nz", "eng"})
 # Tags that a bare name never carries (pronouns, verbs, particles, adverbs, conjunctions, numbers).
 _ZH_NOT_NAME = frozenset({"r", "v", "y", "d", "c", "p", "uj", "ul", "uz", "e", "m", "q", "o", "l", "zg"})
+_ZH_THIRD_PERSON = re.compile("[他她它]")
+# First letters of the tags of a clause's head: a verb, an adjective or a question pronoun ("怎么", "什么").
+_ZH_PREDICATE_FLAGS = frozenset("var")
 _ZH_NOT_THING = frozenset({"r", "y", "d", "c", "p", "uj", "ul", "e", "o"})
 _ZH_PERSON_ENDS = frozenset("人友哥姐弟妹爸妈师生员长婆公儿子")
 _ZH_GENERIC = frozenset({
@@ -155,7 +158,24 @@ class ChineseRules:
             start = sum(len(piece) for piece, _ in tagged[:index])
             phrase = topic + "的" if word == "其" else topic
             return query[:start] + phrase + query[start + len(span) :], f"resolved {span}->{topic}"
-        return self._complete_ellipsis(query, history)
+        done = self._complete_ellipsis(query, history)
+        return done if done is not None else self._complete_zero_argument(query, tagged, history)
+
+    def _complete_zero_argument(
+        self, query: str, tagged: list[tuple[str, str]], history: Sequence[Round]
+    ) -> tuple[str, str] | None:
+        """'怎么拆' after '会修电脑吗' -> '电脑怎么拆': a clause that names nothing at all leaves its subject or object
+        unsaid (Chinese drops arguments that the topic supplies); the topic is put first, as Chinese topicalises."""
+        if any(flag in _ZH_NOUN_FLAGS | {"m"} or _ZH_THIRD_PERSON.search(word) for word, flag in tagged):
+            return None  # it names something, a quantity ("几天") or someone: not a bare comment on the topic
+        if _ZH_ELLIPSIS.match(query.strip()):
+            return None  # "那你呢" asks about the remnant ("你"), not about the topic
+        if not any(flag[0] in _ZH_PREDICATE_FLAGS for _, flag in tagged):
+            return None  # no verb, adjective or question word: an interjection, not a clause
+        topic = self._topic(history, "thing")
+        if topic is None or topic in query:
+            return None
+        return topic + query.strip(), f"zero argument: {topic}"
 
     def _complete_ellipsis(self, query: str, history: Sequence[Round]) -> tuple[str, str] | None:
         """'那北京呢' after '上海的天气怎么样' -> '北京的天气怎么样'; '价格呢' after 'X怎么样' -> 'X的价格呢'."""

@@ -386,3 +386,16 @@ async def test_a_superlative_or_a_quantified_phrase_is_no_antecedent(
 async def test_an_ellipsis_without_a_parallel_phrase_is_left_alone(rules: RuleRewriter) -> None:
     result = await _rewrite(rules, "What about disadvantages?", ("What are the main advantages?", ""))
     assert result == RewriteResult("What about disadvantages?", "none", "no reference resolved")
+
+
+async def test_a_chinese_clause_naming_nothing_takes_the_topic_first(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "怎么治疗", ("节后综合征", "节后综合征有很多症状"))
+    assert result == RewriteResult("节后综合征怎么治疗", "rules", "zero argument: 节后综合征")
+
+
+@pytest.mark.parametrize("query", ["怎么申请年假", "嗯嗯"], ids=["names-something", "interjection"])
+async def test_a_chinese_clause_that_names_something_or_is_no_clause_is_unchanged(
+    rules: RuleRewriter, query: str
+) -> None:
+    result = await _rewrite(rules, query, ("节后综合征", "节后综合征有很多症状"))
+    assert result == RewriteResult(query, "none", "no reference resolved")
