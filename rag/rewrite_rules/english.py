@@ -20,6 +20,7 @@ def _words(text: str) -> frozenset[str]:
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019.&-][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_NEXT_WORD = re.compile(r" +([^\W_]+)")
 
 # Not a bare "this" or "that": they mostly stand for a statement or an action ("what if that doesn't work"
 # after "how do I reset my password?"), which no noun phrase can replace (Webber's discourse deixis).
@@ -66,11 +67,15 @@ _CLOSED = (
     )
     | _BASE_VERBS
 )
-# Heads whose "X of Y" phrase is about Y ("the different types of sharks" -> "sharks").
+# Relational heads, singular: "X of Y" is about Y ("the different types of sharks" -> "sharks"), and an X alone
+# is no antecedent but leaves its Y unsaid: it names a property or a part of something else.
 _RELATIONAL_HEADS = _words(
-    "type types kind kinds sort sorts form forms number list examples example history origin origins "
-    "lot lots part parts member members benefits advantages disadvantages causes effects symptoms"
+    "type kind sort example history origin part member benefit advantage disadvantage cause effect symptom"
 )
+# Heads that count or hold: "a lot of fans", "the number of players", "a form of art" are about their Y too,
+# but alone they are ordinary things ("the leave form", "the list").
+_OF_HEADS = _RELATIONAL_HEADS | _words("form number list lot")
+_WH = _words("what who whom whose which where when why how")
 _CONNECTORS = frozenset({"of", "the", "de", "del", "la", "le", "von", "van", "du", "da", "for", "on", "&"})
 # Words that make a capitalised name an organisation, place, event or work rather than a person.
 _NOT_PERSON = _words(
@@ -252,6 +257,25 @@ def _leads_common_phrase(tokens: list[_Token], index: int, owner: str) -> bool:
     return owner in _AUX and not _participle(tokens[index].low)  # "can be carried over" is a verb, not a noun
 
 
+def _singular(low: str) -> str:
+    return low[:-1] if low.endswith("s") and not low.endswith("ss") else low
+
+
+def _relational(low: str) -> bool:
+    return _singular(low) in _RELATIONAL_HEADS
+
+
+def _lead_index(tokens: list[_Token], index: int) -> int:
+    """Where the word before a phrase's determiners and numbers is ("did" in "did all these languages"); -1: none."""
+    back = index - 1
+    while back >= 0 and tokens[back + 1].joined:
+        low = tokens[back].low
+        if low not in _DETERMINERS | _QUANTIFIERS and not low.isdigit():
+            return back
+        back -= 1
+    return -1 if back < 0 or not tokens[back + 1].joined else back
+
+
 def phrases(sentence: str) -> list[Phrase]:
     """Noun phrases of one sentence, in order: capitalised names and determiner/preposition/verb-led common phrases."""
     tokens, found, index = _tokens(sentence), [], 0
@@ -259,8 +283,11 @@ def phrases(sentence: str) -> list[Phrase]:
     while index < len(tokens):
         token = tokens[index]
         owner = tokens[index - 1].low if index and token.joined else ""
-        lead = tokens[index - 2].low if owner in _DETERMINERS and index > 1 and tokens[index - 1].joined else owner
-        if index == 0 or lead in _AUX:
+        at = _lead_index(tokens, index)
+        lead = tokens[at].low if at >= 0 else ""
+        if at >= 0 and lead in _COPULAS and at > 0 and tokens[at - 1].low not in _WH:
+            role = _OBLIQUE_WEIGHT  # "want it to be the national symbol": a predicate describes, it is no referent
+        elif index == 0 or lead in _AUX:
             role = _SUBJECT_WEIGHT  # "Gonzalez grew up", "when did Weeb retire"
         elif lead in _PREPOSITIONS and lead != "about" and not about_next:
             role = _OBLIQUE_WEIGHT  # "in a rough area of Puerto Rico"
@@ -283,7 +310,7 @@ def phrases(sentence: str) -> list[Phrase]:
         if _content(token) and _leads_common_phrase(tokens, index, owner):
             end = _common_end(tokens, index, lead in _INVERTING)
             if end > index:
-                if tokens[end - 1].low in _RELATIONAL_HEADS and end < len(tokens) and tokens[end].low == "of":
+                if _singular(tokens[end - 1].low) in _OF_HEADS and end < len(tokens) and tokens[end].low == "of":
                     index, about_next = end + 1, True  # the phrase after "of" is the one that matters
                     continue
                 start = tokens[index - 1].start if owner in _ARTICLES else token.start
@@ -318,8 +345,8 @@ def _english_references(query: str) -> list[tuple[_Token, Kind, bool]]:
 
 
 def _fits(phrase: Phrase, kind: Kind) -> bool:
-    if phrase.owned:
-        return False
+    if phrase.owned or (not phrase.name and _relational(phrase.key)):
+        return False  # "its symptoms" is part of a chain; "the advantages" name a property of something else
     if kind == "person":
         return phrase.person
     if kind == "plural":
@@ -362,6 +389,11 @@ def _mentions(history: Sequence[Round]) -> list[_Mention]:
 
 def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:
     """The phrase a `kind` pronoun most likely means: mentioned most, recently and by the user (a salience score)."""
+    scored = _scored_topic(mentions, kind)
+    return scored[1] if scored else None
+
+
+def _scored_topic(mentions: Sequence[_Mention], kind: Kind) -> tuple[float, str] | None:
     best: tuple[float, Phrase] | None = None
     for phrase, _ in mentions:
         if not _fits(phrase, kind):
@@ -373,7 +405,27 @@ def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:
         return None
     # Name it as fully as any mention of the right number did ("Weeb" -> "Weeb Ewbank"), not pronoun-owned ones.
     forms = [other for other, _ in mentions if _same(best[1], other) and _fits(other, kind)]
-    return max(forms, key=lambda other: (len(other.words), other.name)).text if forms else best[1].text
+    return best[0], max(forms, key=lambda other: (len(other.words), other.name)).text if forms else best[1].text
+
+
+def _bridges(query: str, mentions: Sequence[_Mention]) -> list[tuple[int, str]]:
+    """(where, "of X") for each relational head in `query` left without its argument: "What are the main
+    advantages?" asks about the topic's advantages (an implicit argument, as in bridging anaphora)."""
+    found: list[tuple[int, str]] = []
+    named = phrases(query)
+    if any(phrase.name for phrase in named):
+        return found  # "What sort of history does Turkana have?": the name may be the argument
+    for phrase in named:
+        end = phrase.start + len(phrase.text)
+        following = _NEXT_WORD.match(query, end)
+        if phrase.owned or not _relational(phrase.key) or query[end:].startswith(("'", "\u2019")):
+            continue
+        if following and (following.group(1).lower() in _DETERMINERS or _content(_tokens(following.group(1))[0])):
+            continue  # "did that cause the band to break up": a verb with its object, not a noun
+        topics = [topic for kind in ("thing", "plural") if (topic := _scored_topic(mentions, kind)) is not None]
+        if topics:
+            found.append((end, max(topics)[1]))
+    return found
 
 
 def _fuller(phrase: Phrase, mentions: Sequence[_Mention]) -> Phrase | None:
@@ -429,12 +481,17 @@ def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None
     for start, end, fuller in _expansions(query, mentions):
         if fuller.lower() not in query.lower() and all(end <= s or start >= e for s, e, _, _ in edits):
             edits.append((start, end, query[start:end], fuller))
+    for end, topic in _bridges(query, mentions):
+        if topic.lower() not in query.lower() and all(end <= s or end >= e for s, e, _, _ in edits):
+            edits.append(
+                (end, end, "", " of " + (topic[0].lower() + topic[1:] if topic.startswith(("The ", "A ")) else topic))
+            )
     if not edits:
         return None
     text = query
     for start, end, _, phrase in sorted(edits, key=lambda edit: -edit[0]):
         text = text[:start] + _replacement(text, start, end, phrase) + text[end:]
-    said = ", ".join(f"{old}->{new}" for _, _, old, new in sorted(edits))
+    said = ", ".join(f"{old}->{new}" if old else f"+{new.strip()}" for _, _, old, new in sorted(edits))
     return text, f"resolved {said}"
 
 

@@ -399,3 +399,25 @@ async def test_a_chinese_clause_that_names_something_or_is_no_clause_is_unchange
 ) -> None:
     result = await _rewrite(rules, query, ("节后综合征", "节后综合征有很多症状"))
     assert result == RewriteResult(query, "none", "no reference resolved")
+
+
+async def test_a_relational_noun_without_its_argument_takes_the_topic(rules: RuleRewriter) -> None:
+    history = [("What is a 529 plan?", "A savings plan for education.")]
+    result = await _rewrite(rules, "What are the main advantages?", *history)
+    assert result == RewriteResult("What are the main advantages of a 529 plan?", "rules", "resolved +of a 529 plan")
+
+
+@pytest.mark.parametrize(
+    "query", ["What are the advantages of a Roth IRA?", "Did that cause the delay?", "What types does Vanguard offer?"]
+)
+async def test_a_relational_noun_with_an_argument_or_used_as_a_verb_is_left_alone(
+    rules: RuleRewriter, query: str
+) -> None:
+    result = await _rewrite(rules, query, ("What is a 529 plan?", "A savings plan for education."))
+    assert result.method == "none"
+
+
+async def test_a_predicate_noun_is_a_weak_antecedent(rules: RuleRewriter) -> None:
+    history = [("Where are turkeys from?", ""), ("Why did Ben Franklin want a turkey to be the national symbol?", "")]
+    result = await _rewrite(rules, "How did he cook it?", *history)
+    assert result.text == "How did Ben Franklin cook a turkey?"
