@@ -21,6 +21,8 @@ def _words(text: str) -> frozenset[str]:
 _WORD = re.compile(r"[^\W_]+(?:['\u2019.&-][^\W_]+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _NEXT_WORD = re.compile(r" +([^\W_]+)")
+# A second question joined by "and": "What is X and why is it important?"
+_NEXT_CLAUSE = re.compile(r"\band (?:what|why|how|when|where|who|which|is|are|was|were|do|does|did|can)\b", re.I)
 
 # Not a bare "this" or "that": they mostly stand for a statement or an action ("what if that doesn't work"
 # after "how do I reset my password?"), which no noun phrase can replace (Webber's discourse deixis).
@@ -105,6 +107,7 @@ _EST_NOUNS = _words(
     "quest quests chest chests nest nests west rest harvest harvests conquest conquests arrest arrests pest pests "
     "vest vests crest digest inquest behest bequest priest priests manifest"
 )
+_CLAUSE_OPENERS = _words("that to whether if for")
 _EXPLETIVE_NEXT = _words("true possible likely known said reported believed important necessary hard easy")
 # Salience: a user's own words weigh four times an answer's (an answer is a weak source: it may be a fixed text),
 # and each round back counts half as much, so the latest round dominates; 8 rounds back weigh under 1%.
@@ -149,6 +152,8 @@ class Phrase:
 
     @property
     def plural(self) -> bool:
+        if self.name and self.words[0] != "the" and len(self.words) > 1:
+            return False  # "Tennessee Williams", "Los Angeles": a name of several words without "the" is one thing
         return self.key != self.words[-1]  # "sharks", "Cubesats", "the Smashing Pumpkins"
 
     @property
@@ -160,6 +165,7 @@ class Phrase:
             and not _NOT_PERSON.intersection(words)
             and words[0] != "the"
             and not self.plural
+            and not (len(words) == 1 and self.text.isupper())  # "INXS", "NASA": an acronym names no person
         )
 
 
@@ -252,6 +258,9 @@ def _interjection(tokens: list[_Token]) -> bool:
 
 def _leads_common_phrase(tokens: list[_Token], index: int, owner: str) -> bool:
     """Whether a common noun phrase can start at tokens[index], given the word before it."""
+    if owner == "to":  # "easiest to learn": an infinitive, unless a noun follows ("to cloud computing")
+        after = tokens[index + 1] if index + 1 < len(tokens) else None
+        return after is not None and after.joined and _content(after)
     if index == 0 or owner in _DETERMINERS | _PREPOSITIONS | _OWNERS | _QUANTIFIERS or owner.isdigit():
         return True
     return owner in _AUX and not _participle(tokens[index].low)  # "can be carried over" is a verb, not a noun
@@ -263,6 +272,15 @@ def _singular(low: str) -> str:
 
 def _relational(low: str) -> bool:
     return _singular(low) in _RELATIONAL_HEADS
+
+
+def _inverted(tokens: list[_Token], at: int) -> bool:
+    """Whether tokens[at] is an auxiliary before its subject: "did X show", "was X ethical", "why is X important"
+    (the word after X is then a verb or a predicate); "what is X" and "who was X" are not, as what/who is the
+    predicate there."""
+    if at < 0 or tokens[at].low not in _AUX:
+        return False
+    return tokens[at].low in _INVERTING or at == 0 or tokens[at - 1].low in _WH - _words("what who which whose")
 
 
 def _lead_index(tokens: list[_Token], index: int) -> int:
@@ -301,7 +319,7 @@ def phrases(sentence: str) -> list[Phrase]:
             end = _name_end(tokens, index)
             start = tokens[index - 1].start if owner == "the" else token.start
             plural = tokens[end - 1].low.endswith("s")  # "the Brits call it": a plural name is followed by its verb
-            if owner == "the" and not plural and _head_noun_at(tokens, end):
+            if owner == "the" and not plural and not _inverted(tokens, at) and _head_noun_at(tokens, end):
                 end += 1  # "the Neverending Story film", "the BBC experiment": a name modifying a noun
             text = sentence[start : tokens[end - 1].end]
             found.append(Phrase(text.removesuffix("'s").removesuffix("\u2019s"), True, owned, role, start))
@@ -337,11 +355,17 @@ def _english_references(query: str) -> list[tuple[_Token, Kind, bool]]:
         followed_by_noun = after is not None and after.joined and (_content(after) or _capitalised(after))
         if low in _DEMONSTRATIVE and (followed_by_noun or before in _NOT_AFTER):
             continue  # a determiner ("this album"), a conjunction ("so that") or an event ("after that")
-        if low == "it" and after is not None and after.low in _EXPLETIVE_NEXT:
-            continue  # "is it true that ..."
+        if low == "it" and _expletive(tokens, index):
+            continue  # "is it true that ...", "is it possible to ..."
         kinds.add(kind)
         found.append((token, kind, low in _POSSESSIVE or (low == "her" and followed_by_noun)))
     return found
+
+
+def _expletive(tokens: list[_Token], index: int) -> bool:
+    """Whether "it" at `index` is a dummy subject: an adjective then the clause it stands for ("true that")."""
+    after = tokens[index + 1 : index + 3]
+    return len(after) == 2 and after[0].low in _EXPLETIVE_NEXT and after[1].low in _CLAUSE_OPENERS
 
 
 def _fits(phrase: Phrase, kind: Kind) -> bool:
@@ -390,7 +414,22 @@ def _mentions(history: Sequence[Round]) -> list[_Mention]:
 def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:
     """The phrase a `kind` pronoun most likely means: mentioned most, recently and by the user (a salience score)."""
     scored = _scored_topic(mentions, kind)
+    if scored is None and kind == "plural":
+        return _generic_plural(mentions)
     return scored[1] if scored else None
+
+
+def _generic_plural(mentions: Sequence[_Mention]) -> str | None:
+    """ "they" for a kind named in the singular: "a virtual machine" -> "virtual machines" (generic reference)."""
+    generic = [phrase for phrase, _ in mentions if not phrase.name and phrase.words[0] in ("a", "an")]
+    if not generic or not _fits(generic[0], "thing"):
+        return None
+    text = generic[0].text.split(" ", 1)[1]
+    if text.endswith(("s", "x", "ch", "sh")):
+        return text + "es"
+    if text.endswith("y") and text[-2:-1] not in tuple("aeiou"):
+        return text[:-1] + "ies"
+    return text + "s"
 
 
 def _scored_topic(mentions: Sequence[_Mention], kind: Kind) -> tuple[float, str] | None:
@@ -471,7 +510,10 @@ def _replacement(query: str, start: int, end: int, text: str) -> str:
 
 def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None:
     edits: list[tuple[int, int, str, str]] = []
+    own = phrases(query)
     for token, kind, possessive in _english_references(query):
+        if any(_fits(phrase, kind) and _NEXT_CLAUSE.search(query, phrase.start, token.start) for phrase in own):
+            continue  # "What is the Galileo system and why is it important?": bound by an earlier conjunct
         phrase = _topic(mentions, kind)
         if phrase is None or phrase.lower() in query.lower():
             continue

@@ -371,7 +371,7 @@ async def test_an_indefinite_phrase_is_not_made_fuller(rules: RuleRewriter) -> N
 @pytest.mark.parametrize(
     ("history", "expected"),
     [
-        ("If I already know English, which language would be the easiest to learn?", "none"),
+        ("Which language would be the easiest to learn?", "none"),
         ("Are there any other interesting albums?", "none"),
     ],
     ids=["superlative", "any-other"],
@@ -421,3 +421,27 @@ async def test_a_predicate_noun_is_a_weak_antecedent(rules: RuleRewriter) -> Non
     history = [("Where are turkeys from?", ""), ("Why did Ben Franklin want a turkey to be the national symbol?", "")]
     result = await _rewrite(rules, "How did he cook it?", *history)
     assert result.text == "How did Ben Franklin cook a turkey?"
+
+
+async def test_they_can_stand_for_a_kind_named_in_the_singular(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "How do they work?", ("What is the main function of a virtual machine?", ""))
+    assert result.text == "How do virtual machines work?"
+
+
+async def test_a_pronoun_bound_by_an_earlier_conjunct_is_left_alone(rules: RuleRewriter) -> None:
+    query = "What is the Galileo system and why is it important?"
+    assert (await _rewrite(rules, query, ("What was the first artificial satellite?", ""))).method == "none"
+
+
+@pytest.mark.parametrize(
+    ("history", "query", "expected"),
+    [
+        ("Tell me about Tennessee Williams", "Where was he born?", "Where was Tennessee Williams born?"),
+        ("What did the Stanford Experiment show?", "Was it ethical?", "Was the Stanford Experiment ethical?"),
+    ],
+    ids=["name-ending-in-s-is-one-person", "verb-after-an-inverted-subject"],
+)
+async def test_names_are_read_as_one_thing_up_to_their_verb(
+    rules: RuleRewriter, history: str, query: str, expected: str
+) -> None:
+    assert (await _rewrite(rules, query, (history, ""))).text == expected
