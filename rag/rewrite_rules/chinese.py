@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import jieba
 
 from rag.rewrite import Round
-from rag.rewrite_rules.english import Kind
+from rag.rewrite_rules.phrases import Kind
 
 if TYPE_CHECKING:
     from jieba.posseg import POSTokenizer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag.rewrite_rules.english import Phrase, phrases
+from rag.rewrite_rules.phrases import Phrase, phrases
 
 # A bare noun phrase led by "what/how about" or "and": the rest of the question is the previous one's.
 _REMNANT = re.compile(r"^\s*(?:and\s+)?(?:(?:what|how)\s+about\s+)?(?P<x>[^?!.,;:]+?)\s*[?!.]*\s*$", re.IGNORECASE)
