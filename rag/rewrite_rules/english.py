@@ -34,6 +34,7 @@ _NOT_AFTER = word_set(
     "after before besides since like than so such now about despite beyond say said think know believe true "
     "mean means hope suggest show shows showed"
 )
+_GROUPS = word_set("band group team club clan crew company party league family people")
 _DEFINITE = frozenset({"the", "this", "that", "these", "those"})
 _CLAUSE_OPENERS = word_set("that to whether if for")
 _EXPLETIVE_NEXT = word_set("true possible likely known said reported believed important necessary hard easy")
@@ -41,6 +42,7 @@ _EXPLETIVE_NEXT = word_set("true possible likely known said reported believed im
 # and each round back counts half as much, so the latest round dominates; 8 rounds back weigh under 1%.
 _USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 0.5, 0.5
 _MAX_ROUNDS = 8
+_OPENING_FLOOR = 0.25
 
 
 def _english_references(query: str) -> list[tuple[Token, Kind, bool]]:
@@ -75,7 +77,10 @@ def _fits(phrase: Phrase, kind: Kind) -> bool:
     if kind == "person":
         return phrase.person
     if kind == "plural":
-        return phrase.plural or (phrase.name and not phrase.person)
+        # A name without "the" can be a group ("INXS", "Slipknot"); with it, a plural or a group noun can
+        # ("the Beatles", "the Wu-Tang Clan"), and anything else is one thing ("the US").
+        group = phrase.words[0] != "the" or bool(_GROUPS.intersection(phrase.words))
+        return phrase.plural or (phrase.name and not phrase.person and group)
     return not phrase.plural and not (phrase.person and len(phrase.words) > 1)
 
 
@@ -97,19 +102,30 @@ def _mentions(history: Sequence[Round]) -> list[_Mention]:
     Each earlier question is read with its own pronouns resolved, so a chain ("What is X?", "Is it Y?", "Why is it
     Z?") keeps X salient. Salience halves with each round back, which makes the latest round dominate and makes
     rounds before the last few irrelevant: they are not read at all, which bounds the work on long histories.
+    The opening round, which sets the conversation's topic, never weighs less than `_OPENING_FLOOR`.
     """
+    window = list(history[-_MAX_ROUNDS:])
+    if len(history) > _MAX_ROUNDS:
+        window[0] = history[0]
     rounds: list[list[_Mention]] = []
-    for user, assistant in history[-_MAX_ROUNDS:]:
-        earlier = [mention for mentions in reversed(rounds) for mention in mentions]
-        done = _resolve(user, earlier)
+    for user, assistant in window:
+        done = _resolve(user, _weighed(rounds))
         first_sentence = _SENTENCE_END.split(assistant.strip(), maxsplit=1)[0]
         asked = [
             (replace(phrase, user=True), _USER_WEIGHT * phrase.role) for phrase in phrases(done[0] if done else user)
         ]
         answered = [(phrase, _ANSWER_WEIGHT * phrase.role) for phrase in phrases(first_sentence)]
-        rounds = [[(phrase, weight * _DECAY) for phrase, weight in mentions] for mentions in rounds]
         rounds.append(asked + answered)
-    return [mention for mentions in reversed(rounds) for mention in mentions]
+    return _weighed(rounds)
+
+
+def _weighed(rounds: list[list[_Mention]]) -> list[_Mention]:
+    """The mentions of `rounds` (oldest first) weighed by their age, the latest round first."""
+    weighed: list[_Mention] = []
+    for back, mentions in enumerate(reversed(rounds)):
+        factor = _DECAY**back if back < len(rounds) - 1 else max(_DECAY**back, _OPENING_FLOOR)
+        weighed.extend((phrase, weight * factor) for phrase, weight in mentions)
+    return weighed
 
 
 def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:

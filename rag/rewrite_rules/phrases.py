@@ -130,7 +130,7 @@ class Phrase:
     @property
     def key(self) -> str:
         head = self.words[-1]
-        return head[:-1] if head.endswith("s") and not head.endswith("ss") and len(head) > 3 else head
+        return _singular(head) if len(head) > 3 else head
 
     @property
     def plural(self) -> bool:
@@ -222,18 +222,21 @@ def _common_end(tokens: list[Token], index: int, inverted: bool) -> int:
         end -= 1  # "how did these languages evolve?": after an inverted do/can/will the run ends with the verb
     while end > index and _adjective(tokens[end - 1].low):
         end -= 1  # a noun phrase ends with its noun: "the easiest", "closest" name nothing
+    if index < end < len(tokens) and tokens[end].joined and tokens[end].low.isdigit():
+        end += 1  # "room 12", "project number 3": the number tells this one from the others
     return end
 
 
-def _head_noun_at(tokens: list[Token], index: int) -> bool:
-    """Whether tokens[index] ends a phrase as its noun: a content word followed by nothing that could be its object."""
-    if index >= len(tokens) or not tokens[index].joined or not content(tokens[index]):
-        return False
-    low = tokens[index].low
-    if _participle(low) or _adjective(low):
-        return False  # "the system chosen", "is the VPN available"
-    after = tokens[index + 1] if index + 1 < len(tokens) else None
-    return after is None or not after.joined or after.low in _CLOSED
+def _nouns_after_name(tokens: list[Token], index: int) -> int:
+    """How many nouns after a name starting at tokens[index] it modifies ("the Stanford prison experiment": 2):
+    content words, up to 3, followed by nothing that could be their object; 0 when they may be a verb and object."""
+    end = index
+    while end < len(tokens) and end - index < 3 and tokens[end].joined and content(tokens[end]):
+        if _participle(tokens[end].low) or _adjective(tokens[end].low):
+            return 0  # "the system chosen", "is the VPN available"
+        end += 1
+    after = tokens[end] if end < len(tokens) else None
+    return end - index if after is None or not after.joined or after.low in _CLOSED else 0
 
 
 def _interjection(tokens: list[Token]) -> bool:
@@ -252,7 +255,8 @@ def _leads_common_phrase(tokens: list[Token], index: int, owner: str) -> bool:
 
 
 def _singular(low: str) -> str:
-    return low[:-1] if low.endswith("s") and not low.endswith("ss") else low
+    # "-ss", "-is", "-us" end singular nouns ("class", "ketosis", "virus"), not plurals
+    return low[:-1] if low.endswith("s") and not low.endswith(("ss", "is", "us")) else low
 
 
 def relational(low: str) -> bool:
@@ -305,8 +309,8 @@ def phrases(sentence: str) -> list[Phrase]:
             end = _name_end(tokens, index)
             start = tokens[index - 1].start if owner == "the" else token.start
             plural = tokens[end - 1].low.endswith("s")  # "the Brits call it": a plural name is followed by its verb
-            if owner == "the" and not plural and not _inverted(tokens, at) and _head_noun_at(tokens, end):
-                end += 1  # "the Neverending Story film", "the BBC experiment": a name modifying a noun
+            if owner == "the" and not plural and not _inverted(tokens, at):
+                end += _nouns_after_name(tokens, end)  # "the BBC experiment": a name modifying a noun
             text = sentence[start : tokens[end - 1].end]
             found.append(Phrase(text.removesuffix("'s").removesuffix("\u2019s"), True, owned, role, start))
             index = end

@@ -445,3 +445,20 @@ async def test_names_are_read_as_one_thing_up_to_their_verb(
     rules: RuleRewriter, history: str, query: str, expected: str
 ) -> None:
     assert (await _rewrite(rules, query, (history, ""))).text == expected
+
+
+async def test_the_opening_question_keeps_setting_the_topic(rules: RuleRewriter) -> None:
+    history = [
+        ("Tell me about the Stanford prison experiment.", ""),
+        ("Was there a film?", ""),
+        ("Who took part?", ""),
+        ("What did the guards do?", ""),
+        ("Which prisoners left early?", ""),
+    ]
+    result = await _rewrite(rules, "Was it ethical?", *history)
+    assert result.text == "Was the Stanford prison experiment ethical?"
+
+
+async def test_a_number_tells_things_of_one_kind_apart(rules: RuleRewriter) -> None:
+    history = [("Where is room 12?", "On the first floor."), ("Is room 14 free?", "Yes.")]
+    assert (await _rewrite(rules, "Can I book it?", *history)).text == "Can I book room 14?"
