@@ -19,6 +19,8 @@ from rag.rewrite_rules.phrases import (
     content,
     phrases,
     relational,
+    singular,
+    superlative,
     tokenize,
     word_set,
 )
@@ -133,6 +135,9 @@ def _topic(mentions: Sequence[_Mention], kind: Kind) -> str | None:
     scored = _scored_topic(mentions, kind)
     if scored is None and kind == "plural":
         return _generic_plural(mentions)
+    if scored is None and kind == "thing":
+        names = [phrase for phrase, _ in mentions if phrase.name and not phrase.plural and not phrase.owned]
+        return names[0].text if names else None  # "Red Bull" looked like a person's name; "it" says it is not
     return scored[1] if scored else None
 
 
@@ -141,7 +146,11 @@ def _generic_plural(mentions: Sequence[_Mention]) -> str | None:
     generic = [phrase for phrase, _ in mentions if not phrase.name and phrase.words[0] in ("a", "an")]
     if not generic or not _fits(generic[0], "thing"):
         return None
-    text = generic[0].text.split(" ", 1)[1]
+    return _plural(generic[0].text.split(" ", 1)[1])
+
+
+def _plural(text: str) -> str:
+    """The regular English plural of a noun phrase: its last word with -s, -es or -ies."""
     if text.endswith(("s", "x", "ch", "sh")):
         return text + "es"
     if text.endswith("y") and text[-2:-1] not in tuple("aeiou"):
@@ -181,6 +190,38 @@ def _bridges(query: str, mentions: Sequence[_Mention]) -> list[tuple[int, str]]:
         topics = [topic for kind in ("thing", "plural") if (topic := _scored_topic(mentions, kind)) is not None]
         if topics:
             found.append((end, max(topics)[1]))
+    return found
+
+
+def _elided_heads(query: str, mentions: Sequence[_Mention]) -> list[tuple[int, str]]:
+    """(where, " noun") for each superlative standing without its noun: "What is the largest ever caught?" after
+    talk of sharks asks for "the largest shark" (a superlative licenses the noun's ellipsis; the topic supplies it)."""
+    words = tokenize(query)
+    found: list[tuple[int, str]] = []
+    for index, token in enumerate(words[1:-1], start=1):
+        after = words[index + 1]
+        if words[index - 1].low != "the" or not superlative(token.low) or (after.joined and content(after)):
+            continue
+        if any(content(word) for word in words[: index - 1]):
+            continue  # "which language would be the easiest": the question names the kind itself
+        topics = [topic for kind in ("thing", "plural") if (topic := _scored_topic(mentions, kind)) is not None]
+        head = max(topics)[1].split()[-1] if topics else ""
+        if head.islower() and head.isalpha():
+            found.append((token.end, " " + singular(head)))
+    return found
+
+
+def _ones(query: str, mentions: Sequence[_Mention]) -> list[tuple[int, int, str]]:
+    """(start, end, noun) for "ones" standing for the topic's noun: "What are the most important ones?" after
+    "What is a genre?" asks for "the most important genres" ("one"-anaphora repeats a noun, not a referent)."""
+    found: list[tuple[int, int, str]] = []
+    for token in tokenize(query):
+        if token.low != "ones":
+            continue
+        topics = [topic for kind in ("thing", "plural") if (topic := _scored_topic(mentions, kind)) is not None]
+        if topics and max(topics)[1].split()[-1].islower():
+            noun = max(topics)[1].removeprefix("the ").removeprefix("a ").removeprefix("an ")
+            found.append((token.start, token.end, noun if noun.endswith("s") else _plural(noun)))
     return found
 
 
@@ -240,6 +281,11 @@ def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None
     for start, end, fuller in _expansions(query, mentions):
         if fuller.lower() not in query.lower() and all(end <= s or start >= e for s, e, _, _ in edits):
             edits.append((start, end, query[start:end], fuller))
+    for start, end, noun in _ones(query, mentions):
+        edits.append((start, end, "ones", noun))
+    for end, head in _elided_heads(query, mentions):
+        if all(end <= s or end >= e for s, e, _, _ in edits):
+            edits.append((end, end, "", head))
     for end, topic in _bridges(query, mentions):
         if topic.lower() not in query.lower() and all(end <= s or end >= e for s, e, _, _ in edits):
             edits.append(

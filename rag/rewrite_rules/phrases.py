@@ -90,6 +90,7 @@ _QUANTIFIERS = word_set("some many few several all both most")
 # Articles a replacement keeps: "a 529 plan", "the Eiffel Tower" (a bare "meeting room" is not English).
 ARTICLES = frozenset({"the", "a", "an"})
 # The few English nouns ending in -est; any other word so ending is a superlative ("the easiest"), never a head.
+_RANKS = word_set("best worst first last")
 _EST_NOUNS = word_set(
     "interest interests forest forests request requests test tests contest contests protest protests guest guests "
     "quest quests chest chests nest nests west rest harvest harvests conquest conquests arrest arrests pest pests "
@@ -130,7 +131,7 @@ class Phrase:
     @property
     def key(self) -> str:
         head = self.words[-1]
-        return _singular(head) if len(head) > 3 else head
+        return singular(head) if len(head) > 3 else head
 
     @property
     def plural(self) -> bool:
@@ -201,11 +202,14 @@ def _noun_modifier(tokens: list[Token], index: int) -> bool:
     )
 
 
+def superlative(low: str) -> bool:
+    """Whether a word ranks ("biggest", "best", "first"): after "the" it can stand without its noun."""
+    return low in _RANKS or (low.endswith("est") and len(low) > 4 and low not in _EST_NOUNS)
+
+
 def _adjective(low: str) -> bool:
     """Whether a word is an adjective by its ending (-able, -ible, -ous, -ful, -less, a superlative's -est)."""
-    if low.endswith("est") and len(low) > 4 and low not in _EST_NOUNS:
-        return True
-    return len(low) > 5 and low.endswith(("able", "ible", "ous", "ful", "less"))
+    return superlative(low) or (len(low) > 5 and low.endswith(("able", "ible", "ous", "ful", "less")))
 
 
 def _common_end(tokens: list[Token], index: int, inverted: bool) -> int:
@@ -235,6 +239,8 @@ def _nouns_after_name(tokens: list[Token], index: int) -> int:
         if _participle(tokens[end].low) or _adjective(tokens[end].low):
             return 0  # "the system chosen", "is the VPN available"
         end += 1
+        if tokens[end - 1].text.endswith(("'s", "\u2019s")):
+            return end - index  # a possessor ends its phrase: "the Surrealism movement's founding"
     after = tokens[end] if end < len(tokens) else None
     return end - index if after is None or not after.joined or after.low in _CLOSED else 0
 
@@ -254,14 +260,15 @@ def _leads_common_phrase(tokens: list[Token], index: int, owner: str) -> bool:
     return owner in _AUX and not _participle(tokens[index].low)  # "can be carried over" is a verb, not a noun
 
 
-def _singular(low: str) -> str:
+def singular(low: str) -> str:
+    """The singular of a regular English plural ("sharks" -> "shark"); anything else unchanged."""
     # "-ss", "-is", "-us" end singular nouns ("class", "ketosis", "virus"), not plurals
     return low[:-1] if low.endswith("s") and not low.endswith(("ss", "is", "us")) else low
 
 
 def relational(low: str) -> bool:
     """Whether a noun names a property or part of something else ("advantages", "types", "members")."""
-    return _singular(low) in _RELATIONAL_HEADS
+    return singular(low) in _RELATIONAL_HEADS
 
 
 def _inverted(tokens: list[Token], at: int) -> bool:
@@ -318,7 +325,7 @@ def phrases(sentence: str) -> list[Phrase]:
         if content(token) and _leads_common_phrase(tokens, index, owner):
             end = _common_end(tokens, index, lead in _INVERTING)
             if end > index:
-                if _singular(tokens[end - 1].low) in _OF_HEADS and end < len(tokens) and tokens[end].low == "of":
+                if singular(tokens[end - 1].low) in _OF_HEADS and end < len(tokens) and tokens[end].low == "of":
                     index, about_next = end + 1, True  # the phrase after "of" is the one that matters
                     continue
                 start = tokens[index - 1].start if owner in ARTICLES else token.start

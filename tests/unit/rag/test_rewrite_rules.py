@@ -462,3 +462,24 @@ async def test_the_opening_question_keeps_setting_the_topic(rules: RuleRewriter)
 async def test_a_number_tells_things_of_one_kind_apart(rules: RuleRewriter) -> None:
     history = [("Where is room 12?", "On the first floor."), ("Is room 14 free?", "Yes.")]
     assert (await _rewrite(rules, "Can I book it?", *history)).text == "Can I book room 14?"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What is the largest ever caught?", "What is the largest shark ever caught?"),
+        ("Which ones are endangered?", "Which tiger sharks are endangered?"),
+        ("Which language would be the easiest to learn?", None),
+    ],
+    ids=["superlative-without-its-noun", "ones", "superlative-with-its-noun"],
+)
+async def test_a_superlative_or_ones_without_a_noun_takes_the_topics_noun(
+    rules: RuleRewriter, query: str, expected: str | None
+) -> None:
+    result = await _rewrite(rules, query, ("Tell me about tiger sharks.", ""))
+    assert result.text == (expected or query)
+
+
+async def test_it_takes_a_name_that_only_looked_like_a_persons(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "Can it kill you?", ("Is Red Bull bad for you?", ""))
+    assert result.text == "Can Red Bull kill you?"
