@@ -45,6 +45,7 @@ _EXPLETIVE_NEXT = word_set("true possible likely known said reported believed im
 _USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 0.5, 0.5
 _MAX_ROUNDS = 8
 _OPENING_FLOOR = 0.25
+_SINGULAR_THEY = 0.5
 
 
 def _english_references(query: str) -> list[tuple[Token, Kind, bool]]:
@@ -79,10 +80,11 @@ def _fits(phrase: Phrase, kind: Kind) -> bool:
     if kind == "person":
         return phrase.person
     if kind == "plural":
-        # A name without "the" can be a group ("INXS", "Slipknot"); with it, a plural or a group noun can
-        # ("the Beatles", "the Wu-Tang Clan"), and anything else is one thing ("the US").
+        # A name without "the" can be a group ("INXS", "Skunk Anansie": a name that looks like a person's counts
+        # less, see _scored_topic); with "the", a plural or a group noun can ("the Beatles", "the Wu-Tang Clan"),
+        # and anything else is one thing ("the US").
         group = phrase.words[0] != "the" or bool(_GROUPS.intersection(phrase.words))
-        return phrase.plural or (phrase.name and not phrase.person and group)
+        return phrase.plural or (phrase.name and group)
     return not phrase.plural and not (phrase.person and len(phrase.words) > 1)
 
 
@@ -164,6 +166,8 @@ def _scored_topic(mentions: Sequence[_Mention], kind: Kind) -> tuple[float, str]
         if not _fits(phrase, kind):
             continue
         score = sum(weight for other, weight in mentions if _same(phrase, other))
+        if kind == "plural" and phrase.person:
+            score *= _SINGULAR_THEY  # a name that looks like a person's: a band's or singular "they", less likely
         if best is None or score > best[0] + 1e-9:
             best = (score, phrase)
     if best is None:

@@ -483,3 +483,9 @@ async def test_a_superlative_or_ones_without_a_noun_takes_the_topics_noun(
 async def test_it_takes_a_name_that_only_looked_like_a_persons(rules: RuleRewriter) -> None:
     result = await _rewrite(rules, "Can it kill you?", ("Is Red Bull bad for you?", ""))
     assert result.text == "Can Red Bull kill you?"
+
+
+async def test_they_can_be_a_band_whose_name_looks_like_a_persons(rules: RuleRewriter) -> None:
+    history = [("Skunk Anansie", "Formation"), ("Were they successful?", "Throughout the 1990s, the group toured.")]
+    result = await _rewrite(rules, "Did they win any awards?", *history)
+    assert result.text == "Did Skunk Anansie win any awards?"
