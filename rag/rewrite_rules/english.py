@@ -240,7 +240,13 @@ def _fuller(phrase: Phrase, mentions: Sequence[_Mention]) -> Phrase | None:
             continue
         if phrase.name and other.name and (other.words[-1] in phrase.words or other.words[0] in phrase.words):
             best = other  # a first or a last name of the fuller name
-        elif not phrase.name and phrase.key == other.key and other.user and other.words[0] not in ("a", "an"):
+        elif (
+            not phrase.name
+            and phrase.key == other.key
+            and (other.words[0] == "the" or other.text.split()[-1].islower())  # not "the braxton" -> "Tamar Braxton"
+            and other.user
+            and other.words[0] not in ("a", "an")
+        ):
             best = other  # the user's own definite phrase with the same head noun and more modifiers
     return best
 
@@ -270,6 +276,12 @@ def _replacement(query: str, start: int, end: int, text: str) -> str:
     return text
 
 
+def _named_in(own: Sequence[Phrase], topic: str) -> bool:
+    """Whether the query already names `topic`, maybe in short ("Toussaint ... his career" for Allen Toussaint)."""
+    words = set(Phrase(topic, name=True, owned=False).words)
+    return any(phrase.name and set(phrase.words) - CONNECTORS <= words for phrase in own)
+
+
 def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None:
     edits: list[tuple[int, int, str, str]] = []
     own = phrases(query)
@@ -277,7 +289,7 @@ def _resolve(query: str, mentions: Sequence[_Mention]) -> tuple[str, str] | None
         if any(_fits(phrase, kind) and _NEXT_CLAUSE.search(query, phrase.start, token.start) for phrase in own):
             continue  # "What is the Galileo system and why is it important?": bound by an earlier conjunct
         phrase = _topic(mentions, kind)
-        if phrase is None or phrase.lower() in query.lower():
+        if phrase is None or phrase.lower() in query.lower() or _named_in(own, phrase):
             continue
         if possessive:
             phrase += "'" if phrase.endswith("s") else "'s"

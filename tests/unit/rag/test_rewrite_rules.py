@@ -489,3 +489,13 @@ async def test_they_can_be_a_band_whose_name_looks_like_a_persons(rules: RuleRew
     history = [("Skunk Anansie", "Formation"), ("Were they successful?", "Throughout the 1990s, the group toured.")]
     result = await _rewrite(rules, "Did they win any awards?", *history)
     assert result.text == "Did Skunk Anansie win any awards?"
+
+
+async def test_a_pronoun_bound_by_a_name_in_the_question_is_left_alone(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "How many hits did Toussaint have in his career?", ("Allen Toussaint", ""))
+    assert result.text == "How many hits did Allen Toussaint have in his career?"
+
+
+async def test_a_lowercase_definite_phrase_is_not_made_a_persons_name(rules: RuleRewriter) -> None:
+    result = await _rewrite(rules, "Was the braxton album a hit?", ("Tell me about Tamar Braxton", ""))
+    assert result.method == "none"
