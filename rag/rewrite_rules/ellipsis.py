@@ -20,6 +20,11 @@ def _remnant(query: str) -> Phrase | None:
     return found[0] if len(found) == 1 and found[0].text == match.group("x") else None
 
 
+def is_remnant(query: str) -> bool:
+    """Whether the query is a bare "What about X?" / "How about X?" / "And X?" remnant."""
+    return _remnant(query) is not None
+
+
 def _parallel(remnant: Phrase, previous: list[Phrase]) -> Phrase | None:
     """The phrase of the previous question that the remnant contrasts with: the same head noun, else the last name
     when the remnant is a name ("Slack" for "Telegram"); None when there is no such single phrase."""

@@ -45,6 +45,9 @@ _EXPLETIVE_NEXT = word_set("true possible likely known said reported believed im
 _USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 0.5, 0.5
 _MAX_ROUNDS = 8
 _OPENING_FLOOR = 0.25
+# What is read of each earlier question and answer: a referent is named early, and the salience sums are
+# quadratic in the number of phrases, so an answer without full stops must not make them unbounded.
+_MAX_CHARS = 300
 _SINGULAR_THEY = 0.5
 
 
@@ -113,8 +116,9 @@ def _mentions(history: Sequence[Round]) -> list[_Mention]:
         window[0] = history[0]
     rounds: list[list[_Mention]] = []
     for user, assistant in window:
+        user = user[:_MAX_CHARS]
         done = _resolve(user, _weighed(rounds))
-        first_sentence = _SENTENCE_END.split(assistant.strip(), maxsplit=1)[0]
+        first_sentence = _SENTENCE_END.split(assistant[: 2 * _MAX_CHARS].strip(), maxsplit=1)[0][:_MAX_CHARS]
         asked = [
             (replace(phrase, user=True), _USER_WEIGHT * phrase.role) for phrase in phrases(done[0] if done else user)
         ]

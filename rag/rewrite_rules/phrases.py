@@ -90,6 +90,7 @@ _QUANTIFIERS = word_set("some many few several all both most")
 # Articles a replacement keeps: "a 529 plan", "the Eiffel Tower" (a bare "meeting room" is not English).
 ARTICLES = frozenset({"the", "a", "an"})
 # The few English nouns ending in -est; any other word so ending is a superlative ("the easiest"), never a head.
+_MAX_NAME_WORDS = 6  # "Big Brother and the Holding Company"; a longer capitalised run is a title or a heading
 _RANKS = word_set("best worst first last")
 _EST_NOUNS = word_set(
     "interest interests forest forests request requests test tests contest contests protest protests guest guests "
@@ -176,7 +177,7 @@ def content(token: Token) -> bool:
 
 def _name_end(tokens: list[Token], index: int) -> int:
     end = index + 1
-    while end < len(tokens) and tokens[end].joined:
+    while end < len(tokens) and tokens[end].joined and end - index < _MAX_NAME_WORDS:
         if capitalised(tokens[end]):
             end += 1
         elif tokens[end].low in CONNECTORS and end + 1 < len(tokens) and capitalised(tokens[end + 1]):

@@ -499,3 +499,17 @@ async def test_a_pronoun_bound_by_a_name_in_the_question_is_left_alone(rules: Ru
 async def test_a_lowercase_definite_phrase_is_not_made_a_persons_name(rules: RuleRewriter) -> None:
     result = await _rewrite(rules, "Was the braxton album a hit?", ("Tell me about Tamar Braxton", ""))
     assert result.method == "none"
+
+
+async def test_long_answers_without_full_stops_are_read_only_in_part(rules: RuleRewriter) -> None:
+    rambling = " and ".join(f"the part{n}" for n in range(800))  # 10,000 characters and no full stop
+    history = [(f"What does plan {n} cover?", rambling) for n in range(49)]
+    history.append(("What does the health insurance cover?", "The health insurance covers doctor visits."))
+    result = await _rewrite(rules, "Does it cover dentists?", *history)
+    assert result.text == "Does the health insurance cover dentists?"
+
+
+async def test_a_very_long_query_is_left_alone(rules: RuleRewriter) -> None:
+    query = "Does it cover " + "dentists and " * 60 + "opticians?"
+    result = await _rewrite(rules, query, ("What does the health insurance cover?", ""))
+    assert result == RewriteResult(query, "none", "too long for a follow-up")
