@@ -90,6 +90,7 @@ _QUANTIFIERS = word_set("some many few several all both most")
 # Articles a replacement keeps: "a 529 plan", "the Eiffel Tower" (a bare "meeting room" is not English).
 ARTICLES = frozenset({"the", "a", "an"})
 # The few English nouns ending in -est; any other word so ending is a superlative ("the easiest"), never a head.
+_SUBJECT_PRONOUNS = word_set("i we you he she it they")
 _MAX_NAME_WORDS = 6  # "Big Brother and the Holding Company"; a longer capitalised run is a title or a heading
 _RANKS = word_set("best worst first last")
 _EST_NOUNS = word_set(
@@ -247,8 +248,11 @@ def _nouns_after_name(tokens: list[Token], index: int) -> int:
 
 
 def _interjection(tokens: list[Token]) -> bool:
-    """Whether the sentence opens with one capitalised word set off by a comma ("Sorry, ...", "Well, ...")."""
-    return len(tokens) > 1 and tokens[0].text[0].isupper() and not tokens[1].joined and tokens[0].low not in _CLOSED
+    """Whether the sentence opens with a word that names nothing: one set off by a comma ("Sorry, ...", "Well,
+    ..."), an -ly adverb ("Unfortunately ...") or one before a subject pronoun ("Sorry I could not ...")."""
+    if len(tokens) < 2 or not tokens[0].text[0].isupper() or tokens[0].low in _CLOSED or tokens[0].text.isupper():
+        return False
+    return not tokens[1].joined or tokens[0].low.endswith("ly") or tokens[1].low in _SUBJECT_PRONOUNS
 
 
 def _leads_common_phrase(tokens: list[Token], index: int, owner: str) -> bool:

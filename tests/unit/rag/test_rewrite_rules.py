@@ -293,6 +293,8 @@ async def test_the_most_recent_round_dominates_an_older_topic(rules: RuleRewrite
         "Sorry, I couldn't find anything about that in the knowledge base.",
         "Unfortunately, nothing in the documents answers this.",
         "Hmm, I am not sure.",
+        "Sorry I couldn't find anything about that.",
+        "Unfortunately nothing in the documents answers this.",
     ],
 )
 async def test_an_interjection_opening_the_answer_is_never_a_referent(rules: RuleRewriter, answer: str) -> None:
@@ -513,3 +515,16 @@ async def test_a_very_long_query_is_left_alone(rules: RuleRewriter) -> None:
     query = "Does it cover " + "dentists and " * 60 + "opticians?"
     result = await _rewrite(rules, query, ("What does the health insurance cover?", ""))
     assert result == RewriteResult(query, "none", "too long for a follow-up")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sorry, I couldn't find anything about that.",
+        "Sorry I couldn't find anything about that.",
+        "Unfortunately nothing answers this.",
+    ],
+)
+async def test_an_interjection_is_no_referent_even_when_nothing_else_is_there(rules: RuleRewriter, answer: str) -> None:
+    result = await _rewrite(rules, "how do I request it?", ("Hi", answer))
+    assert result == RewriteResult("how do I request it?", "none", "no reference resolved")
