@@ -44,10 +44,12 @@ _EXPLETIVE_NEXT = word_set("true possible likely known said reported believed im
 # and each round back counts half as much, so the latest round dominates; 8 rounds back weigh under 1%.
 _USER_WEIGHT, _ANSWER_WEIGHT, _DECAY = 2.0, 0.5, 0.5
 _MAX_ROUNDS = 8
+# The opening round sets the conversation's topic, so it never weighs less than a quarter of the latest round.
 _OPENING_FLOOR = 0.25
 # What is read of each earlier question and answer: a referent is named early, and the salience sums are
 # quadratic in the number of phrases, so an answer without full stops must not make them unbounded.
 _MAX_CHARS = 300
+# "they" for a name that looks like a person's (a band, or singular "they") is half as likely as for a plural.
 _SINGULAR_THEY = 0.5
 
 
