@@ -124,9 +124,16 @@ def _mentions(history: Sequence[Round]) -> list[_Mention]:
         asked = [
             (replace(phrase, user=True), _USER_WEIGHT * phrase.role) for phrase in phrases(done[0] if done else user)
         ]
-        answered = [(phrase, _ANSWER_WEIGHT * phrase.role) for phrase in phrases(first_sentence)]
+        answered = [(_from_the_user(phrase), _ANSWER_WEIGHT * phrase.role) for phrase in phrases(first_sentence)]
         rounds.append(asked + answered)
     return _weighed(rounds)
+
+
+def _from_the_user(phrase: Phrase) -> Phrase:
+    """An answer's phrase as the user would say it: the bot's "your password" is the user's "my password"."""
+    first, _, rest = phrase.text.partition(" ")
+    swapped = {"your": "my", "Your": "My", "my": "your", "My": "Your"}.get(first)
+    return replace(phrase, text=f"{swapped} {rest}") if swapped and rest else phrase
 
 
 def _weighed(rounds: list[list[_Mention]]) -> list[_Mention]:
@@ -277,7 +284,7 @@ def _replacement(query: str, start: int, end: int, text: str) -> str:
     """`text` fitted into `query` at start:end: capitalised at the start, an article lowered mid-sentence."""
     if start == 0:
         text = text[0].upper() + text[1:]
-    elif text.split(" ", 1)[0] in ("The", "A", "An"):
+    elif text.split(" ", 1)[0] in ("The", "A", "An", "My", "Our", "Your"):
         text = text[0].lower() + text[1:]  # "The Eiffel Tower is ..." started a sentence; this is mid-way
     return text
 

@@ -89,6 +89,8 @@ _SUBJECT_WEIGHT, _OBLIQUE_WEIGHT = 1.5, 0.5
 _QUANTIFIERS = word_set("some many few several all both most")
 # Articles a replacement keeps: "a 529 plan", "the Eiffel Tower" (a bare "meeting room" is not English).
 ARTICLES = frozenset({"the", "a", "an"})
+# Possessives a replacement keeps too: "my password" (a bare "password" is not English either).
+_PERSONAL = frozenset({"my", "our", "your"})
 # The few English nouns ending in -est; any other word so ending is a superlative ("the easiest"), never a head.
 _SUBJECT_PRONOUNS = word_set("i we you he she it they")
 _MAX_NAME_WORDS = 6  # "Big Brother and the Holding Company"; a longer capitalised run is a title or a heading
@@ -333,7 +335,7 @@ def phrases(sentence: str) -> list[Phrase]:
                 if singular(tokens[end - 1].low) in _OF_HEADS and end < len(tokens) and tokens[end].low == "of":
                     index, about_next = end + 1, True  # the phrase after "of" is the one that matters
                     continue
-                start = tokens[index - 1].start if owner in ARTICLES else token.start
+                start = tokens[index - 1].start if owner in ARTICLES | _PERSONAL else token.start
                 if owner.isdigit() and index > 1 and tokens[index - 1].joined and tokens[index - 2].low in ARTICLES:
                     start = tokens[index - 2].start  # "a 529 plan", "the 2014 season": a number naming a kind
                 text = sentence[start : tokens[end - 1].end]

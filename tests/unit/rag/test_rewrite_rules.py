@@ -528,3 +528,17 @@ async def test_a_very_long_query_is_left_alone(rules: RuleRewriter) -> None:
 async def test_an_interjection_is_no_referent_even_when_nothing_else_is_there(rules: RuleRewriter, answer: str) -> None:
     result = await _rewrite(rules, "how do I request it?", ("Hi", answer))
     assert result == RewriteResult("how do I request it?", "none", "no reference resolved")
+
+
+@pytest.mark.parametrize(
+    ("history", "query", "expected"),
+    [
+        (("How do I reset my password?", ""), "Can I reuse it?", "Can I reuse my password?"),
+        (("Hi", "Your password is valid for 90 days."), "When does it expire?", "When does my password expire?"),
+    ],
+    ids=["the-users-own", "the-answers-your-is-the-users-my"],
+)
+async def test_a_possessive_stays_with_its_noun_as_the_user_would_say_it(
+    rules: RuleRewriter, history: Round, query: str, expected: str
+) -> None:
+    assert (await _rewrite(rules, query, history)).text == expected
