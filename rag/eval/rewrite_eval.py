@@ -22,7 +22,8 @@ class RewriteScores:
     """Mean exact match and token F1 against the gold rewrite, for a rewriter and for the query left unchanged.
 
     `changed` counts the queries the rewriter altered; `changed_f1` and `changed_identity_f1` are the two F1
-    means over just those, which shows whether its edits help where it acts.
+    means over just those, which shows whether its edits help where it acts. `up`, `same` and `down` split the
+    changed queries by whether their F1 rose, stayed or fell against the query left unchanged.
     """
 
     count: int
@@ -33,6 +34,9 @@ class RewriteScores:
     changed: int
     changed_f1: float
     changed_identity_f1: float
+    up: int
+    same: int
+    down: int
 
 
 def rounds(history: Sequence[dict[str, Any]]) -> list[Round]:
@@ -57,6 +61,9 @@ def rounds(history: Sequence[dict[str, Any]]) -> list[Round]:
     if pending is not None:
         result.append((pending, ""))
     return result
+
+
+_EPSILON = 1e-9  # F1 values equal up to float rounding count as the same
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -92,6 +99,9 @@ async def evaluate(path: Path, rewriter: Rewriter) -> RewriteScores:
         changed=len(changed_f1),
         changed_f1=_mean(changed_f1),
         changed_identity_f1=_mean(changed_id_f1),
+        up=sum(new > old + _EPSILON for new, old in zip(changed_f1, changed_id_f1, strict=True)),
+        same=sum(abs(new - old) <= _EPSILON for new, old in zip(changed_f1, changed_id_f1, strict=True)),
+        down=sum(new < old - _EPSILON for new, old in zip(changed_f1, changed_id_f1, strict=True)),
     )
 
 
@@ -99,13 +109,14 @@ def table(results: Sequence[tuple[str, RewriteScores]], name: str = "rules") -> 
     """A markdown table with one row per set."""
     lines = [
         f"| set | n | identity EM | identity F1 | {name} EM | {name} F1 | changed "
-        f"| F1 on changed: identity -> {name} |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| F1 on changed: identity -> {name} | up / same / down |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, s in results:
         lines.append(
             f"| {label} | {s.count} | {s.identity_exact_match:.3f} | {s.identity_token_f1:.3f} | {s.exact_match:.3f} "
-            f"| {s.token_f1:.3f} | {s.changed} | {s.changed_identity_f1:.3f} -> {s.changed_f1:.3f} |"
+            f"| {s.token_f1:.3f} | {s.changed} | {s.changed_identity_f1:.3f} -> {s.changed_f1:.3f} "
+            f"| {s.up} / {s.same} / {s.down} |"
         )
     return "\n".join(lines) + "\n"
 
