@@ -91,6 +91,7 @@ async def retrieval_set(services: Services, folder: Path, out: TextIO) -> AsyncI
             dataset_id = document.source_uri.removeprefix("eval:")
             for chunk in await services.documents.document_chunks(document.id):
                 chunk_to_doc[chunk.chunk_id] = dataset_id
+        out.write(f"  {folder.name}: {len(data.corpus)} documents in {len(chunk_to_doc)} chunks\n")
         yield PreparedRetrieval(data, kb.id, chunk_to_doc)
     finally:
         await services.knowledge.delete(kb.name)
