@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rag.ingest.faq_index import stored_variants
+from rag.ingest.split.structure import indexed_text
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, no_progress
 from storage.records import ChunkRecord, FaqQuestionRecord, FaqRecord, KnowledgeBaseRecord
@@ -140,7 +141,9 @@ class Reindexer:
             await progress("index", done, total)
             for k in rebuilt:
                 async for page in self._pages(k.id):
-                    await chunk_rebuild.insert_chunks(page, await self._embedder.embed([c.text for c in page]))
+                    await chunk_rebuild.insert_chunks(
+                        page, await self._embedder.embed([indexed_text(c.text, c.metadata) for c in page])
+                    )
                     done += len(page)
                     await progress("index", done, total)
             for first in range(0, len(variants), PAGE):
@@ -167,4 +170,4 @@ class Reindexer:
             after = page[-1].chunk_id
 
     def _bm25_texts(self, chunks: Sequence[ChunkRecord]) -> list[str]:
-        return [self._lexical.bm25_text(chunk.text) for chunk in chunks]
+        return [self._lexical.bm25_text(indexed_text(chunk.text, chunk.metadata)) for chunk in chunks]

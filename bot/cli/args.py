@@ -65,7 +65,11 @@ def _add_knowledge_commands(commands: Any) -> None:
     create.add_argument("--description", default="")
     create.add_argument("--mode", choices=("general", "parent_child"))
     create.add_argument("--parent-mode", choices=("paragraph", "full_doc"))
-    create.add_argument("--splitter", choices=("recursive", "fixed", "markdown", "token"), help="how chunks are cut")
+    create.add_argument(
+        "--splitter",
+        choices=("structure", "recursive", "fixed", "markdown", "token"),
+        help="how chunks are cut (default structure: a chunk per heading section and page, tables by rows)",
+    )
     create.add_argument("--max-tokens", type=int, help="chunk size (parent size in parent-child mode), 50..2000")
     create.add_argument("--overlap", type=int, help="overlap in tokens, up to half of --max-tokens")
     create.add_argument("--separator", help=r"separator for --splitter fixed, e.g. '\n\n' or '###'")

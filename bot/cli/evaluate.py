@@ -60,6 +60,7 @@ async def retrieval_set(services: Services, folder: Path, out: TextIO) -> AsyncI
     """A BEIR folder ingested into a throw-away knowledge base, removed again afterwards."""
     data = load_beir(folder)
     async with ingested_corpus(services, folder, data.corpus, out) as corpus:
+        out.write(f"  {folder.name}: {len(data.corpus)} documents in {len(corpus.chunk_to_doc)} chunks\n")
         yield PreparedRetrieval(data, corpus.kb_id, corpus.chunk_to_doc)
 
 

@@ -16,6 +16,7 @@ from rag.errors import NoTextFound, RagError
 from rag.ingest.extract import ExtractLimits, extract
 from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.rules import ChunkingRule, parse_rule
+from rag.ingest.split.structure import indexed_text
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
 from storage.errors import DocumentNotStored, IndexWriteError, StorageError
@@ -197,7 +198,7 @@ class DocumentIngestor:
         )
         await progress("split", 0, 1)
         cleaned = clean_document(extracted, rule)
-        parents = await asyncio.to_thread(build_chunks, cleaned.text, rule, self._encoding)
+        parents = await asyncio.to_thread(build_chunks, cleaned.text, rule, self._encoding, cleaned.section_starts)
         if not parents:
             raise NoTextFound(
                 "no text left after cleaning: the document is empty or only whitespace", reason="blank_after_cleaning"
@@ -305,6 +306,7 @@ class DocumentIngestor:
             for child in children:
                 chunk_id = _stable_id(*version_key, "chunk", child.position if parent_child else parent_position)
                 child_ids.append(chunk_id)
+                metadata = {**dict(cleaned.metadata_at(child.start)), **dict(child.metadata)}
                 chunks.append(
                     ChunkRecord(
                         chunk_id=chunk_id,
@@ -315,8 +317,8 @@ class DocumentIngestor:
                         start=child.start,
                         end=child.end,
                         text=child.text,
-                        bm25_text=self._lexical.bm25_text(child.text),
-                        metadata={**dict(cleaned.metadata_at(child.start)), **dict(child.metadata)},
+                        bm25_text=self._lexical.bm25_text(indexed_text(child.text, metadata)),
+                        metadata=metadata,
                     )
                 )
             if segment_id is not None:
@@ -330,7 +332,7 @@ class DocumentIngestor:
                         end=parent.chunk.end,
                         text=parent.chunk.text,
                         child_ids=tuple(child_ids),
-                        metadata=dict(cleaned.metadata_at(parent.chunk.start)),
+                        metadata={**dict(cleaned.metadata_at(parent.chunk.start)), **dict(parent.chunk.metadata)},
                     )
                 )
         return segments, chunks
@@ -345,7 +347,8 @@ class DocumentIngestor:
         step = _EMBED_BATCH if lone else max(1, len(chunks))
         vectors: list[list[float]] = []
         for start in range(0, len(chunks), step):
-            vectors.extend(await self._embedder.embed([chunk.text for chunk in chunks[start : start + step]]))
+            page = chunks[start : start + step]
+            vectors.extend(await self._embedder.embed([indexed_text(chunk.text, chunk.metadata) for chunk in page]))
             if lone:
                 await batch[0].progress("embed", len(vectors), len(chunks))
         if not lone:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from rag.ingest.split.separators import (
     split_tokens,
     token_length,
 )
+from rag.ingest.split.structure import split_structure
 from rag.ingest.types import ExtractedDocument, LengthFunction, TextChunk
 
 _SECTION_JOIN = "\n\n"
@@ -75,9 +76,14 @@ def _length(rule: SplitRule, encoding: Encoding) -> LengthFunction:
     return token_length(encoding) if rule.unit == "tokens" else len
 
 
-def split_by_rule(text: str, rule: SplitRule, encoding: Encoding) -> list[TextChunk]:
-    """Cut `text` with the splitter the rule names."""
+def split_by_rule(text: str, rule: SplitRule, encoding: Encoding, boundaries: Sequence[int] = ()) -> list[TextChunk]:
+    """Cut `text` with the splitter the rule names; `structure` also cuts where an extracted part (page, slide,
+    sheet) starts, at the offsets in `boundaries`."""
     length = _length(rule, encoding)
+    if rule.mode == "structure":
+        return split_structure(
+            text, max_size=rule.max_tokens, overlap=rule.overlap, length=length, boundaries=boundaries
+        )
     if rule.mode == "token":
         return split_tokens(text, max_tokens=rule.max_tokens, overlap_tokens=rule.overlap, encoding=encoding)
     if rule.mode == "markdown":
@@ -88,8 +94,11 @@ def split_by_rule(text: str, rule: SplitRule, encoding: Encoding) -> list[TextCh
     return split_recursive(text, max_size=rule.max_tokens, overlap=rule.overlap, length=length)
 
 
-def _shift(chunk: TextChunk, by: int, position: int) -> TextChunk:
-    return TextChunk(chunk.text, chunk.start + by, chunk.end + by, position, chunk.metadata)
+def _child(chunk: TextChunk, parent: TextChunk, position: int) -> TextChunk:
+    """A child cut from `parent.text` with offsets in the whole document, inheriting the parent's metadata
+    (its heading path) under its own."""
+    start, end = chunk.start + parent.start, chunk.end + parent.start
+    return TextChunk(chunk.text, start, end, position, {**parent.metadata, **chunk.metadata})
 
 
 def _full_doc_parents(text: str, encoding: Encoding) -> list[TextChunk]:
@@ -100,23 +109,29 @@ def _full_doc_parents(text: str, encoding: Encoding) -> list[TextChunk]:
     return split_recursive(text, max_size=FULL_DOC_MAX_TOKENS, overlap=0, length=token_length(encoding))
 
 
-def build_chunks(text: str, rule: ChunkingRule, encoding: Encoding) -> list[ParentChunk]:
-    """General mode: each chunk is its own parent with no children. Parent-child: children inside parents."""
+def build_chunks(
+    text: str, rule: ChunkingRule, encoding: Encoding, boundaries: Sequence[int] = ()
+) -> list[ParentChunk]:
+    """General mode: each chunk is its own parent with no children. Parent-child: children inside parents.
+
+    `boundaries` are where the extracted parts start (CleanedDocument.section_starts): the structure splitter
+    never lets a chunk span two pages, slides or sheets.
+    """
     if not text.strip():
         return []
     if rule.mode == "general":
-        return [ParentChunk(chunk, ()) for chunk in split_by_rule(text, rule.segment, encoding)]
+        return [ParentChunk(chunk, ()) for chunk in split_by_rule(text, rule.segment, encoding, boundaries)]
     parents = (
         _full_doc_parents(text, encoding)
         if rule.parent_mode == "full_doc"
-        else split_by_rule(text, rule.segment, encoding)
+        else split_by_rule(text, rule.segment, encoding, boundaries)
     )
     result: list[ParentChunk] = []
     position = 0
     for parent in parents:
         children = []
         for child in split_by_rule(parent.text, rule.child, encoding):
-            children.append(_shift(child, parent.start, position))
+            children.append(_child(child, parent, position))
             position += 1
         result.append(ParentChunk(parent, tuple(children)))
     return result

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from rag.errors import InvalidRule
 
-SplitMode = Literal["recursive", "fixed", "markdown", "token"]
+SplitMode = Literal["structure", "recursive", "fixed", "markdown", "token"]
 Unit = Literal["tokens", "chars"]
 
 MIN_TOKENS, MAX_TOKENS = 50, 2000
@@ -20,9 +20,13 @@ FULL_DOC_MAX_TOKENS = 10000
 
 @dataclass(frozen=True, slots=True)
 class SplitRule:
-    """How to cut text: a splitter mode, its size limit and overlap, and a fixed separator for `fixed`."""
+    """How to cut text: a splitter mode, its size limit and overlap, and a fixed separator for `fixed`.
 
-    mode: SplitMode = "recursive"
+    `structure` (the default) follows headings, pages and tables (rag.ingest.split.structure); `recursive` cuts
+    the text as one stretch by paragraphs, lines and sentences, as the default did before.
+    """
+
+    mode: SplitMode = "structure"
     max_tokens: int = 500
     overlap: int = 50
     separator: str = "\n\n"
@@ -39,12 +43,18 @@ class CleaningRules:
 
 @dataclass(frozen=True, slots=True)
 class ChunkingRule:
-    """General mode indexes `segment` chunks; parent-child indexes `child` chunks of `segment` parents."""
+    """General mode indexes `segment` chunks; parent-child indexes `child` chunks of `segment` parents.
+
+    parse_rule gives a parent-child rule recursive parents unless it names their mode.
+    """
 
     mode: Literal["general", "parent_child"] = "general"
     parent_mode: Literal["paragraph", "full_doc"] = "paragraph"
     segment: SplitRule = field(default_factory=SplitRule)
-    child: SplitRule = field(default_factory=lambda: SplitRule(max_tokens=200, overlap=20, separator="\n"))
+    # Children are cut inside one parent, which already follows the structure: plain recursive cutting.
+    child: SplitRule = field(
+        default_factory=lambda: SplitRule(mode="recursive", max_tokens=200, overlap=20, separator="\n")
+    )
     cleaning: CleaningRules = field(default_factory=CleaningRules)
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,7 +66,7 @@ class ChunkingRule:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-_MODES = ("recursive", "fixed", "markdown", "token")
+_MODES = ("structure", "recursive", "fixed", "markdown", "token")
 
 
 def _expect(condition: bool, field_name: str, message: str) -> None:
@@ -117,7 +127,10 @@ def parse_rule(data: dict[str, Any] | None) -> ChunkingRule:
     _expect(not unknown, "cleaning", f"unknown field(s) {', '.join(sorted(unknown))}")
     for key, value in cleaning.items():
         _expect(isinstance(value, bool), f"cleaning.{key}", f"must be true or false, got {value!r}")
-    segment = _split_rule(data.get("segment"), default.segment, "segment")
+    # Parent-child keeps recursive parents unless the rule names another mode: the structure default is general
+    # mode's, and a parent-child rule cuts as it did before that default came.
+    segment_default = default.segment if mode == "general" else replace(default.segment, mode="recursive")
+    segment = _split_rule(data.get("segment"), segment_default, "segment")
     child = _split_rule(data.get("child"), default.child, "child")
     if mode == "parent_child":
         _expect(

@@ -149,6 +149,21 @@ async def test_ingested_chunks_point_into_the_stored_text(
     assert hits[0].properties["document_id"] == result.document_id
 
 
+async def test_each_section_is_a_chunk_indexed_under_its_heading_path(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer, encoding: tiktoken.Encoding
+) -> None:
+    kb = await _kb(db)
+    result = await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, _source(GUIDE))
+    chunks = await DocumentRepo(db).document_chunks(result.document_id)
+    # The whole guide is far under max_tokens: still a chunk per section, each with its heading path.
+    assert [chunk.metadata["heading_path"] for chunk in chunks] == [["Returns"], ["Returns", "Refunds"], ["Shipping"]]
+    assert chunks[1].text.startswith("## Refunds\n\nRefunds are paid")
+    # "returns" is in the Refunds section's path, not in its text: BM25 finds it through the path.
+    hits = await store.search_bm25(Collection.CHUNKS, [kb.id], lexical.bm25_text("returns"), limit=5)
+    assert chunks[1].chunk_id in {hit.id for hit in hits}
+    assert json.loads(hits[0].properties["meta"])["heading_path"][0] == "Returns"
+
+
 @pytest.mark.parametrize(
     ("name", "data"),
     [

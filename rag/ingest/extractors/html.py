@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
+from rag.ingest.extractors.tabular import pipe_rows
 from rag.ingest.extractors.text import DecodedText, decode_text
 from rag.ingest.types import ExtractedDocument, Section
 
@@ -174,12 +175,12 @@ def _join(pieces: list[str | _Break | _Preformatted]) -> str:
 
 
 def _table_text(table: Tag) -> str:
-    """One line per row, cells joined by ' | '; rows of nested tables stay inside their own cell."""
-    rows: list[str] = []
+    """One Markdown pipe row per row (the first the header); rows of nested tables stay inside their own cell."""
+    rows: list[list[str]] = []
     for row in table.find_all("tr"):
         if row.find_parent("table") is not table:
             continue
         cells = [" ".join(cell.get_text(" ").split()) for cell in row.find_all(("td", "th"), recursive=False)]
         if any(cells):
-            rows.append(" | ".join(cells))
-    return "\n".join(rows)
+            rows.append(cells)
+    return "\n".join(pipe_rows(rows))

@@ -15,6 +15,7 @@ from pptx.slide import Slide
 
 from rag.errors import CorruptDocument, DocumentTooLarge
 from rag.ingest.extractors.damage import CONTAINER_ERRORS, reason
+from rag.ingest.extractors.tabular import pipe_rows
 from rag.ingest.types import ExtractedDocument, Section
 
 _PPTX_ERRORS: tuple[type[Exception], ...] = (*CONTAINER_ERRORS, PythonPptxError)
@@ -53,10 +54,8 @@ def _slide_text(slide: Slide) -> str:
         if isinstance(shape, Shape) and shape.has_text_frame:
             parts.append(shape.text_frame.text)
         elif isinstance(shape, GraphicFrame) and shape.has_table:
-            for row in shape.table.rows:
-                cells = [" ".join(cell.text.split()) for cell in row.cells]
-                if any(cells):
-                    parts.append(" | ".join(cells))
+            rows = [[" ".join(cell.text.split()) for cell in row.cells] for row in shape.table.rows]
+            parts.extend(pipe_rows([cells for cells in rows if any(cells)]))
     if slide.has_notes_slide:
         notes = slide.notes_slide.notes_text_frame
         if notes is not None and notes.text.strip():

@@ -1,4 +1,5 @@
-"""Rows of a table (CSV, spreadsheet) as 'column: value | column: value' lines named by a header row."""
+"""Rows of a table as lines: 'column: value | column: value' for CSV and spreadsheets (each row names its
+columns), Markdown pipe rows for the tables inside documents (Word, HTML, slides)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def format_rows(rows: Iterable[Sequence[object]]) -> list[str]:
         lines.append(" | ".join(pairs))
     if header is not None and not lines:
         return [" | ".join(cell for cell in header if cell)]
+    return lines
+
+
+def pipe_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+    """A document's table as Markdown pipe rows, '| a | b |', with a delimiter row under the first when more follow.
+
+    Each row stays one line that starts with '|', so the splitter keeps rows whole and repeats the header row,
+    and an answer quotes a row as a row instead of running it into the next one. A '|' inside a cell is escaped.
+    """
+    lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    if len(lines) > 1:
+        lines.insert(1, "|" + " --- |" * len(rows[0]))
     return lines
 
 

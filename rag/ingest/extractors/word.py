@@ -12,6 +12,7 @@ from docx.text.paragraph import Paragraph
 
 from rag.errors import CorruptDocument
 from rag.ingest.extractors.damage import CONTAINER_ERRORS, reason
+from rag.ingest.extractors.tabular import pipe_rows
 from rag.ingest.types import ExtractedDocument, Section
 
 _HEADING = re.compile(r"Heading ([1-9])")
@@ -56,8 +57,8 @@ def _paragraph_line(paragraph: Paragraph) -> str:
 
 
 def _table_lines(table: Table) -> list[str]:
-    """One line per row, cells joined by ' | '; a merged cell counts once."""
-    lines: list[str] = []
+    """One Markdown pipe row per row (the first the header); a merged cell counts once."""
+    rows: list[list[str]] = []
     for row in table.rows:
         cells: list[str] = []
         previous = None
@@ -68,5 +69,5 @@ def _table_lines(table: Table) -> list[str]:
             previous = cell
             cells.append(" ".join(cell.text.split()))
         if any(cells):
-            lines.append(" | ".join(cells))
-    return lines
+            rows.append(cells)
+    return pipe_rows(rows)

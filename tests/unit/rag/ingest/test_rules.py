@@ -15,6 +15,37 @@ def test_no_rule_gives_the_defaults() -> None:
     assert parse_rule({}) == ChunkingRule()
 
 
+def test_the_default_follows_the_structure_and_children_stay_recursive() -> None:
+    rule = ChunkingRule()
+    assert rule.segment.mode == "structure"
+    assert rule.child.mode == "recursive"
+    assert parse_rule({"segment": {"max_tokens": 256}}).segment.mode == "structure"
+
+
+def test_parent_child_keeps_recursive_parents_unless_it_names_their_mode() -> None:
+    assert parse_rule({"mode": "parent_child"}).segment.mode == "recursive"
+    assert parse_rule({"mode": "parent_child", "segment": {"mode": "structure"}}).segment.mode == "structure"
+
+
+# The stored form of the default rule before `structure` existed: knowledge bases keep the rule they were created
+# with, so theirs stays recursive and its fingerprint stays the same (their documents are not re-split).
+OLD_DEFAULT = {
+    "mode": "general",
+    "parent_mode": "paragraph",
+    "segment": {"mode": "recursive", "max_tokens": 500, "overlap": 50, "separator": "\n\n", "unit": "tokens"},
+    "child": {"mode": "recursive", "max_tokens": 200, "overlap": 20, "separator": "\n", "unit": "tokens"},
+    "cleaning": {"remove_extra_whitespace": True, "remove_urls_emails": False},
+}
+
+
+def test_a_stored_rule_of_the_old_default_keeps_its_mode_and_fingerprint() -> None:
+    rule = parse_rule(OLD_DEFAULT)
+    assert rule.segment.mode == "recursive"
+    assert rule.fingerprint() == "6eb67736eaee7346"  # as computed before `structure` was added
+    # A knowledge base created with the new default has another fingerprint: its documents are split anew.
+    assert ChunkingRule().fingerprint() != rule.fingerprint()
+
+
 def test_a_rule_survives_its_stored_form() -> None:
     rule = parse_rule(
         {
@@ -48,7 +79,7 @@ BAD_RULES: list[tuple[dict[str, Any], str, str]] = [
     ({"segment": {"max_tokens": 500, "overlap": 251}}, "segment.overlap", "0..250"),
     ({"segment": {"overlap": -1}}, "segment.overlap", "0..250"),
     ({"child": {"max_tokens": 100, "overlap": 60}}, "child.overlap", "0..50"),
-    ({"segment": {"mode": "semantic"}}, "segment.mode", "recursive, fixed, markdown, token"),
+    ({"segment": {"mode": "semantic"}}, "segment.mode", "structure, recursive, fixed, markdown, token"),
     ({"segment": {"unit": "words"}}, "segment.unit", "tokens or chars"),
     ({"segment": {"separator": 3}}, "segment.separator", "text"),
     ({"segment": {"separator": "x" * 33}}, "segment.separator", "32 characters"),

@@ -11,7 +11,9 @@ import tiktoken
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from rag.ingest.split.markdown import outline
 from rag.ingest.split.separators import split_fixed, split_markdown, split_recursive, split_tokens, token_length
+from rag.ingest.split.structure import HEADING_PATH, split_structure
 from rag.ingest.types import LengthFunction, TextChunk
 
 FRAGMENTS = [
@@ -30,6 +32,8 @@ MARKDOWN_LINES = [
     *("Short.", "A longer line of words that goes on, and on; and on.", "中文内容，很长的一句话。"),
 ]
 markdown_texts = st.lists(st.sampled_from(MARKDOWN_LINES), max_size=25).map("\n".join)
+TABLE_LINES = ["| Item | Limit |", "|---|---|", "| Meals | 60 EUR |", "name: Ann | team: Ops", "a | b", "行 | 列"]
+structured_texts = st.lists(st.sampled_from(MARKDOWN_LINES + TABLE_LINES), max_size=30).map("\n".join)
 
 
 @st.composite
@@ -53,9 +57,10 @@ def check(
     *,
     unit: Callable[[str], bool],
     separator: str = "",
+    allowed_loss: bytearray | None = None,
 ) -> None:
     """Offsets exact, in order, numbered; nothing lost but stripped terminators (and the fixed separator
-    where it falls between chunks); each within the limit."""
+    where it falls between chunks, and what `allowed_loss` marks); each within the limit."""
     covered = bytearray(len(text))
     for position, chunk in enumerate(chunks):
         assert chunk.position == position
@@ -72,6 +77,8 @@ def check(
         while start >= 0:
             covered[start : start + len(separator)] = b"\x01" * len(separator)
             start = text.find(separator, start + len(separator))
+    if allowed_loss is not None:
+        covered = bytearray(a | b for a, b in zip(covered, allowed_loss, strict=True))
     lost = {text[i] for i in range(len(text)) if not covered[i] and not text[i].isspace()}
     assert lost <= {".", "。"}, lost
 
@@ -102,6 +109,38 @@ def test_markdown_keeps_offsets_order_content_and_size(text: str, size: tuple[in
     chunks = split_markdown(text, max_size=max_size, overlap=overlap)
     check(text, chunks, max_size, len, unit=one_character)
     assert all(isinstance(chunk.metadata["headers"], list) for chunk in chunks)
+
+
+def heading_lines(text: str) -> bytearray:
+    """1 for each character of a heading line: the structure splitter may leave those out of every chunk."""
+    marks = bytearray(len(text))
+    for heading in outline(text).headings:
+        marks[heading.start : heading.end] = b"\x01" * (heading.end - heading.start)
+    return marks
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=structured_texts, size=sizes(80), cut=st.integers(0, 400))
+def test_structure_keeps_offsets_order_content_and_size(text: str, size: tuple[int, int], cut: int) -> None:
+    max_size, overlap = size
+    boundaries = (0, min(cut, len(text)))
+    chunks = split_structure(text, max_size=max_size, overlap=overlap, boundaries=boundaries)
+    headings = heading_lines(text)
+    check(text, chunks, max_size, len, unit=one_character, allowed_loss=headings)
+    assert all(isinstance(chunk.metadata.get(HEADING_PATH, []), list) for chunk in chunks)
+    # No chunk spans an extracted part's start.
+    assert not any(chunk.start < boundaries[1] < chunk.end for chunk in chunks)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=structured_texts, size=sizes(30))
+def test_structure_in_tokens_keeps_offsets_order_content_and_size(
+    encoding: tiktoken.Encoding, text: str, size: tuple[int, int]
+) -> None:
+    max_size, overlap = size
+    length = token_length(encoding)
+    chunks = split_structure(text, max_size=max_size, overlap=overlap, length=length)
+    check(text, chunks, max_size, length, unit=one_character, allowed_loss=heading_lines(text))
 
 
 @settings(max_examples=100, deadline=None)
@@ -155,7 +194,7 @@ def character_count(text: str) -> int:
 def test_fast_character_paths_match_the_general_path(text: str, separator: str, size: tuple[int, int]) -> None:
     # With len the splitters find chunk ends by bisection and rfind instead of walking piece by piece.
     max_size, overlap = size
-    for split in (split_recursive, split_markdown):
+    for split in (split_recursive, split_markdown, split_structure):
         fast = split(text, max_size=max_size, overlap=overlap)
         assert fast == split(text, max_size=max_size, overlap=overlap, length=character_count)
     fast = split_fixed(text, separator=separator, max_size=max_size, overlap=overlap)

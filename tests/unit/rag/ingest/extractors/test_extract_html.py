@@ -42,9 +42,10 @@ def test_page_text_drops_chrome_and_keeps_blocks_and_tables():
         "# Returns\n"
         "Send it back within 30 days.\n"
         "Keep the receipt.\n"
-        "Item | Days\n"
-        "Shoes | 30\n"
-        "Hats | 14\n"
+        "| Item | Days |\n"
+        "| --- | --- |\n"
+        "| Shoes | 30 |\n"
+        "| Hats | 14 |\n"
         "- Unworn\n"
         "- In the box"
     )
@@ -74,7 +75,7 @@ def test_preformatted_text_keeps_its_indentation():
 
 def test_nested_tables_stay_inside_their_cell():
     page = b"<html><body><table><tr><td>outer</td><td><table><tr><td>in1</td><td>in2</td></tr></table></td></tr>"
-    assert extract(page, filename="p.html").text == "outer | in1 in2"
+    assert extract(page, filename="p.html").text == "| outer | in1 in2 |"
 
 
 def test_deeply_nested_markup_does_not_exhaust_the_stack():
@@ -102,3 +103,8 @@ def test_a_page_with_only_scripts_has_no_text():
 def test_text_declared_as_html_but_without_markup_is_kept_as_it_is():
     document = extract(b"index.html", content_type="text/html")
     assert (document.mime_type, document.text) == ("text/html", "index.html")
+
+
+def test_a_table_row_is_one_pipe_row_with_a_pipe_in_a_cell_escaped():
+    page = b"<html><body><table><tr><th>Command</th><th>Use</th></tr><tr><td>a | b</td><td>pipe</td></tr></table>"
+    assert extract(page, filename="p.html").text == "| Command | Use |\n| --- | --- |\n| a \\| b | pipe |"

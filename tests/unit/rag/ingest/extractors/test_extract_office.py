@@ -39,8 +39,9 @@ def test_word_headings_paragraphs_and_tables_keep_document_order():
     assert document.text == (
         "# Returns\n"
         "Items can be returned within 30 days.\n"
-        "Item | Days\n"
-        "Shoes | 30\n"
+        "| Item | Days |\n"
+        "| --- | --- |\n"
+        "| Shoes | 30 |\n"
         "## Refunds\n"
         "Refunds take five working days."
     )
@@ -58,7 +59,7 @@ def test_word_merged_cells_count_once_and_lists_are_marked():
     buffer = io.BytesIO()
     document.save(buffer)
 
-    assert extract(buffer.getvalue(), filename="t.docx").text == "- Bring\nOpening hours\nMon | 9 | 17"
+    assert extract(buffer.getvalue(), filename="t.docx").text == "- Bring\n| Opening hours |\n| --- |\n| Mon | 9 | 17 |"
 
 
 def test_a_word_document_with_only_empty_paragraphs_has_no_text():
@@ -100,7 +101,7 @@ def test_slides_are_sections_with_shapes_tables_and_notes():
     assert document.mime_type == "application/vnd.openxmlformats-officedocument.presentationml.presentation"
     assert [(section.text, section.metadata) for section in document.sections] == [
         ("Quarterly review\nSales grew in every region\nNotes: Mention the new office", {"slide": 1}),
-        ("Numbers\nRegion | Growth\nNorth | 12%", {"slide": 2}),
+        ("Numbers\n| Region | Growth |\n| --- | --- |\n| North | 12% |", {"slide": 2}),
     ]
 
 

@@ -78,3 +78,43 @@ def test_a_pdf_over_the_page_limit_is_refused():
 def test_a_pdf_without_a_real_title_has_none_so_its_file_name_stands_in(placeholder):
     # ReportLab writes "untitled" when no title is set, Word's PDF printer "Microsoft Word - <file>".
     assert extract(make_pdf(["Opening hours"], title=placeholder), filename="h.pdf").title == ""
+
+
+def _pdf_with_type_sizes(lines: list[tuple[float, str]]) -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    for number, (size, text) in enumerate(lines):
+        pdf.setFont("Helvetica", size)
+        pdf.drawString(72, 760 - 24 * number, text)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_lines_in_larger_type_than_the_body_become_headings_by_size():
+    data = _pdf_with_type_sizes(
+        [
+            (18, "Security policy"),
+            (14, "Devices"),
+            (10, "Lock your screen whenever you leave your desk."),
+            (10, "Private USB sticks must not be connected to company laptops."),
+            (14, "Incidents"),
+            (10, "Report security incidents within one hour."),
+        ]
+    )
+    assert extract(data, filename="p.pdf").text == (
+        "# Security policy\n"
+        "## Devices\n"
+        "Lock your screen whenever you leave your desk.\n"
+        "Private USB sticks must not be connected to company laptops.\n"
+        "## Incidents\n"
+        "Report security incidents within one hour."
+    )
+
+
+def test_a_pdf_set_in_one_type_size_has_no_headings():
+    data = _pdf_with_type_sizes([(11, "Short line"), (11, "Another line of the same size.")])
+    assert extract(data, filename="p.pdf").text == "Short line\nAnother line of the same size."
