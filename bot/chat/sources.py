@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from bot.types import SourceLink, web_url
-from rag.extractive import clip, plain_terms, split_units
+from rag.extractive import clip, plain_terms
 from rag.types import Candidate
+from rag.units import split_units
 from storage.records import ChunkRecord, FaqRecord, MessageRecord
 
 SNIPPET_CHARS: Final = 240
@@ -76,10 +77,14 @@ class SourceBook:
 def snippet(text: str, answer: str = "", number: int = 0) -> str:
     """A source's text as one short plain line under its title: the sentence of it that `answer` quoted (citing
     it as [number], or citing nothing), else its opening; Markdown marks and headings (the title's job) left out."""
-    units = [unit for unit in split_units(text) if unit.text.strip()]
-    sentences = [plain for unit in units if not _HEADING.match(unit.text) and (plain := _plain(unit.text))]
-    if not sentences:
-        sentences = [plain for unit in units if (plain := _plain(unit.text))]
+    pieces: list[str] = []
+    for unit in split_units(text):
+        if unit.row and unit.header and (not pieces or pieces[-1] != unit.header) and unit.header not in pieces:
+            pieces.append(unit.header)  # a table's first quoted row under its header
+        pieces.append(unit.text)
+    sentences = [plain for piece in pieces if (plain := _plain(piece))]
+    if not sentences:  # nothing but headings
+        sentences = [plain for line in text.splitlines() if (plain := _plain(line))]
     quoted = _quoted(sentences, _cited(answer, number)) if answer else None
     return clip(quoted or " ".join(sentences), SNIPPET_CHARS)
 
