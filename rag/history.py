@@ -17,6 +17,9 @@ META_QUERY: Final = "query"
 META_SOURCES: Final = "sources"
 """The sources the answer showed, as a list of objects with at least an "id"."""
 REFUSED: Final = "refused"
+SMALLTALK: Final = "smalltalk"
+"""A greeting or thanks answered with the bot's own short reply: no round either, so that a later "it" or "that"
+never resolves against the bot's self-introduction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,8 @@ def _ids_of(source: dict[str, Any]) -> list[Any]:
 def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[AnsweredRound]:
     """Messages (oldest first) paired into rounds by request id: the newest `max_rounds`, oldest first.
 
-    A round counts only with both a question and an answer whose status is `done`, that was not a refusal,
+    A round counts only with both a question and an answer whose status is `done`, that was not a refusal or
+    small talk,
     and whose answer is not empty once reasoning blocks are removed. The current turn's own question, stored
     before its answer exists, is therefore never part of it.
     """
@@ -91,7 +95,7 @@ def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[
     # Questions are stored before their answers, so the questions' order is the conversation's.
     for request_id, asked in questions.items():
         reply = answers.get(request_id)
-        if reply is None or reply.status != "done" or reply.meta.get(META_OUTCOME) == REFUSED:
+        if reply is None or reply.status != "done" or reply.meta.get(META_OUTCOME) in (REFUSED, SMALLTALK):
             continue
         query = reply.meta.get(META_QUERY)
         question = (query if isinstance(query, str) and query.strip() else asked.text).strip()

@@ -39,6 +39,7 @@ def test_messages_pair_by_request_id_not_by_adjacency() -> None:
         [_message("x", "user", "q"), _message("x", "assistant", "<think>only reasoning</think>")],
         [_message("x", "user", "   "), _message("x", "assistant", "an answer")],
         _round("x", "🙂🙂", "I can only answer questions written in words.", outcome="refused"),
+        _round("x", "hi", "Hi! I'm ragbot. Ask me a question about your team's documents.", outcome="smalltalk"),
         [_message("", "user", "q"), _message("", "assistant", "no request id to pair by")],
     ],
     ids=[
@@ -50,6 +51,7 @@ def test_messages_pair_by_request_id_not_by_adjacency() -> None:
         "only-thinking",
         "blank-question",
         "refused",
+        "smalltalk",
         "no-request-id",
     ],
 )
