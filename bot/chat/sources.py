@@ -64,7 +64,7 @@ class SourceBook:
         texts = {chunk.chunk_id: chunk.text for chunk, _ in await self._documents.chunks_with_titles(chunk_ids)}
         faq_ids = [_field(s, "id") for s in stored if s.get("kind") == "faq" and s.get("id")]
         for faq in await self._faqs.by_ids(faq_ids) if faq_ids else []:
-            texts[faq.id] = f"{faq.question} — {faq.answers[0] if faq.answers else ''}"
+            texts[faq.id] = faq.answers[0] if faq.answers else faq.question  # its title is the question
         return {
             answer.id: [
                 _stored_link(number, source, uris, texts, answer.text)
@@ -191,5 +191,14 @@ def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> Sour
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
         url=web_url(uri),
-        snippet=snippet(candidate.text, answer, number),
+        snippet=snippet(_shown_text(candidate), answer, number),
     )
+
+
+def _shown_text(candidate: Candidate) -> str:
+    """What a source's snippet is cut from: an FAQ's first answer (its title is the question; the "Q:"/"Answer:"
+    form of its text is for the model, in English, and would show in a Chinese chat), else the passage."""
+    answers = candidate.metadata.get("answers") if candidate.kind == "faq" else None
+    if isinstance(answers, list | tuple) and answers and (first := str(answers[0]).strip()):
+        return first
+    return candidate.text
