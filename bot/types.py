@@ -7,7 +7,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 Outcome = Literal[
-    "faq_direct", "generated", "extractive", "no_match", "refused", "model_error", "failed", "stopped", "chat"
+    "faq_direct",
+    "generated",
+    "extractive",
+    "no_match",
+    "refused",
+    "smalltalk",
+    "model_error",
+    "failed",
+    "stopped",
+    "chat",
 ]
 
 
@@ -147,5 +156,5 @@ class Answer:
 
     @property
     def takes_feedback(self) -> bool:
-        """Whether people may rate it (feedback buttons): a stored answer, not a refusal to answer."""
-        return bool(self.message_id) and self.outcome != "refused"
+        """Whether people may rate it (feedback buttons): a stored answer, not a refusal or a small-talk reply."""
+        return bool(self.message_id) and self.outcome not in ("refused", "smalltalk")

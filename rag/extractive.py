@@ -1,41 +1,46 @@
 """The extractive answer: the few sentences of the selected passages that answer the question, cited.
 
-Pure functions, no I/O. Passages are cut into units (sentences at Chinese and English stops, list items and
-fenced code blocks whole), each unit is scored against the question (term overlap weighted by rarity, the
-passage's rank, and embedding similarity when the caller has vectors), and the best units are quoted in
-document order, each run followed by its source number ("[1]" is `passages[0]`, as `format_sources` prints),
-within a character budget.
+Pure functions, no I/O. Passages are cut into units (rag.units: sentences, list items, code blocks, table rows, each
+under its heading), each unit is scored against the question (its share of the question's content terms weighted
+by rarity, the heading and table header counting at half, a preference for instructions when the question asks how,
+the passage's rank, and embedding similarity when the caller has vectors), and the best units are quoted in
+document order under their headings, table rows as a table under its header row, each passage's run followed by its
+source number ("[1]" is `passages[0]`, as `format_sources` prints), within a character budget.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
+from rag.function_words import FUNCTION_WORDS, Terms, content_terms
 from rag.fusion import cosine
 from rag.types import Candidate, Vector
+from rag.units import Unit, split_units
 
-Terms = Callable[[str], Sequence[str]]
-"""Text -> its lexical terms (jieba search-mode terms in the product)."""
+__all__ = [
+    "FUNCTION_WORDS",
+    "ExtractiveConfig",
+    "Terms",
+    "Unit",
+    "asks_how",
+    "clip",
+    "instructs",
+    "leans_on_previous",
+    "passage_units",
+    "plain_terms",
+    "render",
+    "score_units",
+    "select_answer",
+    "sentence_answer",
+    "split_units",
+]
 
-# Ending a unit: ASCII . ! ? and … before whitespace or the end (so 3.5 and e.g.x stay whole), full-width
-# 。！？ anywhere; closing quotes and brackets after a stop stay with its sentence.
-_CLOSERS: Final = "\u201d\u2019\"')\\]）】」』"
-_STOP: Final = re.compile(rf"(?:[.!?…]+(?=[{_CLOSERS}]*(?:\s|$))|[。！？]+)[{_CLOSERS}]*")
-# Abbreviations whose full stop does not end a sentence (lower-cased, without the stop).
-_ABBREVIATIONS: Final = frozenset(
-    {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "no", "fig", "cf", "approx"}
-)
-_LIST_ITEM: Final = re.compile(r"^\s*(?:(?:[-*+•·]|\d{1,3}[.)]|[a-zA-Z][.)])\s+|\d{1,3}、)")
-_OWN_LINE: Final = re.compile(r"^\s*(?:#{1,6}\s|\||>)")
-_HEADING: Final = re.compile(r"^\s*#{1,6}\s")
-_FENCE: Final = re.compile(r"^\s*(```|~~~)")
 _HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 # Openings that lean on the sentence before ("This means…", "它的…"): that sentence is quoted with them.
 _LEANING_EN: Final = frozenset(
@@ -47,16 +52,32 @@ _GAP: Final = "…"
 _WORD_RUN: Final = re.compile(
     r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
 )
-
-
-# The words that make a question a question, not what it is about: a sentence holding only these ("| command |
-# what it does |") answers nothing. Cut by the same `terms` as the question, so stemming applies alike.
-QUESTION_WORDS: Final = (
-    *("how", "what", "which", "who", "whom", "whose", "when", "where", "why", "do", "does", "did", "can", "could"),
-    *("should", "would", "i", "me", "my", "you", "your", "we", "our"),
-    *("如何", "怎么", "怎样", "怎么样", "什么", "哪", "哪些", "哪个", "哪里", "为什么", "为何", "吗", "呢", "是否"),
-    *("能否", "可以", "我", "我们", "你", "你们"),
+# A question that asks how to do something ("how do I…", "how to…", 如何, 怎么; not "怎么样", how something is).
+_ASKS_HOW: Final = re.compile(
+    r"\bhow\s+(?:do|does|can|could|should|would|may|to|is\s+\w+\s+done)\b|如何|怎么(?!样)|怎样|怎么办", re.IGNORECASE
 )
+# An instruction: a step of a list, a command, "To set up X, open Y", or a sentence opening with a verb of doing.
+_TO_DO: Final = re.compile(r"^(?:to|first|then|next|finally)\b[^,]{0,80},", re.IGNORECASE)
+_IMPERATIVES: Final = frozenset(
+    (
+        *("open", "click", "go", "select", "choose", "enter", "type", "install", "download", "run", "set", "add"),
+        *("press", "tap", "use", "copy", "paste", "create", "sign", "log", "visit", "navigate", "follow", "connect"),
+        *("send", "fill", "submit", "ask", "contact", "email", "call", "write", "make", "start", "restart", "check"),
+        *("turn", "enable", "disable", "configure", "upload", "save", "update", "remove", "delete", "find", "see"),
+        *("read", "request", "book", "apply", "register", "import", "export", "launch", "scan", "change", "edit"),
+        *("reset", "put", "mount", "attach", "drag", "upgrade"),
+    )
+)
+_DOING_ZH: Final = re.compile(
+    r"^(?:请|先|首先|然后|接着|最后|打开|点击|进入|登录|选择|输入|运行|执行|使用|访问|填写|提交|联系|前往|下载|安装)"
+    r"|点击|填写|提交|登录"
+)
+_STEP: Final = re.compile(r"^\s*(?:\d{1,3}[.)、]|[-*+•]\s)")
+# What the heading and a table's header add to a unit's match: half of what the unit's own words do (untuned; the
+# heading names what every unit under it is about, so it must not outweigh what the sentence itself says).
+_CONTEXT_SHARE: Final = 0.5
+# Metadata keys under which a chunker may hand down the heading path of a chunk (a string or a list of headings).
+_HEADING_KEYS: Final = ("heading_path", "headings", "heading", "section")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,91 +92,15 @@ class ExtractiveConfig:
     # A unit is quoted when it scores at least this share of the best unit's score: "the few that answer",
     # not a fill of the budget with weak matches (0.4 and 0.7 measured in bench/RESULTS.md, issue 12).
     keep_ratio: float = 0.5
-    # Weight of the passage's rank (1 for the first, falling as 1/rank): the ranking is evidence too, but a
-    # small one, or the first passage fills the budget (0 and 0.5 measured in bench/RESULTS.md).
+    # The passage's rank scales a unit's score by 1 + rank_weight / rank: the ranking is evidence too, but a small
+    # one, and it must not lift a unit that shares nothing with the question over the bar (issue 18).
     rank_weight: float = 0.2
     # Weight of the cosine similarity to the question, when unit vectors are given; untuned (no English set
     # with gold answers yet), half the lexical score's range.
     vector_weight: float = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One quotable piece of a passage: a sentence, a list item or a fenced code block."""
-
-    passage: int
-    index: int
-    text: str
-    starts_line: bool = False
-    code: bool = False
-
-
-def split_units(text: str, passage: int = 0) -> list[Unit]:
-    """`text` cut into sentences (Chinese and English stops), list items and whole fenced code blocks."""
-    pieces: list[tuple[str, bool, bool]] = []  # (text, starts a line, is code)
-    lines = text.replace("\r\n", "\n").split("\n")
-    paragraph: list[str] = []
-
-    def flush() -> None:
-        if paragraph and _LIST_ITEM.match(paragraph[0]):
-            pieces.append((_join_lines(paragraph), True, False))  # a list item is quoted whole
-        elif paragraph:
-            pieces.extend((sentence, first, False) for first, sentence in _sentences(_join_lines(paragraph)))
-        paragraph.clear()
-
-    at = 0
-    while at < len(lines):
-        line = lines[at]
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            end = next((n for n in range(at + 1, len(lines)) if lines[n].strip().startswith(fence.group(1))), None)
-            block = lines[at : (end if end is not None else len(lines) - 1) + 1]
-            pieces.append(("\n".join(block).strip("\n"), True, True))
-            at = (end if end is not None else len(lines)) + 1
-            continue
-        if not line.strip():
-            flush()
-        elif _LIST_ITEM.match(line) or _OWN_LINE.match(line):
-            flush()
-            paragraph.append(line.strip())
-            if _OWN_LINE.match(line):
-                flush()
-        else:
-            paragraph.append(line.strip())
-        at += 1
-    flush()
-    return [
-        Unit(passage, index, piece, starts_line, code)
-        for index, (piece, starts_line, code) in enumerate(p for p in pieces if p[0].strip())
-    ]
-
-
-def _join_lines(lines: Sequence[str]) -> str:
-    """Soft-wrapped lines as one paragraph: Chinese joins without a space, other text with one."""
-    joined = lines[0]
-    for line in lines[1:]:
-        joined += ("" if _HAN.match(joined[-1:]) or _HAN.match(line[:1]) else " ") + line
-    return joined
-
-
-def _sentences(paragraph: str) -> list[tuple[bool, str]]:
-    """The paragraph's sentences, the first flagged as starting a line."""
-    found: list[str] = []
-    start = 0
-    for stop in _STOP.finditer(paragraph):
-        if stop.group().startswith(".") and _abbreviated(paragraph[start : stop.start()]):
-            continue
-        found.append(paragraph[start : stop.end()].strip())
-        start = stop.end()
-    found.append(paragraph[start:].strip())
-    return [(n == 0, sentence) for n, sentence in enumerate(s for s in found if s)]
-
-
-def _abbreviated(head: str) -> bool:
-    words = head.split()
-    last = words[-1].lower() if words else ""
-    return last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())
+    # How much more an instruction counts when the question asks how to do something (issue 18: "how do I set up
+    # the VPN" is answered by "To set it up, open…", not by what the VPN is); untuned.
+    instruction_weight: float = 0.5
 
 
 def plain_terms(text: str) -> list[str]:
@@ -179,10 +124,22 @@ def leans_on_previous(unit: Unit) -> bool:
     return first is not None and first.group().lower() in _LEANING_EN
 
 
-@functools.lru_cache(maxsize=8)
-def _question_terms(terms: Terms) -> frozenset[str]:
-    """QUESTION_WORDS as `terms` cuts them: once per analyzer, not once per answer."""
-    return frozenset(term for word in QUESTION_WORDS for term in terms(word))
+def asks_how(query: str) -> bool:
+    """The question asks how to do something ("How do I…", "how to…", 如何, 怎么)."""
+    return _ASKS_HOW.search(query) is not None
+
+
+def instructs(unit: Unit) -> bool:
+    """The unit tells the reader what to do: a list step, a code block, "To X, do Y", or an opening verb of doing."""
+    text = unit.text.lstrip("\"'\u201c\u2018(（「*_ ")
+    if unit.code or _STEP.match(text) or _TO_DO.match(text) or _DOING_ZH.search(text):
+        return True
+    first = re.match(r"[A-Za-z]+", text)
+    return first is not None and first.group().lower() in _IMPERATIVES
+
+
+def _context(unit: Unit) -> str:
+    return f"{unit.heading}\n{unit.header}"
 
 
 def score_units(
@@ -194,39 +151,57 @@ def score_units(
     query_vector: Vector | None = None,
     unit_vectors: Sequence[Vector | None] | None = None,
 ) -> list[float]:
-    """Each unit's score: the share of the question's terms it holds, each weighted by its rarity among the
-    units (idf), plus the passage's rank prior and, given vectors, the cosine similarity to the question."""
-    wanted = set(terms(query)) - _question_terms(terms)
-    held = [set(terms(unit.text)) & wanted for unit in units]
-    frequency = Counter(term for found in held for term in found)
+    """Each unit's score: the share of the question's content terms it holds, each weighted by its rarity among the
+    units (idf), those only its heading or table header holds at half; times 1 + instruction_weight for an
+    instruction when the question asks how; plus, given vectors, the cosine similarity to the question; times the
+    passage's rank prior. A unit holding none of the question's content terms (and no vector) scores 0."""
+    wanted = content_terms(query, terms)
+    # An FAQ's question is its own text, not a heading over it: it counts in full.
+    own = [content_terms(_context(unit) + unit.text if unit.faq else unit.text, terms) & wanted for unit in units]
+    context = [(content_terms(_context(unit), terms) & wanted) - own[n] for n, unit in enumerate(units)]
+    frequency = Counter(term for n in range(len(units)) for term in own[n] | context[n])
     weight = {term: math.log(1 + len(units) / count) for term, count in frequency.items()}
     total = sum(weight.values()) or 1.0
+    how = asks_how(query)
     scores = []
     for n, unit in enumerate(units):
-        score = sum(weight[term] for term in held[n]) / total
-        score += config.rank_weight / (1 + unit.passage)
+        score = (sum(weight[t] for t in own[n]) + _CONTEXT_SHARE * sum(weight[t] for t in context[n])) / total
+        if how and instructs(unit):
+            score *= 1 + config.instruction_weight
         vector = unit_vectors[n] if unit_vectors is not None else None
         if query_vector is not None and vector is not None:
             score += config.vector_weight * max(0.0, cosine(query_vector, vector))
-        # A heading names what follows; alone it answers nothing ("## How a question is answered").
-        quotable = not _HEADING.match(unit.text)
-        scores.append(score if quotable and (held[n] or vector is not None) else 0.0)
+        score *= 1 + config.rank_weight / (1 + unit.passage)
+        scores.append(score if own[n] or vector is not None else 0.0)
     return scores
 
 
+def _heading_of(metadata: Mapping[str, Any]) -> str:
+    """The heading path a chunker handed down in metadata, as one line ("Handbook > Leave"), or ""."""
+    for key in _HEADING_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+        if isinstance(value, list | tuple) and (parts := [str(part).strip() for part in value if str(part).strip()]):
+            return " > ".join(parts)
+    return ""
+
+
 def passage_units(passages: Sequence[Candidate], whole_up_to: int = 400) -> list[Unit]:
-    """Every passage's units, in rank order. An FAQ counts by its first answer, one unit when it is at most
-    `whole_up_to` characters (curated text is quoted whole), else cut like any passage."""
+    """Every passage's units, in rank order. An FAQ counts by its first answer under its question (the heading: it
+    counts toward the match, and is shown above the quote), one unit when the answer is at most `whole_up_to`
+    characters (curated text is quoted whole), else cut like any passage."""
     units: list[Unit] = []
     for number, candidate in enumerate(passages):
         answers = candidate.metadata.get("answers") if candidate.kind == "faq" else None
         if isinstance(answers, list | tuple) and answers and (answer := str(answers[0]).strip()):
+            question = " ".join(str(candidate.metadata.get("question") or "").split())
             if len(answer) <= whole_up_to:
-                units.append(Unit(number, 0, answer, starts_line=True))
+                units.append(Unit(number, 0, answer, starts_line=True, heading=question, faq=True))
                 continue
-            units += split_units(answer, number)
+            units += [replace(unit, faq=True) for unit in split_units(answer, number, question)]
         else:
-            units += split_units(candidate.text, number)
+            units += split_units(candidate.text, number, _heading_of(candidate.metadata))
     return units
 
 
@@ -247,9 +222,13 @@ def select_answer(units: Sequence[Unit], scores: Sequence[float], config: Extrac
     for n in order:
         if scores[n] < bar or n in taken:
             continue
+        if units[n].faq and units[order[0]].faq and units[n].passage != units[order[0]].passage:
+            continue  # the best FAQ answers the question whole; another one answers another question
         options = [{n}]
-        if leans_on_previous(units[n]) and n > 0 and units[n - 1].passage == units[n].passage:
-            options.insert(0, {n - 1, n})
+        previous = n - 1
+        leans = leans_on_previous(units[n]) and n > 0 and units[previous].passage == units[n].passage
+        if leans and not units[previous].row:
+            options.insert(0, {previous, n})
         for option in options:
             rendered = render(units, taken | option)
             if len(rendered) <= config.max_chars:
@@ -264,29 +243,67 @@ def select_answer(units: Sequence[Unit], scores: Sequence[float], config: Extrac
 
 
 def render(units: Sequence[Unit], chosen: set[int]) -> str:
-    """The chosen units quoted per passage in document order, each passage's run followed by its number."""
-    blocks: list[str] = []
+    """The chosen units per passage in document order: each heading once, in bold above the quote of the units
+    under it; table rows as a table under their header row; each passage's last quote followed by its number."""
     picked = sorted(chosen, key=lambda n: (units[n].passage, units[n].index))
+    quoted: list[str] = []
     for position, n in enumerate(picked):
         unit = units[n]
         previous = units[picked[position - 1]] if position else None
-        if previous is None or previous.passage != unit.passage:
-            blocks.append(unit.text)
-            continue
-        if unit.index != previous.index + 1:
-            separator = f"\n{_GAP}\n" if unit.starts_line or previous.code else f" {_GAP} "
-        elif unit.starts_line or previous.code:
-            separator = "\n"
+        last_of_passage = position + 1 == len(picked) or units[picked[position + 1]].passage != unit.passage
+        if previous is None or previous.passage != unit.passage or previous.heading != unit.heading:
+            quoted.append(f"**{_inline(unit.heading)}**\n" if unit.heading else "")
+            body = _opening(unit)
         else:
-            separator = "" if _HAN.match(previous.text[-1:]) or _HAN.match(unit.text[:1]) else " "
-        blocks[-1] += separator + unit.text
-    numbers = sorted({units[n].passage + 1 for n in chosen})
-    quoted = []
-    for number, block in zip(numbers, blocks, strict=True):
-        # After a closing fence the number goes on its own line, or the fence would not close.
-        tail = f"\n[{number}]" if block.rstrip().endswith(("```", "~~~")) else f" [{number}]"
-        quoted.append(_quote(block + tail))
-    return "\n\n".join(quoted)
+            body = _after(previous, unit)
+        quoted[-1] += body
+        if last_of_passage:
+            tail = quoted[-1].rstrip()
+            if unit.row:  # a line after a table's last row would be read as one more row
+                marker = f"\n\n[{unit.passage + 1}]"
+            elif tail.endswith(("```", "~~~")):  # after a closing fence, or the fence would not close
+                marker = f"\n[{unit.passage + 1}]"
+            else:
+                marker = f" [{unit.passage + 1}]"
+            quoted[-1] += marker
+    return "\n\n".join(_quote_section(section) for section in quoted)
+
+
+def _opening(unit: Unit) -> str:
+    """A unit opening a quote: a table row under its header and rule rows."""
+    if unit.row and unit.header:
+        return f"{unit.header}\n{_rule(unit.header)}\n{unit.text}"
+    return unit.text
+
+
+def _after(previous: Unit, unit: Unit) -> str:
+    """What separates `unit` from the one quoted before it under the same heading, and the unit."""
+    if unit.row and previous.row and unit.table == previous.table:
+        return "\n" + unit.text
+    if unit.row or previous.row:
+        return "\n\n" + _opening(unit)
+    if unit.index != previous.index + 1:
+        return (f"\n{_GAP}\n" if unit.starts_line or previous.code else f" {_GAP} ") + unit.text
+    if unit.starts_line or previous.code:
+        return "\n" + unit.text
+    return ("" if _HAN.match(previous.text[-1:]) or _HAN.match(unit.text[:1]) else " ") + unit.text
+
+
+def _rule(header: str) -> str:
+    return "|" + " --- |" * max(1, header.count(" | ") + 1)
+
+
+def _inline(heading: str) -> str:
+    """A heading as bold text's content: without emphasis marks of its own, which would end the bold early."""
+    return heading.replace("**", "").replace("__", "").strip() or heading
+
+
+def _quote_section(section: str) -> str:
+    """A section quoted: its heading line (bold, first) stays outside the quote."""
+    if section.startswith("**") and "**\n" in section:
+        heading, _, body = section.partition("**\n")
+        return f"{heading}**\n{_quote(body)}"
+    return _quote(section)
 
 
 def _quote(text: str) -> str:

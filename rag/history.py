@@ -17,9 +17,12 @@ META_QUERY: Final = "query"
 META_SOURCES: Final = "sources"
 """The sources the answer showed, as a list of objects with at least an "id"."""
 REFUSED: Final = "refused"
-# Outcomes whose answer is one of the bot's own fixed texts ("Sorry, I couldn't find…", a greeting): the round's
-# question stays history, its answer is no text a pronoun can point into, and it showed no sources.
-OWN_WORDS: Final = frozenset({"no_match", "smalltalk"})
+SMALLTALK: Final = "smalltalk"
+"""A greeting or thanks answered with the bot's own short reply: no round either, so that a later "it" or "that"
+never resolves against the bot's self-introduction."""
+NO_MATCH: Final = "no_match"
+"""Nothing was found: the answer is the bot's own "Sorry, I couldn't find…", so the round keeps only its question
+(what was asked may still be what "it" names) and no sources."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +84,9 @@ def _ids_of(source: dict[str, Any]) -> list[Any]:
 def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[AnsweredRound]:
     """Messages (oldest first) paired into rounds by request id: the newest `max_rounds`, oldest first.
 
-    A round counts only with both a question and an answer whose status is `done`, that was not a refusal,
-    and whose answer is not empty once reasoning blocks are removed. A round the bot answered in its own fixed
-    words (OWN_WORDS) keeps its question with an empty answer and no sources. The current turn's own question, stored
+    A round counts only with both a question and an answer whose status is `done`, that was not a refusal or
+    small talk, and whose answer is not empty once reasoning blocks are removed. A round that found nothing keeps
+    its question with an empty answer and no sources. The current turn's own question, stored
     before its answer exists, is therefore never part of it.
     """
     questions: dict[str, MessageRecord] = {}
@@ -95,11 +98,11 @@ def answered_rounds(messages: Sequence[MessageRecord], max_rounds: int) -> list[
     # Questions are stored before their answers, so the questions' order is the conversation's.
     for request_id, asked in questions.items():
         reply = answers.get(request_id)
-        if reply is None or reply.status != "done" or reply.meta.get(META_OUTCOME) == REFUSED:
+        if reply is None or reply.status != "done" or reply.meta.get(META_OUTCOME) in (REFUSED, SMALLTALK):
             continue
         query = reply.meta.get(META_QUERY)
         question = (query if isinstance(query, str) and query.strip() else asked.text).strip()
-        if reply.meta.get(META_OUTCOME) in OWN_WORDS:
+        if reply.meta.get(META_OUTCOME) == NO_MATCH:
             if question:
                 rounds.append(AnsweredRound(question, ""))
             continue

@@ -86,3 +86,41 @@ def truncate_text(text: str, max_chars: int) -> str:
     while cut > 1 and (unicodedata.combining(text[cut]) or text[cut] == "\u200d" or text[cut - 1] == "\u200d"):
         cut -= 1
     return text[:cut]
+
+
+SmallTalk = Literal["greeting", "thanks"]
+"""A message that is only a greeting or only thanks: no question to look up. The bot words its reply."""
+
+# Whole messages only, after case folding and with punctuation, emoji and a trailing address ("bot", "all") dropped:
+# "hi, how do I reset my password?" is a question, never small talk.
+_GREETING: Final = re.compile(
+    r"(?:hi|hii+|hello|hallo|hey|heya|hiya|howdy|greetings|good (?:morning|afternoon|evening|day)|"
+    r"你好|您好|嗨|哈喽|哈啰|早|早上好|上午好|下午好|晚上好|大家好|你好啊|你好呀|您好啊)"
+)
+_THANKS: Final = re.compile(
+    r"(?:thanks?|thank you|thankyou|thx|ty|tysm|cheers|many thanks|thanks a lot|thanks so much|thank you so much|"
+    r"thank you very much|thanks very much|thanks again|thank you again|much appreciated|"
+    r"谢谢|谢谢你|谢谢您|谢谢啦|谢啦|多谢|感谢|非常感谢|太感谢了|谢谢了|好的谢谢|好的，谢谢)"
+)
+_ADDRESS: Final = frozenset({"there", "all", "everyone", "bot", "ragbot", "you", "again", "guys", "team"})
+_NOT_WORDS: Final = re.compile(r"[^\w\s\u3400-\u9fff]+")
+
+
+def small_talk(text: str) -> SmallTalk | None:
+    """ "greeting" or "thanks" when the whole message is one ("hi!", "Thanks a lot :)", "你好", "谢谢！"), else None."""
+    plain = " ".join(_NOT_WORDS.sub(" ", text.casefold()).split())
+    if len(plain) > 40:
+        return None
+    if _THANKS.fullmatch(plain) or _THANKS.fullmatch(_strip_address(plain)):
+        return "thanks"
+    if _GREETING.fullmatch(plain) or _GREETING.fullmatch(_strip_address(plain)):
+        return "greeting"
+    return None
+
+
+def _strip_address(plain: str) -> str:
+    """`plain` without the words that address someone at its end ("hi there", "thanks bot")."""
+    words = plain.split()
+    while len(words) > 1 and words[-1] in _ADDRESS:
+        words.pop()
+    return " ".join(words)

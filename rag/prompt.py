@@ -177,7 +177,7 @@ def build_messages(
             message
             for user, assistant in rounds
             for message in (ChatMessage("user", user), ChatMessage("assistant", assistant))
-            # A round the bot answered in its own fixed words keeps only its question (rag.history.OWN_WORDS).
+            # A round that found nothing keeps only its question (rag.history.NO_MATCH).
             if message.content.strip()
         ]
         return (

@@ -356,7 +356,7 @@ def _history_entry(entry: TranscriptEntry) -> dict[str, Any]:
         "outcome": str(message.meta.get("outcome", "")),
         "sources": [source_json(source) for source in entry.sources],
         "feedback": message.feedback or None,
-        "rateable": message.role == "assistant" and message.meta.get("outcome") != "refused",
+        "rateable": message.role == "assistant" and message.meta.get("outcome") not in ("refused", "smalltalk"),
     }
 
 

@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bot.words import messages
 from bot.words.language import detect
-from rag.input_check import check_question
+from rag.history import SMALLTALK
+from rag.input_check import check_question, small_talk
 from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext, answer_once
 from rag.stages.stream_answer import StreamAnswer
@@ -44,7 +45,8 @@ class Answerer:
         fallback_text: str = "",
         language: str | None = None,
     ) -> TurnContext:
-        """A new turn for `question`; a question that fails the input check carries its refusal as answer.
+        """A new turn for `question`; a question that fails the input check carries its refusal as answer, and a
+        greeting or thanks alone its short reply (outcome "smalltalk").
 
         With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
         `history`); store the question first, as it is not a round yet. The refusal and the "nothing found" apology
@@ -68,11 +70,17 @@ class Answerer:
         if check.refusal is not None:
             turn.outcome = "refused"
             turn.answer = answer_once(messages.refusal(check.refusal, lang))
+        elif (kb_ids or self.parts.model is None) and (talk := small_talk(check.text)) is not None:
+            # A greeting or thanks alone: nothing to look up; the reply says what the bot is for. (A chat without
+            # knowledge bases talks to the model, which greets back in its own words.)
+            turn.outcome = SMALLTALK
+            turn.answer = answer_once(messages.small_talk(talk, lang))
         return turn
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
-        """Run the turn's pipeline (rag_stream unless named) to its delivered end; a refusal is just delivered."""
-        if turn.outcome == "refused":
+        """Run the turn's pipeline (rag_stream unless named) to its delivered end; a refusal or a small-talk reply
+        is just delivered."""
+        if turn.outcome in ("refused", SMALLTALK):
             return await self._refusal.run(turn)
         return await (pipeline or self.rag_stream).run(turn)
 

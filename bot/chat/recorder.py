@@ -15,7 +15,7 @@ from rag.pipeline import TurnContext
 from rag.types import Candidate
 from storage.records import MessageRecord, MessageStatus
 
-_NO_SOURCES_SHOWN: Final = frozenset({"refused", "no_match"})
+_NO_SOURCES_SHOWN: Final = frozenset({"refused", "smalltalk", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
 
 
@@ -30,7 +30,7 @@ class OpenTurn:
 
 
 def shown_sources(turn: TurnContext) -> list[Candidate]:
-    """The sources an answer shows and cites: none for a refusal or when nothing matched."""
+    """The sources an answer shows and cites: none for a refusal, small talk, or when nothing matched."""
     return [] if turn.outcome in _NO_SOURCES_SHOWN else list(turn.selected)
 
 

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from bot.types import SourceLink, web_url
-from rag.extractive import clip, plain_terms, split_units
+from rag.extractive import clip, plain_terms
 from rag.types import Candidate
+from rag.units import split_units
 from storage.records import ChunkRecord, FaqRecord, MessageRecord
 
 SNIPPET_CHARS: Final = 240
@@ -63,7 +64,7 @@ class SourceBook:
         texts = {chunk.chunk_id: chunk.text for chunk, _ in await self._documents.chunks_with_titles(chunk_ids)}
         faq_ids = [_field(s, "id") for s in stored if s.get("kind") == "faq" and s.get("id")]
         for faq in await self._faqs.by_ids(faq_ids) if faq_ids else []:
-            texts[faq.id] = f"{faq.question} — {faq.answers[0] if faq.answers else ''}"
+            texts[faq.id] = faq.answers[0] if faq.answers else faq.question  # its title is the question
         return {
             answer.id: [
                 _stored_link(number, source, uris, texts, answer.text)
@@ -76,10 +77,14 @@ class SourceBook:
 def snippet(text: str, answer: str = "", number: int = 0) -> str:
     """A source's text as one short plain line under its title: the sentence of it that `answer` quoted (citing
     it as [number], or citing nothing), else its opening; Markdown marks and headings (the title's job) left out."""
-    units = [unit for unit in split_units(text) if unit.text.strip()]
-    sentences = [plain for unit in units if not _HEADING.match(unit.text) and (plain := _plain(unit.text))]
-    if not sentences:
-        sentences = [plain for unit in units if (plain := _plain(unit.text))]
+    pieces: list[str] = []
+    for unit in split_units(text):
+        if unit.row and unit.header and (not pieces or pieces[-1] != unit.header) and unit.header not in pieces:
+            pieces.append(unit.header)  # a table's first quoted row under its header
+        pieces.append(unit.text)
+    sentences = [plain for piece in pieces if (plain := _plain(piece))]
+    if not sentences:  # nothing but headings
+        sentences = [plain for line in text.splitlines() if (plain := _plain(line))]
     quoted = _quoted(sentences, _cited(answer, number)) if answer else None
     return clip(quoted or " ".join(sentences), SNIPPET_CHARS)
 
@@ -186,5 +191,14 @@ def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> Sour
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
         url=web_url(uri),
-        snippet=snippet(candidate.text, answer, number),
+        snippet=snippet(_shown_text(candidate), answer, number),
     )
+
+
+def _shown_text(candidate: Candidate) -> str:
+    """What a source's snippet is cut from: an FAQ's first answer (its title is the question; the "Q:"/"Answer:"
+    form of its text is for the model, in English, and would show in a Chinese chat), else the passage."""
+    answers = candidate.metadata.get("answers") if candidate.kind == "faq" else None
+    if isinstance(answers, list | tuple) and answers and (first := str(answers[0]).strip()):
+        return first
+    return candidate.text

@@ -19,6 +19,7 @@ OUTCOME_GROUPS = {
     "chat": "answered",
     "no_match": "no match",
     "refused": "refused",
+    "smalltalk": "small talk",
     "failed": "failed",
     "model_error": "failed",
     "stopped": "stopped",

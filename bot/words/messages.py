@@ -17,7 +17,7 @@ from typing import Any, Final
 from bot.errors import UserFacingError
 from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
 from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue
-from rag.input_check import Refusal
+from rag.input_check import Refusal, SmallTalk
 from storage.records import JobRecord
 
 # English texts for callers that reply before any turn has a language (adapters).
@@ -27,6 +27,11 @@ TURN_FAILED: Final = catalogue(DEFAULT_LANGUAGE).text("turn.failed")
 def refusal(reason: Refusal, lang: str) -> str:
     """Why a question cannot be answered (rag.input_check's reason), in `lang`."""
     return catalogue(lang).text(f"refusal.{reason}")
+
+
+def small_talk(kind: SmallTalk, lang: str) -> str:
+    """The reply to a greeting or thanks alone (rag.input_check's kind), saying what the bot is for, in `lang`."""
+    return catalogue(lang).text(f"smalltalk.{kind}")
 
 
 def user_message(error: UserFacingError, lang: str) -> str:

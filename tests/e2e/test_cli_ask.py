@@ -28,8 +28,9 @@ async def test_ask_answers_from_faqs_and_documents_and_refuses_empty_questions(
 
     code, out, err = await run_ragbot(env, tmp_path, "ask", "how much paid leave do I get?", "--kb", "hr")
     assert code == 0, err
-    # Ranked first but below the direct-answer bar: quoted as a source, not given as the answer itself.
-    assert out.startswith("> 25 days a year. [1]\n")
+    # Ranked first but below the direct-answer bar: quoted as a source under the question it answers, not given as
+    # the answer itself.
+    assert out.startswith("**How many days of paid leave do I get?**\n> 25 days a year. [1]\n")
     assert "[1] How many days of paid leave do I get?" in out
 
     code, out, err = await run_ragbot(env, tmp_path, "ask", "when does the office open?", "--kb", "hr", "--show-stages")

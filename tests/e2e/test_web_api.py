@@ -31,6 +31,7 @@ from bot.words.catalogue import catalogue as i18n_catalogue
 from fakes.openai_api import FakeOpenAI
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
+from rag.input_check import SmallTalk
 from tests.conftest import EmbeddedSettings
 
 ADMIN_TOKEN = "let-me-in"
@@ -212,6 +213,25 @@ async def test_empty_long_and_command_messages_get_answers_not_errors(browser: a
     assert unknown[-2][1]["rateable"] is False
     listed = await _say(browser, "/kb list")
     assert "**docs** (in use here)" in listed[-2][1]["text"]
+
+
+def _chat_calls(model: FakeOpenAI) -> int:
+    return sum(request.path.endswith("/chat/completions") for request in model.requests)
+
+
+@pytest.mark.parametrize(("text", "kind", "lang"), [("hi", "greeting", "en"), ("谢谢！", "thanks", "zh")])
+async def test_a_greeting_or_thanks_gets_a_short_reply_saying_what_the_bot_is_for(
+    served: Served, browser: aiohttp.ClientSession, text: str, kind: SmallTalk, lang: str
+) -> None:
+    calls = _chat_calls(served.model)
+    final = (await _say(browser, text))[-2][1]
+    assert final["text"] == messages.small_talk(kind, lang)
+    assert (final["outcome"], final["sources"], final["rateable"]) == ("smalltalk", [], False)
+    assert _chat_calls(served.model) == calls, "nothing to look up, nothing to ask the model"
+    served.model.reply = "Lunch is served from noon [1]."
+    question = (await _say(browser, "hi, when is lunch?"))[-2][1]
+    assert question["outcome"] == "generated"
+    assert _chat_calls(served.model) > calls
 
 
 async def test_kb_use_of_a_knowledge_base_that_does_not_exist_says_so_and_lists_the_ones_to_choose(

@@ -170,3 +170,44 @@ async def test_a_question_naming_what_the_faq_names_is_answered_verbatim(
     best, reply, outcome = await _answer_without_a_model(query, search, embedder, kb.id)
     assert (reply, outcome) == (NAMED[0].answers[0], "faq_direct")
     assert answers_directly(best, 0.9)
+
+
+HANDBOOK_ZH = [
+    FaqEntry("公司的办公地址在哪里？", ("公司位于上海市浦东新区张江路100号。",)),
+    FaqEntry("如何申请年假？", ("在 HR 系统中提交年假申请，经直属主管审批后生效。",)),
+    FaqEntry("每年有几天年假？", ("入职满一年的员工每年享有15天带薪假期。",)),
+    FaqEntry("能在家远程办公吗？", ("每周最多两天，需提前一天在 OA 系统报备。",)),
+    FaqEntry("工资什么时候发放？", ("每月10日发放上月工资。",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "offered", "quoted"),
+    [
+        ("可以远程办公吗？", ["能在家远程办公吗？"], "每周最多两天"),
+        ("年假有多少天？", ["如何申请年假？", "每年有几天年假？"], "15天带薪假期"),
+        ("报销需要什么材料？", [], None),  # shares only 需要/什么 with none: no FAQ fits
+    ],
+)
+async def test_a_chinese_question_is_offered_only_the_faqs_holding_its_content_words_and_answered_by_the_one_that_fits(
+    db: Database,
+    store: WeaviateStore,
+    embedder: OnnxEmbedder,
+    lexical: LexicalAnalyzer,
+    query: str,
+    offered: list[str],
+    quoted: str | None,
+) -> None:
+    kb = await KnowledgeBaseRepo(db).create("handbook-zh", chunking={})
+    await FaqImporter(FaqRepo(db), store, embedder, lexical).import_entries(kb, HANDBOOK_ZH)
+    [vector] = await embedder.embed([query])
+    found = await FaqSearch(store, FaqRepo(db), lexical, embedder).search(query, vector, [kb.id])
+    assert sorted(candidate.metadata["question"] for candidate in found) == sorted(offered)
+    if quoted is None:
+        return
+    turn = TurnContext(query=query, kb_ids=(kb.id,), selected=found, fallback_text="没有找到。")
+    await Generate(None, AnswerConfig(), terms=lexical.tokens).run(turn)
+    assert turn.answer is not None
+    reply = "".join([piece async for piece in turn.answer])
+    assert quoted in reply
+    assert reply.count("[") == 1, reply  # one FAQ quoted, the one that answers

@@ -15,7 +15,9 @@ from rag.extractive import (
     Unit,
     clip,
     leans_on_previous,
+    passage_units,
     plain_terms,
+    score_units,
     sentence_answer,
     split_units,
 )
@@ -60,16 +62,16 @@ def test_soft_wrapped_lines_are_one_paragraph_joined_by_language() -> None:
     ]
 
 
-def test_list_items_and_headings_are_units_of_their_own() -> None:
+def test_list_items_are_units_of_their_own_under_their_heading() -> None:
     units = split_units("# Setup\nInstall it:\n- run `make`. Then wait.\n  on every host\n1. second step\n2、第三步")
     assert [unit.text for unit in units] == [
-        "# Setup",
         "Install it:",
         "- run `make`. Then wait. on every host",
         "1. second step",
         "2、第三步",
     ]
     assert all(unit.starts_line for unit in units)
+    assert {unit.heading for unit in units} == {"Setup"}
 
 
 def test_a_fenced_code_block_is_kept_whole_with_its_blank_lines() -> None:
@@ -119,7 +121,7 @@ def test_a_heading_is_never_the_answer_even_when_it_shares_the_questions_words()
         "## How files are read\n\nEach format has its reader."
     )
     assert answer("How do I ingest a folder?", text) == (
-        "> Folders are ingested recursively, hidden files skipped. [1]"
+        "**How a question is answered**\n> Folders are ingested recursively, hidden files skipped. [1]"
     )
 
 
@@ -147,7 +149,7 @@ def test_chinese_questions_are_answered_with_chinese_sentences() -> None:
         "它采用东方红四号平台。卫星于2006年10月29日发射。"
     )
     got = answer("鑫诺二号通信卫星是由谁研制的？", text)
-    assert got.startswith("> 鑫诺二号通信卫星是中国空间技术研究院")
+    assert got.startswith("**鑫诺二号**\n> 鑫诺二号通信卫星是中国空间技术研究院")
     assert got.endswith(" [1]")
     assert "2006年" not in got
 
@@ -232,3 +234,92 @@ def test_an_faq_answer_is_one_unit_quoted_whole_with_its_number() -> None:
     )
     got = sentence_answer("how many days?", [chunk(1, "Parking is free."), faq], LEXICAL.tokens, ExtractiveConfig())
     assert got == "> You get 25 days. Ask HR for more. [2]"
+
+
+# Issue 18: what a newcomer without a chat model saw.
+
+HANDBOOK = (
+    "## Vacation\n"
+    "Full-time employees get 25 vacation days per year. Unused vacation days carry over until March 31.\n\n"
+    "## Equipment\n"
+    "Every new hire gets a laptop on their first day."
+)
+
+
+def test_only_the_sentences_that_answer_no_trailing_one_sharing_a_common_word() -> None:
+    assert answer("How many vacation days do I get?", HANDBOOK) == (
+        "**Vacation**\n"
+        "> Full-time employees get 25 vacation days per year. Unused vacation days carry over until March 31. [1]"
+    )
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "Benefit | Amount | Starts\n--- | --- | ---\nHealth insurance | 80% | day one\nGym | 30 EUR | after probation\n"
+        "Commuter pass | 100% | day one",
+        "| Benefit | Amount | Starts |\n|---|---|---|\n| Health insurance | 80% | day one |\n"
+        "| Gym | 30 EUR | after probation |\n| Commuter pass | 100% | day one |",
+    ],
+)
+def test_table_rows_are_quoted_as_rows_under_their_header(table: str) -> None:
+    assert answer("Which benefits start on day one?", f"Benefits\n\n{table}") == (
+        "**Benefits**\n"
+        "> | Benefit | Amount | Starts |\n"
+        "> | --- | --- | --- |\n"
+        "> | Health insurance | 80% | day one |\n"
+        "> | Commuter pass | 100% | day one |\n"
+        "> \n"
+        "> [1]"
+    )
+
+
+@pytest.mark.parametrize("heading", ["VPN", "## VPN", "Handbook > IT > VPN"])
+def test_a_heading_is_context_above_the_quote_never_glued_into_a_sentence(heading: str) -> None:
+    text = f"{heading}\nThe company VPN is required for internal sites from home. Laptops are replaced every 3 years."
+    got = answer("Is the VPN required at home?", text)
+    shown = heading.removeprefix("## ")
+    assert got == f"**{shown}**\n> The company VPN is required for internal sites from home. [1]"
+
+
+def test_a_how_to_question_is_answered_by_the_instruction() -> None:
+    text = (
+        "## VPN\nThe company VPN is required for internal sites from home. "
+        "To set it up, open the VPN app and sign in with your company account."
+    )
+    assert answer("how do I set up the VPN", text) == (
+        "**VPN**\n> To set it up, open the VPN app and sign in with your company account. [1]"
+    )
+
+
+def test_a_heading_path_in_metadata_is_the_context_of_the_chunk() -> None:
+    passage = chunk(1, "To set it up, open the VPN app.", heading_path=["Handbook", "VPN"])
+    got = sentence_answer("how do I set up the VPN", [passage], LEXICAL.tokens, ExtractiveConfig())
+    assert got == "**Handbook > VPN**\n> To set it up, open the VPN app. [1]"
+
+
+def test_function_words_carry_no_match() -> None:
+    row = "| 如何申请退货？ | 在“我的订单”中选择商品。 | 退货流程是什么 | 是 |"
+    units = passage_units([chunk(1, row)])
+    assert score_units("公司的年假政策是什么？", units, LEXICAL.tokens, ExtractiveConfig()) == [0.0]
+    assert score_units(
+        "What is it?", passage_units([chunk(1, "What is this? It is a cat.")]), LEXICAL.tokens, ExtractiveConfig()
+    ) == [0.0, 0.0]
+
+
+def test_an_faq_answer_is_matched_with_its_question_and_shown_under_it() -> None:
+    days = faq_candidate("每年有几天年假？", "入职满一年的员工每年享有15天带薪假期。")
+    apply = faq_candidate("如何申请年假？", "请在 HR 系统中提交年假申请，经主管审批后生效。")
+    got = sentence_answer("年假有多少天？", [apply, days], LEXICAL.tokens, ExtractiveConfig())
+    assert got == "**每年有几天年假？**\n> 入职满一年的员工每年享有15天带薪假期。 [2]"
+
+
+def faq_candidate(question: str, answer: str) -> Candidate:
+    return Candidate(
+        id=question,
+        kind="faq",
+        kb_id="kb",
+        text=f"Q: {question}\nAnswer: - {answer}",
+        score=0.5,
+        metadata={"question": question, "answers": [answer]},
+    )

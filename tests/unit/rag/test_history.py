@@ -39,6 +39,7 @@ def test_messages_pair_by_request_id_not_by_adjacency() -> None:
         [_message("x", "user", "q"), _message("x", "assistant", "<think>only reasoning</think>")],
         [_message("x", "user", "   "), _message("x", "assistant", "an answer")],
         _round("x", "🙂🙂", "I can only answer questions written in words.", outcome="refused"),
+        _round("x", "hi", "Hi! I'm ragbot. Ask me a question about your team's documents.", outcome="smalltalk"),
         [_message("", "user", "q"), _message("", "assistant", "no request id to pair by")],
     ],
     ids=[
@@ -50,6 +51,7 @@ def test_messages_pair_by_request_id_not_by_adjacency() -> None:
         "only-thinking",
         "blank-question",
         "refused",
+        "smalltalk",
         "no-request-id",
     ],
 )
@@ -112,12 +114,11 @@ def test_defaults_are_twenty_messages_and_five_rounds() -> None:
         HistoryConfig(max_rounds=-1)
 
 
-@pytest.mark.parametrize("outcome", ["no_match", "smalltalk"])
-def test_a_round_the_bot_answered_in_its_own_words_keeps_its_question_and_nothing_else(outcome: str) -> None:
+def test_a_round_that_found_nothing_keeps_its_question_and_nothing_else() -> None:
     sources = _sources("c1")
     messages = [
         *_round("r1", "What does health insurance cover?", "It covers 80% of the premium.", sources=sources),
-        *_round("r2", "How do I request parking?", "Sorry, nothing.", outcome=outcome, sources=sources),
+        *_round("r2", "How do I request parking?", "Sorry, nothing.", outcome="no_match", sources=sources),
     ]
     rounds = answered_rounds(messages, 5)
     assert [(done.question, done.answer, done.source_ids) for done in rounds] == [

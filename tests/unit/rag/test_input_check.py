@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from rag.input_check import (
     check_question,
     decode_user_bytes,
+    small_talk,
     truncate_text,
 )
 
@@ -116,3 +117,40 @@ def test_decode_user_bytes_never_raises_and_marks_invalid_bytes(data: bytes, tex
 def test_invalid_bytes_end_in_a_refusal_not_an_error() -> None:
     check = check_question(decode_user_bytes(b"what is \xc3\x28 this"))
     assert check.refusal == "unreadable"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("hi", "greeting"),
+        ("Hello!", "greeting"),
+        ("hey there 👋", "greeting"),
+        ("Good morning", "greeting"),
+        ("你好", "greeting"),
+        ("您好！", "greeting"),
+        ("thanks!", "thanks"),
+        ("Thank you", "thanks"),
+        ("thanks a lot :)", "thanks"),
+        ("谢谢", "thanks"),
+        ("非常感谢！", "thanks"),
+    ],
+)
+def test_a_whole_short_greeting_or_thanks_is_small_talk(text: str, kind: str) -> None:
+    assert small_talk(text) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hi, how do I reset my password?",
+        "Hello world in Python?",
+        "thanks, but how many vacation days do I get?",
+        "你好，年假有几天？",
+        "谢谢，那病假呢？",
+        "How are you?",
+        "high availability",
+        "Thanks to whom is the VPN free?",
+    ],
+)
+def test_a_question_that_opens_with_a_greeting_or_thanks_is_a_question(text: str) -> None:
+    assert small_talk(text) is None

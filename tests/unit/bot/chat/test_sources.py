@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
-from bot.chat.sources import snippet
+from bot.chat.sources import SourceBook, snippet
+from rag.faq.candidate import faq_candidate
+from storage.records import ChunkRecord, FaqRecord
 
 OPENING = (
     "Formats: the printer takes A4 and Letter paper. See the manual. Toner cartridges are kept in the blue cabinet "
@@ -76,3 +80,26 @@ def test_a_long_snippet_is_cut_on_a_word() -> None:
     assert shown.endswith("…")
     assert len(shown) <= 240
     assert "  " not in shown
+
+
+class _NoDocuments:
+    async def source_uris(self, document_ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    async def chunks_with_titles(self, chunk_ids: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
+        return []
+
+
+class _NoFaqs:
+    async def by_ids(self, faq_ids: Sequence[str]) -> list[FaqRecord]:
+        return []
+
+
+async def test_an_faq_source_is_titled_by_its_question_and_shows_its_answer_without_english_labels() -> None:
+    faq = faq_candidate(
+        FaqRecord("f1", "kb", "每年有几天年假？", (), (), ("入职满一年的员工每年享有15天带薪假期。",), True, "h"),
+        score=0.9,
+        legs=frozenset({"faq"}),
+    )
+    [link] = await SourceBook(_NoDocuments(), _NoFaqs()).of_turn([faq], "> 入职满一年的员工每年享有15天带薪假期。 [1]")
+    assert (link.title, link.snippet) == ("每年有几天年假？", "入职满一年的员工每年享有15天带薪假期。")

@@ -20,7 +20,7 @@ from bot.types import Answer, CommandStyle, SourceLink
 from bot.words import catalogue as i18n
 from bot.words import messages
 from bot.words.language import turn_language
-from rag.input_check import Refusal
+from rag.input_check import Refusal, SmallTalk
 from rag.language import language_of
 from storage.records import JobRecord, JobStatus
 
@@ -62,6 +62,8 @@ FIXED: dict[str, Callable[[str], str]] = {
     "no_answer": messages.no_answer,
     "refusal:empty": lambda lang: messages.refusal("empty", lang),
     "refusal:unreadable": lambda lang: messages.refusal("unreadable", lang),
+    "small_talk:greeting": lambda lang: messages.small_talk("greeting", lang),
+    "small_talk:thanks": lambda lang: messages.small_talk("thanks", lang),
     "user_message": lambda lang: messages.user_message(
         UserFacingError(messages.index_rebuilding(), in_language=messages.index_rebuilding), lang
     ),
@@ -229,6 +231,13 @@ def test_a_message_of_a_language_without_a_catalogue_is_in_english() -> None:
 def test_each_reason_the_input_check_refuses_is_worded_in_every_language(reason: Refusal) -> None:
     assert not _han(messages.refusal(reason, "en"))
     assert language_of(messages.refusal(reason, "zh")) == "zh"
+
+
+@pytest.mark.parametrize("kind", get_args(SmallTalk))
+def test_the_reply_to_small_talk_says_what_the_bot_is_for_in_every_language(kind: SmallTalk) -> None:
+    assert not _han(messages.small_talk(kind, "en"))
+    assert language_of(messages.small_talk(kind, "zh")) == "zh"
+    assert "ragbot" in messages.small_talk("greeting", "en")
 
 
 def test_an_error_that_names_its_text_is_told_in_the_chats_language_and_one_that_does_not_as_it_is() -> None:

@@ -9,6 +9,7 @@ import pytest
 from rag.config import AnswerConfig
 from rag.errors import ModelError
 from rag.extractive import ExtractiveConfig
+from rag.lexical import LexicalAnalyzer
 from rag.pipeline import TurnContext
 from rag.stages.filter_top_k import FilterTopK
 from rag.stages.generate import Generate
@@ -244,3 +245,12 @@ async def test_a_chats_own_fallback_text_is_said_when_nothing_fits() -> None:
     assert turn.answer is not None
     assert "".join([piece async for piece in turn.answer]) == "Ask the front desk, ext. 100."
     assert turn.outcome == "no_match"
+
+
+async def test_a_chinese_question_sharing_only_function_words_with_the_passages_gets_the_decline() -> None:
+    # docs/faq-import.md's example row: 的, 是 and 什么 are all it shares with the question.
+    row = _chunk("| 如何申请退货？ | 在“我的订单”中选择商品，点击“申请退货”。 | 怎么退货\\|退货流程是什么 | 是 |")
+    turn = TurnContext("公司的年假政策是什么？", ("kb",), selected=[row], fallback_text="没有找到相关内容。")
+    await Generate(None, AnswerConfig(), terms=LexicalAnalyzer().tokens).run(turn)
+    assert turn.answer is not None
+    assert ("".join([piece async for piece in turn.answer]), turn.outcome) == ("没有找到相关内容。", "no_match")
