@@ -26,6 +26,7 @@ from rag.units import Unit, split_units
 __all__ = [
     "FUNCTION_WORDS",
     "ExtractiveConfig",
+    "Quotes",
     "Terms",
     "Unit",
     "asks_how",
@@ -37,6 +38,7 @@ __all__ = [
     "render",
     "score_units",
     "select_answer",
+    "select_quotes",
     "sentence_answer",
     "split_units",
 ]
@@ -205,20 +207,37 @@ def passage_units(passages: Sequence[Candidate], whole_up_to: int = 400) -> list
     return units
 
 
+@dataclass(frozen=True, slots=True)
+class Quotes:
+    """An extractive answer and the passages it quotes (indexes into the passages it was cut from), in the order
+    of their source numbers: the answer numbers them 1, 2, … in that order."""
+
+    text: str
+    passages: tuple[int, ...]
+
+
 def select_answer(units: Sequence[Unit], scores: Sequence[float], config: ExtractiveConfig) -> str:
+    """The text of select_quotes, numbered by the passages' own positions."""
+    return select_quotes(units, scores, config, renumber=False).text
+
+
+def select_quotes(
+    units: Sequence[Unit], scores: Sequence[float], config: ExtractiveConfig, *, renumber: bool = True
+) -> Quotes:
     """The best units (with the unit before one that leans on it) quoted in document order within the budget.
 
     When no unit shares a term with the question (a match by meaning alone), the top passage's opening.
+    `renumber`: the quoted passages are numbered 1, 2, … (so the sources shown are only those quoted); else each
+    keeps its position among all passages.
     """
     if not units:
-        return ""
+        return Quotes("", ())
     order = sorted(range(len(units)), key=lambda n: (-scores[n], units[n].passage, units[n].index))
     if scores[order[0]] <= 0:
         scores = [1.0 if unit.passage == units[0].passage else 0.0 for unit in units]
         order = [n for n in range(len(units)) if scores[n] > 0]
     bar = scores[order[0]] * config.keep_ratio
     taken: set[int] = set()
-    answer = ""
     for n in order:
         if scores[n] < bar or n in taken:
             continue
@@ -230,21 +249,25 @@ def select_answer(units: Sequence[Unit], scores: Sequence[float], config: Extrac
         if leans and not units[previous].row:
             options.insert(0, {previous, n})
         for option in options:
-            rendered = render(units, taken | option)
-            if len(rendered) <= config.max_chars:
+            if len(render(units, taken | option)) <= config.max_chars:
                 taken |= option
-                answer = rendered
                 break
-    if not answer:  # the best unit alone is over the budget: its head, cut on a word or character boundary
-        best = units[order[0]]
-        marker = f" [{best.passage + 1}]"
-        answer = _quote(clip(" ".join(best.text.split()), config.max_chars - len("> ") - len(marker))) + marker
-    return answer
+    passages = tuple(sorted({units[n].passage for n in taken})) or (units[order[0]].passage,)
+    numbers = {passage: number for number, passage in enumerate(passages, 1)} if renumber else None
+    if taken:
+        # Renumbering only shortens markers ([12] -> [2]), so the answer stays within the budget it was fitted to.
+        return Quotes(render(units, taken, numbers), passages)
+    # The best unit alone is over the budget: its head, cut on a word or character boundary.
+    best = units[order[0]]
+    marker = f" [{numbers[best.passage] if numbers else best.passage + 1}]"
+    head = clip(" ".join(best.text.split()), config.max_chars - len("> ") - len(marker))
+    return Quotes(_quote(head) + marker, passages)
 
 
-def render(units: Sequence[Unit], chosen: set[int]) -> str:
+def render(units: Sequence[Unit], chosen: set[int], numbers: Mapping[int, int] | None = None) -> str:
     """The chosen units per passage in document order: each heading once, in bold above the quote of the units
-    under it; table rows as a table under their header row; each passage's last quote followed by its number."""
+    under it; table rows as a table under their header row; each passage's last quote followed by its number
+    (`numbers[passage]`, else its position among all passages)."""
     picked = sorted(chosen, key=lambda n: (units[n].passage, units[n].index))
     quoted: list[str] = []
     for position, n in enumerate(picked):
@@ -259,12 +282,13 @@ def render(units: Sequence[Unit], chosen: set[int]) -> str:
         quoted[-1] += body
         if last_of_passage:
             tail = quoted[-1].rstrip()
+            number = numbers[unit.passage] if numbers is not None else unit.passage + 1
             if unit.row:  # a line after a table's last row would be read as one more row
-                marker = f"\n\n[{unit.passage + 1}]"
+                marker = f"\n\n[{number}]"
             elif tail.endswith(("```", "~~~")):  # after a closing fence, or the fence would not close
-                marker = f"\n[{unit.passage + 1}]"
+                marker = f"\n[{number}]"
             else:
-                marker = f" [{unit.passage + 1}]"
+                marker = f" [{number}]"
             quoted[-1] += marker
     return "\n\n".join(_quote_section(section) for section in quoted)
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from rag.config import AnswerConfig
 from rag.errors import ModelError
-from rag.extractive import Terms, passage_units, plain_terms, score_units, select_answer
+from rag.extractive import Terms, passage_units, plain_terms, score_units, select_quotes
 from rag.fallback import extractive_answer, faq_answers, fixed_answer
 from rag.faq.candidate import answers_directly
 from rag.language import language_of
@@ -86,7 +86,12 @@ class Generate:
             if turn.outcome == "extractive":
                 turn.outcome = "no_match"
             return self._nothing_found(turn)
-        return select_answer(units, scores, config) or self._nothing_found(turn)
+        quotes = select_quotes(units, scores, config)
+        if not quotes.text:
+            return self._nothing_found(turn)
+        # The sources shown are the passages quoted, numbered as the answer numbers them.
+        turn.selected = [turn.selected[passage] for passage in quotes.passages]
+        return quotes.text
 
     def _nothing_found(self, turn: TurnContext) -> str:
         """What the caller says when nothing fits (its chat's own text, or its apology in the chat's language), else

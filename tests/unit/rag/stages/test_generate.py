@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -112,8 +113,20 @@ async def test_a_confident_faq_is_verbatim_without_a_model_even_when_not_answere
 
 
 async def test_a_weak_top_faq_is_one_source_among_others_without_a_model() -> None:
-    text, _ = await _answer(None, [_faq(0.5), _chunk()])
-    assert text == "> The office is open from 9 to 17. [2]"
+    chunk = _chunk()
+    text, turn = await _answer(None, [_faq(0.5), chunk])
+    # Only the passage quoted is a source, numbered as the answer numbers it.
+    assert text == "> The office is open from 9 to 17. [1]"
+    assert turn.selected == [chunk]
+
+
+async def test_without_a_model_only_the_passages_quoted_are_sources_numbered_in_order() -> None:
+    parking = replace(_chunk("Visitors park in garage B."), id="p")
+    office = replace(_chunk(), id="o")
+    lunch = replace(_chunk("Lunch is served from 12 to 14."), id="l")
+    text, turn = await _answer(None, [parking, office, lunch])
+    assert text == "> The office is open from 9 to 17. [1]"
+    assert turn.selected == [office]
 
 
 class CountingEmbedder:
