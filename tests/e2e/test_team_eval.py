@@ -13,10 +13,12 @@ TEAM: Final = ROOT / "eval" / "team"
 # Turns of each kind in eval/team/conversations.jsonl: a changed set needs its floors measured again.
 TURNS: Final = {"answer: facts": 44, "answer: sources": 44, "decline": 8, "smalltalk": 4}
 
-# The floors as of this commit: what the code scored on the set then (no chat model, the newcomer's default).
-# They are meant to be raised as the answer path improves, never lowered to let a change through. Small talk
-# scores nothing yet ("hi" and "thanks!" are declined as questions that found nothing), so its floor is 0.
-FLOORS: Final = {"answer: facts": 24, "answer: sources": 26, "decline": 7, "smalltalk": 0}
+# The floors: what the answer path scored on the set when structure-following chunks, the calibrated decline,
+# follow-up rewriting, extractive quoting and small talk landed (issue 18: 40/44 facts, 41/44 sources, 7/8 declines,
+# 4/4 small talk; it was 24, 26, 7 and 0 before), less two on the two answer rows because this Weaviate is shared
+# with other tests and BM25's statistics count their documents too. Raise them as the answer path improves; never
+# lower them to let a change through.
+FLOORS: Final = {"answer: facts": 38, "answer: sources": 39, "decline": 7, "smalltalk": 4}
 
 _ROW: Final = re.compile(r"^\| (?P<kind>[^|]+?) \| (?P<turns>\d+) \| (?P<passed>\d+) \| [\d.]+% \|$", re.MULTILINE)
 
