@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -32,6 +33,9 @@ def _configure_logging(level: str) -> None:
         handler.addFilter(TurnIdFilter())
     for noisy in ("httpx", "httpcore", "weaviate-client", "aiohttp.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # weaviate-client sets its logger's level from this variable when it is first imported, after this runs: its
+    # INFO lines (a batch's retries while the server stops) would otherwise reach a command's one-line error.
+    os.environ.setdefault("WEAVIATE_LOG_LEVEL", "WARNING")
     logging.getLogger("jieba").setLevel(logging.WARNING)
 
 

@@ -31,7 +31,7 @@ async def test_reindex_rebuilds_a_knowledge_base_and_it_answers_as_before(
 
     assert code == 0, err
     assert "hr: index [####################]" in err, "the progress bar reaches its end"
-    assert "reindexed hr (1 chunk, 1 FAQ question): searches now read the new index" in err
+    assert "reindexed hr (2 chunks, 1 FAQ question): searches now read the new index" in err
     code, after, err = await run_ragbot(user_env, tmp_path, *question)
     assert code == 0, err
     assert after == before
