@@ -302,9 +302,10 @@ class CoreSettings(BaseSettings):
         floor = self.RERANK_FLOOR
         if floor is None:
             floor = LOCAL_DECLINE_FLOOR if self.RERANK_PROVIDER == "local" else THRESHOLD_FLOOR
+        # Below the floor the turn declines, so nothing below it is kept either: the threshold is never lower.
         return RerankConfig(
-            threshold=self.RERANK_THRESHOLD,
-            floor=min(floor, self.RERANK_THRESHOLD),
+            threshold=max(self.RERANK_THRESHOLD, floor),
+            floor=floor,
             top_k=self.RETRIEVAL_TOP_K,
             languages=languages,
             reorder=self.RERANK_PROVIDER != "local",
