@@ -192,7 +192,7 @@ def test_the_local_reranker_serves_only_the_languages_retrieval_trusts_the_embed
 
 @pytest.mark.parametrize(
     ("provider", "floor", "expected"),
-    [("local", None, (0.55, 0.55, False)), ("api", None, (0.5, 0.3, True)), ("api", "0.6", (0.6, 0.6, True))],
+    [("local", None, (0.5, 0.5, False)), ("api", None, (0.5, 0.3, True)), ("api", "0.6", (0.6, 0.6, True))],
 )
 def test_the_rerank_floor_is_the_judges_own_and_nothing_below_it_is_kept(
     monkeypatch: pytest.MonkeyPatch, provider: str, floor: str | None, expected: tuple[float, float, bool]
