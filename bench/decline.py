@@ -7,6 +7,9 @@ share of turns declined: the goal is most UNANSWERABLE turns and few ANSWERABLE 
 --dump for reading the errors.
 
     RAGBOT_DATA_DIR=/tmp/ragbot-decline .venv/bin/python -m bench.decline ../shared/eval/mtrag-un
+
+The corpus is ingested with the product's default chunking into a throw-away knowledge base; keep RAGBOT_DATA_DIR
+between runs and its embedding cache makes the next run about a minute.
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.common import commit, machine
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
+from bot.cli.eval_corpus import ingested_corpus
 from bot.cli.evaluate import faq_search_for, retriever_for
-from rag.ingest.documents import SourceFile
+from rag.eval.multiturn_eval import ConversationTask, load_tasks, pipeline_rounds
+from rag.eval.retrieval_eval import read_jsonl
 from rag.models.rerankers import LocalReranker
 from rag.pipeline import TurnContext
 from rag.relevance import model_scores
@@ -32,7 +37,7 @@ from rag.rewrite_rules import RuleRewriter
 from rag.stages.rerank import judged_question
 from rag.stages.search import Search
 
-FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55)
+FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,51 +51,20 @@ class Judged:
     best: float
 
 
-def rounds_of(history: Sequence[dict[str, str]]) -> list[tuple[str, str]]:
-    """A task's history as (question, answer) rounds."""
-    rounds: list[tuple[str, str]] = []
-    for message in history:
-        if message["role"] == "user":
-            rounds.append((message["text"], ""))
-        elif rounds:
-            rounds[-1] = (rounds[-1][0], message["text"])
-    return rounds
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-async def _knowledge_base(services: Services, folder: Path) -> str:
-    # Kept between runs in the same RAGBOT_DATA_DIR: re-ingesting unchanged passages embeds nothing.
-    name = f"decline-{folder.name}"
-    kb = await services.knowledge.named(name) or await services.knowledge.create(name)
-    sources = [
-        SourceFile(
-            f"{row.get('title') or ''}\n\n{row['text']}".strip().encode(), f"eval:{row['id']}", f"{row['id']}.txt"
-        )
-        for row in _jsonl(folder / "corpus.jsonl")
-    ]
-    for start in range(0, len(sources), 64):
-        await services.ingestor.ingest_many(kb, sources[start : start + 64])
-    return kb.id
-
-
-async def judge_tasks(services: Services, kb_id: str, tasks: Sequence[dict[str, Any]]) -> list[Judged]:
-    """Each task's best judged score, as RERANK would judge it."""
+async def judge_tasks(services: Services, kb_id: str, tasks: Sequence[ConversationTask]) -> list[Judged]:
+    """Each task's best judged score, as RERANK would judge it, with the history LOAD_HISTORY would give."""
     search = Search(retriever_for(services), faq_search_for(services))
     judge = LocalReranker(services.embedder, services.lexical)
     rewriter = RuleRewriter()
     judged: list[Judged] = []
     for task in tasks:
-        history = rounds_of(task["history"])
-        query = str(task["query"])
-        rewritten = (await rewriter.rewrite(query, history)).text if history else ""
-        turn = TurnContext(query=query, kb_ids=(kb_id,), history=history, rewritten=rewritten)
+        history = pipeline_rounds(task, services.settings.history())
+        rewritten = (await rewriter.rewrite(task.query, history)).text if history else ""
+        turn = TurnContext(query=task.query, kb_ids=(kb_id,), history=history, rewritten=rewritten)
         await search.run(turn)
         question, vector = judged_question(turn)
         scores = await model_scores(judge, question, turn.candidates, vector) if turn.candidates else []
-        judged.append(Judged(str(task["id"]), str(task["answerability"]), query, question, max(scores, default=0.0)))
+        judged.append(Judged(task.id, task.answerability, task.query, question, max(scores, default=0.0)))
     return judged
 
 
@@ -114,8 +88,9 @@ def decline_table(judged: Sequence[Judged]) -> str:
 async def _main(folder: Path, dump: Path | None) -> None:
     print(f"commit {commit()} · {machine()}\n")
     async with build_services(Settings()) as services:
-        kb_id = await _knowledge_base(services, folder)
-        judged = await judge_tasks(services, kb_id, _jsonl(folder / "tasks.jsonl"))
+        corpus = read_jsonl(folder / "corpus.jsonl")
+        async with ingested_corpus(services, folder, corpus, sys.stderr, rule=None) as ingested:
+            judged = await judge_tasks(services, ingested.kb_id, load_tasks(folder))
     print(decline_table(judged))
     if dump is not None:
         dump.write_text(json.dumps([_row(one) for one in judged], indent=1))

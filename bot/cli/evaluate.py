@@ -31,6 +31,7 @@ from rag.eval.retrieval_eval import (
     faq_ranker,
     load_beir,
     read_jsonl,
+    retrieval_table,
 )
 from rag.fallback import extractive_answer, faq_answers
 from rag.faq.candidate import VERBATIM, faq_confidence
@@ -188,19 +189,6 @@ async def _answer_text(generate: Generate, turn: TurnContext) -> str:
     return "".join([piece async for piece in turn.answer]) if turn.answer is not None else ""
 
 
-def _retrieval_table(name: str, scores: Sequence[RetrievalScores]) -> str:
-    lines = [
-        f"### {name}",
-        "",
-        "| ranker | nDCG@10 | Recall@10 | Recall@50 | MRR@10 |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {s.mode} | {s.ndcg_10:.3f} | {s.recall_10:.3f} | {s.recall_50:.3f} | {s.mrr_10:.3f} |" for s in scores
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def _faq_table(name: str, scores: Sequence[FaqScores]) -> str:
     lines = [
         f"### {name}",
@@ -251,7 +239,7 @@ async def _evaluate_retrieval(services: Services, folder: Path, out: TextIO) -> 
             rankers[f"hybrid + rerank ({services.settings.RERANK_PROVIDER}, top {_RERANK_POOL})"] = prepared.reranked(
                 retriever, reranker, _RERANK_POOL, services.settings.rerank()
             )
-        out.write(_retrieval_table(folder.name, await prepared.score(rankers)) + "\n")
+        out.write(retrieval_table(folder.name, await prepared.score(rankers)) + "\n")
         if queries := gold_queries(prepared.data.queries):
             scores = await evaluate_answers(queries, _product_selection(services, prepared.kb_id), _composers(services))
             out.write(answer_table(folder.name, scores) + "\n")

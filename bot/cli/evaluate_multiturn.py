@@ -7,7 +7,7 @@ set open with `conversation_set` and call `PreparedConversations.declines` with 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +32,7 @@ from rag.eval.multiturn_eval import (
     pipeline_rounds,
     retrieval_tasks,
 )
-from rag.eval.retrieval_eval import RankDocuments, RetrievalScores, chunk_ranker, read_jsonl
+from rag.eval.retrieval_eval import RankDocuments, RetrievalScores, chunk_ranker, read_jsonl, retrieval_table
 from rag.history import HistoryConfig
 from rag.named_pipelines import PipelineParts
 from rag.retrieval import Mode, Retriever
@@ -144,19 +144,7 @@ async def evaluate_multiturn(
     async with conversation_set(services, folder, out) as prepared:
         if not declines_only:
             scored = len(retrieval_tasks(prepared.tasks))
-            out.write(_retrieval_table(folder.name, scored, await prepared.retrieval(services)) + "\n")
+            title = f"{folder.name}: retrieval by query form ({scored} answerable and partial tasks with gold passages)"
+            out.write(retrieval_table(title, await prepared.retrieval(services), "query, ranker") + "\n")
             out.flush()
         out.write(decline_table(folder.name, await prepared.declines(services.answerer.parts)) + "\n")
-
-
-def _retrieval_table(name: str, tasks: int, scores: Sequence[RetrievalScores]) -> str:
-    lines = [
-        f"### {name}: retrieval by query form ({tasks} answerable and partial tasks with gold passages)",
-        "",
-        "| query, ranker | nDCG@10 | Recall@10 | Recall@50 | MRR@10 |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {s.mode} | {s.ndcg_10:.3f} | {s.recall_10:.3f} | {s.recall_50:.3f} | {s.mrr_10:.3f} |" for s in scores
-    ]
-    return "\n".join(lines) + "\n"

@@ -54,8 +54,13 @@ def gold_queries(rows: Sequence[Mapping[str, Any]]) -> list[GoldQuery]:
     return found
 
 
+def unwrapped(text: str) -> str:
+    """Whitespace runs as one space, none between Chinese characters (a line break of the layout, not the text)."""
+    return _HAN_SPACE.sub("", " ".join(text.split()))
+
+
 def _normalised(text: str) -> str:
-    return _HAN_SPACE.sub("", " ".join(_QUOTE_MARK.sub("", text).split()))
+    return unwrapped(_QUOTE_MARK.sub("", text))
 
 
 def contains_answer(answer: str, gold: Sequence[str]) -> bool:

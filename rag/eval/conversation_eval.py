@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, cast, get_args
+
+from rag.eval.answer_eval import unwrapped
 
 Expect = Literal["answer", "decline", "smalltalk"]
 
@@ -16,8 +17,6 @@ DECLINED: Final = frozenset({"no_match"})
 # The outcomes of a turn that never got a real reply: no expectation is met by them.
 BROKEN: Final = frozenset({"failed", "refused"})
 
-# A space between two Chinese characters is a line break of the layout, not of the text (as in answer_eval).
-_HAN_SPACE: Final = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff]) (?=[\u3400-\u9fff\uf900-\ufaff])")
 # How much of an answer the failure listing shows.
 SHOWN_CHARS: Final = 120
 
@@ -109,7 +108,7 @@ def _turn(item: dict[str, object]) -> ScriptedTurn:
 
 def normalised(text: str) -> str:
     """Text as facts are compared: case-folded, whitespace runs as one space, none between Chinese characters."""
-    return _HAN_SPACE.sub("", " ".join(text.casefold().split()))
+    return unwrapped(text.casefold())
 
 
 def judge(conversation: str, number: int, turn: ScriptedTurn, played: PlayedTurn) -> Verdict:

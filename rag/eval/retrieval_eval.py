@@ -204,6 +204,20 @@ async def evaluate_faq(
     return results
 
 
+def retrieval_table(title: str, scores: Sequence[RetrievalScores], first_column: str = "ranker") -> str:
+    """A Markdown table of each ranker's mean metrics under a `### title` heading."""
+    lines = [
+        f"### {title}",
+        "",
+        f"| {first_column} | nDCG@10 | Recall@10 | Recall@50 | MRR@10 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {s.mode} | {s.ndcg_10:.3f} | {s.recall_10:.3f} | {s.recall_50:.3f} | {s.mrr_10:.3f} |" for s in scores
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def documents_by_best_chunk(chunk_ids: Sequence[str], chunk_to_doc: Mapping[str, str], limit: int) -> list[str]:
     """Dataset documents in the order of their best chunk."""
     ranked: list[str] = []
