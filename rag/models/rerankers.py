@@ -40,9 +40,9 @@ VECTOR_WEIGHT = 0.7
 CALIBRATION = 1 / 0.6
 # The score below which no passage fits and the turn declines: RERANK's threshold itself, not relaxed below it. On
 # mtrag-un (DEV, human conversations with labelled unanswerable turns; bench/decline.py, the leading candidates also
-# judged by their best window) the old 0.3 floor declined 4% of the unanswerable turns and 1% of the answerable ones;
-# 0.5 declines about 35% and 5%, 0.55 about 47% and 6%, but 0.55 also declined plain handbook questions of eval/team ("When do
-# I need a doctor's note?"), and a wrong "found nothing" on a team's own documents costs more.
+# judged by their best window) the old 0.3 floor declined 4% of the unanswerable turns and 1% of the answerable
+# ones; 0.5 declines about 35% and 5%, 0.55 about 47% and 6%, but 0.55 also declined plain handbook questions of
+# eval/team ("When do I need a doctor's note?"), and a wrong "found nothing" on a team's own documents costs more.
 LOCAL_DECLINE_FLOOR = 0.5
 # How many of the leading candidates are also judged by their best window of a few sentences: a long chunk (a
 # README table, a policy page) whose one row answers must not be judged as if the question were about all of it.
