@@ -32,6 +32,11 @@ class PlatformSettings(BaseModel):
         """The only knowledge bases this platform's chats may read, or None when any (`defaults`: the chats')."""
         return None
 
+    def separate_tenants(self) -> bool:
+        """Whether each workspace of this platform is a tenant of its own (installed by its own admins), not the
+        operator's: it then reads only the knowledge bases it owns or the operator granted it."""
+        return False
+
     def named_kbs(self) -> dict[str, tuple[str, ...]]:
         """The knowledge bases this platform's settings name, by setting (so start-up can say which are missing)."""
         return {}

@@ -29,16 +29,33 @@ def _json_list_column() -> Any:
 
 
 class KnowledgeBase(SQLModel, table=True):
-    """A named collection of documents and FAQs with its chunking rule."""
+    """A named collection of documents and FAQs with its chunking rule, owned by one tenant."""
 
     __tablename__ = "knowledge_base"
+    # Names are unique per owner: one tenant's "handbook" neither blocks nor reveals another's.
+    __table_args__ = (UniqueConstraint("owner", "name"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
-    name: str = Field(max_length=128, unique=True, index=True)
+    name: str = Field(max_length=128, index=True)
+    # '' is the operator (the terminal, the web chat, Telegram, a single Slack workspace); "slack:T123" a workspace
+    # that installed the app through OAuth.
+    owner: str = Field(default="", max_length=128, index=True)
     description: str = Field(default="", max_length=2000)
     chunking: dict[str, Any] = _json_column()
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class KnowledgeBaseGrant(SQLModel, table=True):
+    """The operator's permission for a tenant to read a knowledge base it does not own."""
+
+    __tablename__ = "knowledge_base_grant"
+    __table_args__ = (UniqueConstraint("kb_id", "tenant"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
+    tenant: str = Field(max_length=128, index=True)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class Document(SQLModel, table=True):

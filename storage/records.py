@@ -17,6 +17,8 @@ class KnowledgeBaseRecord:
     description: str
     chunking: dict[str, Any]
     created_at: datetime
+    # The tenant that owns it: '' for the operator, "slack:T123" for a workspace installed through OAuth.
+    owner: str = ""
 
 
 @dataclass(frozen=True, slots=True)

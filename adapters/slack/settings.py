@@ -49,6 +49,10 @@ class SlackSettings(PlatformSettings):
         """Installed in many workspaces through /slack/install."""
         return self.SLACK_CLIENT_ID is not None and self.SLACK_CLIENT_SECRET is not None
 
+    def separate_tenants(self) -> bool:
+        """Installed through OAuth, each workspace is a tenant: its installer administers only its own."""
+        return self.oauth
+
     def admins(self) -> frozenset[str]:
         """SLACK_ADMINS as member ids."""
         return frozenset(names(self.SLACK_ADMINS))

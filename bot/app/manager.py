@@ -22,6 +22,7 @@ def chat_policy(settings: Settings) -> ChatPolicy:
         default_kbs=defaults,
         allowed_kbs={p.platform: allowed for p in platforms if (allowed := p.allowed_kbs(defaults)) is not None},
         admins={p.platform: admins for p in platforms if (admins := p.admins())},
+        separate_tenants=frozenset(p.platform for p in platforms if p.separate_tenants()),
         group_answer_mode=settings.CHAT_ANSWER_MODE,
         rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
         max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,

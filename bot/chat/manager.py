@@ -17,6 +17,7 @@ from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts
 from bot.commands.registry import CommandRegistry
 from bot.errors import PlatformError
+from bot.knowledge.tenancy import OPERATOR, tenant_of
 from bot.metrics import ChatMetrics
 from bot.ports import ReplyTarget
 from bot.reply.deliver import deliver_text
@@ -43,6 +44,9 @@ class ChatPolicy:
     allowed_kbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Per platform, the user ids of its admins.
     admins: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Platforms whose workspaces are tenants of their own (a Slack app installed through OAuth); the rest are the
+    # operator's chats.
+    separate_tenants: frozenset[str] = frozenset()
     group_answer_mode: AnswerMode = "mention"
     rate_limit: RateLimit = field(default_factory=RateLimit)
     max_turns: int = 64
@@ -52,6 +56,10 @@ class ChatPolicy:
     def is_admin(self, platform: str, user: UserRef) -> bool:
         """Whether this user administers ragbot on this platform (listed, or proven to the adapter)."""
         return user.verified_admin or user.id in self.admins.get(platform, frozenset())
+
+    def tenant(self, key: ConversationKey) -> str:
+        """The tenant a chat belongs to: which knowledge bases it may know of, and who owns those it creates."""
+        return tenant_of(key.platform, key.workspace, self.separate_tenants)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,16 +290,26 @@ class ConversationManager:
         )
 
     async def readable_kb_ids(self, key: ConversationKey) -> list[str]:
-        """The knowledge bases this chat reads: its bindings, else the defaults, within its platform's allowance."""
+        """The knowledge bases this chat reads: its bindings, else the defaults, within its platform's allowance
+        and its tenant's knowledge bases (a grant taken back ends a binding's reading at once)."""
         chat = key.chat_key
         bound = await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat)
         if not bound:
             bound = await self._ids_of(self.policy.default_kbs)
+        tenant = self.policy.tenant(key)
+        # The operator's chats bind only what they resolved among the operator's own: no query on their hot path.
+        if tenant != OPERATOR:
+            visible = await self._parts.knowledge.visible_ids(tenant, bound)
+            bound = [kb_id for kb_id in bound if kb_id in visible]
         allowed = self.policy.allowed_kbs.get(key.platform)
         if allowed is None:
             return bound
         allowed_ids = set(await self._ids_of(allowed))
         return [kb_id for kb_id in bound if kb_id in allowed_ids]
+
+    def tenant(self, key: ConversationKey) -> str:
+        """The tenant the chat belongs to ('' for the operator)."""
+        return self.policy.tenant(key)
 
     async def _ids_of(self, names: Sequence[str]) -> list[str]:
         return list((await self._resolve(names))[0])
@@ -317,6 +335,9 @@ class ConversationManager:
         """The knowledge bases this chat reads by default (none bound to it) that do not exist."""
         chat = key.chat_key
         if await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat):
+            return []
+        if self.policy.tenant(key) != OPERATOR:
+            # The defaults are the operator's names: a workspace of its own reads them only when granted.
             return []
         _, missing = await self._resolve(self.policy.default_kbs)
         return [name for name in missing if self.may_read(key.platform, name)]

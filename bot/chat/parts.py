@@ -95,12 +95,16 @@ class ChatSettings(Protocol):
 class KnowledgeNames(Protocol):
     """Knowledge bases by name (met by bot.knowledge.bases.KnowledgeBases)."""
 
-    async def named(self, name: str) -> KnowledgeBaseRecord | None:
-        """By name, or None."""
+    async def named(self, name: str, tenant: str = "") -> KnowledgeBaseRecord | None:
+        """The knowledge base `tenant` knows by this name, or None."""
         ...
 
     async def all(self) -> list[KnowledgeBaseRecord]:
         """Every knowledge base."""
+        ...
+
+    async def visible_ids(self, tenant: str, kb_ids: Sequence[str]) -> set[str]:
+        """Those of `kb_ids` the tenant's chats may read."""
         ...
 
 

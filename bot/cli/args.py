@@ -57,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_knowledge_commands(commands: Any) -> None:
     """Register kb, ingest, faq, docs and jobs on the top-level sub-parser."""
-    kb = commands.add_parser("kb", help="create, list, inspect, rename or delete knowledge bases").add_subparsers(
-        dest="kb_command", required=True
-    )
+    kb = commands.add_parser(
+        "kb", help="create, list, inspect, rename, delete or share knowledge bases"
+    ).add_subparsers(dest="kb_command", required=True)
     create = kb.add_parser("create", help="create a knowledge base")
     create.add_argument("name")
     create.add_argument("--description", default="")
@@ -85,6 +85,10 @@ def _add_knowledge_commands(commands: Any) -> None:
     delete = kb.add_parser("delete", help="delete a knowledge base and everything in it")
     delete.add_argument("name")
     delete.add_argument("--yes", action="store_true", help="confirm the deletion")
+    for verb, summary in (("grant", "let a tenant read a knowledge base"), ("revoke", "take a grant back")):
+        share = kb.add_parser(verb, help=summary)
+        share.add_argument("name", help="the knowledge base (a workspace's own: slack:T012AB3CD/NAME)")
+        share.add_argument("tenant", help="who: slack:TEAM_ID (the workspace's team id, as `kb list` shows owners)")
 
     ingest = commands.add_parser("ingest", help="ingest files, folders (recursively) and URLs into a knowledge base")
     ingest.add_argument("sources", nargs="+", metavar="PATH_OR_URL")

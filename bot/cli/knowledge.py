@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.cli.args import JOBS_PAGE
+from bot.knowledge.bases import qualified
 from bot.knowledge.ingestion import describe_result
+from bot.knowledge.tenancy import parse_tenant, shown
 from bot.words.messages import job_outcome
 from rag.errors import ExtractionError, UnsupportedType
 from rag.ingest.extract import detect_type
@@ -22,6 +24,7 @@ from storage.repos.jobs import UNFINISHED
 
 if TYPE_CHECKING:
     from bot.app.services import Services
+    from bot.knowledge.bases import KnowledgeBases
     from bot.knowledge.jobs import JobRunner
     from storage.records import JobRecord, KnowledgeBaseRecord
     from storage.repos.jobs import JobRepo
@@ -64,12 +67,20 @@ async def run_kb(services: Services, args: argparse.Namespace, out: TextIO = sys
         kb = await knowledge.create(args.name, _rule_from_args(args), args.description)
         out.write(f"created {kb.name} ({kb.id})\n")
     elif args.kb_command == "list":
+        grants = await knowledge.grants()
         for kb in await knowledge.all():
-            counts = (await knowledge.info(kb.name)).counts
-            out.write(f"{kb.name}\t{counts['documents']} documents\t{counts['chunks']} chunks\t{counts['faqs']} FAQs\n")
+            counts = (await knowledge.info_of(kb)).counts
+            shared = f"\tread by {', '.join(grants[kb.id])}" if kb.id in grants else ""
+            out.write(
+                f"{qualified(kb)}\t{counts['documents']} documents\t{counts['chunks']} chunks\t{counts['faqs']} FAQs"
+                f"\towner {shown(kb.owner)}{shared}\n"
+            )
+    elif args.kb_command in ("grant", "revoke"):
+        return await _share(knowledge, args, out)
     elif args.kb_command == "info":
         info = await knowledge.info(args.name)
         summary: dict[str, Any] = {"id": info.kb.id, "name": info.kb.name, "description": info.kb.description}
+        summary |= {"owner": shown(info.kb.owner), "read_by": (await knowledge.grants()).get(info.kb.id, [])}
         summary |= {"chunking": info.kb.chunking, **info.counts}
         out.write(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     elif args.kb_command == "rename":
@@ -81,6 +92,18 @@ async def run_kb(services: Services, args: argparse.Namespace, out: TextIO = sys
             return 1
         await knowledge.delete(args.name)
         out.write(f"deleted {args.name}\n")
+    return 0
+
+
+async def _share(knowledge: KnowledgeBases, args: argparse.Namespace, out: TextIO) -> int:
+    """`kb grant` / `kb revoke`: what a tenant's chats may read beyond their own."""
+    tenant = parse_tenant(args.tenant)
+    if args.kb_command == "grant":
+        changed = await knowledge.grant(args.name, tenant)
+        out.write(f"{shown(tenant)} {'may now read' if changed else 'could already read'} {args.name}\n")
+    else:
+        changed = await knowledge.revoke(args.name, tenant)
+        out.write(f"{shown(tenant)} {'no longer reads' if changed else 'had no grant for'} {args.name}\n")
     return 0
 
 

@@ -161,17 +161,30 @@ async def _set_language(context: CommandContext) -> str:
     return messages.language_set(language)
 
 
+def _tenant(context: CommandContext) -> str:
+    return context.chat.tenant(context.message.key)
+
+
 async def _chat_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
     ids = await context.chat.readable_kb_ids(context.message.key)
-    by_id = {kb.id: kb for kb in await context.parts.knowledge.all()}
+    by_id = {kb.id: kb for kb in await context.parts.knowledge.visible(_tenant(context))}
     return [by_id[kb_id] for kb_id in ids if kb_id in by_id]
 
 
-async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
+async def _own_kbs(context: CommandContext) -> list[KnowledgeBaseRecord]:
+    """The chat's knowledge bases its tenant owns: the ones its admins may change (a grant is for reading)."""
     kbs = await _chat_kbs(context)
     if not kbs:
         raise await _no_kb(context)
-    return kbs[0]
+    tenant = _tenant(context)
+    own = [kb for kb in kbs if kb.owner == tenant]
+    if not own:
+        raise UserFacingError(messages.kb_only_shared(kbs[0].name, context.lang, context.style))
+    return own
+
+
+async def _target_kb(context: CommandContext) -> KnowledgeBaseRecord:
+    return (await _own_kbs(context))[0]
 
 
 async def _no_kb(context: CommandContext) -> UserFacingError:
@@ -185,7 +198,7 @@ async def _kb_list(context: CommandContext) -> str:
     reading = {kb.id for kb in await _chat_kbs(context)}
     names = [
         (kb.name, kb.description, kb.id in reading)
-        for kb in await context.parts.knowledge.all()
+        for kb in await context.parts.knowledge.visible(_tenant(context))
         if context.chat.may_read(platform, kb.name)
     ]
     if not names:
@@ -198,10 +211,12 @@ async def _kb_use(context: CommandContext, name: str) -> str:
     chat, key = context.chat, context.message.key
     if not _chooses_kb(context.asker):
         raise UserFacingError(messages.admins_only("kb use", context.lang, context.style))
-    kb = await context.parts.knowledge.named(name)
+    tenant = _tenant(context)
+    kb = await context.parts.knowledge.named(name, tenant)
     if kb is None:
         # Said before "may not read": a name nobody created is a typo or a step still to take, not a refusal.
-        choices = [kb.name for kb in await context.parts.knowledge.all() if chat.may_read(key.platform, kb.name)]
+        visible = await context.parts.knowledge.visible(tenant)
+        choices = [kb.name for kb in visible if chat.may_read(key.platform, kb.name)]
         create = context.is_admin and chat.may_read(key.platform, name)
         raise UserFacingError(messages.kb_use_missing(name, choices, context.lang, create=create))
     if not chat.may_read(key.platform, name):
@@ -221,7 +236,7 @@ async def _kb_create(context: CommandContext, name: str, description: str) -> st
         # A knowledge base the chat could never read would be one more dead end.
         raise UserFacingError(messages.kb_create_not_allowed(name.strip(), allowed, lang))
     try:
-        kb = await context.parts.knowledge.create(name, {}, description)
+        kb = await context.parts.knowledge.create(name, {}, description, owner=_tenant(context))
     except InvalidKnowledgeBaseName as exc:
         raise UserFacingError(messages.kb_bad_name(exc.max_length, lang)) from exc
     except KnowledgeBaseExists as exc:
@@ -234,15 +249,18 @@ async def _kb_create(context: CommandContext, name: str, description: str) -> st
 
 async def _kb_info(context: CommandContext, name: str | None) -> str:
     if name is None:
-        kb = await _target_kb(context)
+        kbs = await _chat_kbs(context)
+        if not kbs:
+            raise await _no_kb(context)
+        kb = kbs[0]
     else:
-        found = await context.parts.knowledge.named(name)
+        found = await context.parts.knowledge.named(name, _tenant(context))
         if found is None:
             raise UserFacingError(messages.kb_missing(name, context.lang, context.style))
         if not context.chat.may_read(context.message.key.platform, name):
             raise UserFacingError(messages.kb_not_allowed(name, context.lang, context.style))
         kb = found
-    info = await context.parts.knowledge.info(kb.name)
+    info = await context.parts.knowledge.info_of(kb)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
 
 
@@ -254,9 +272,7 @@ async def _last_sources(context: CommandContext) -> str:
 
 
 async def _jobs(context: CommandContext) -> str:
-    kbs = await _chat_kbs(context)
-    if not kbs:
-        raise await _no_kb(context)
+    kbs = await _own_kbs(context)
     names = {kb.id: kb.name for kb in kbs}
     found: list[JobRecord] = []
     for kb in kbs:
@@ -285,13 +301,11 @@ async def _faq_list(context: CommandContext) -> str:
 
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
     parts = context.parts
-    readable = {kb.id for kb in await _chat_kbs(context)}
-    if not readable:
-        raise await _no_kb(context)
-    matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in readable]
+    own = {kb.id for kb in await _own_kbs(context)}
+    matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in own]
     if not matches:
         # Accept the short id /faq list shows.
-        for kb_id in readable:
+        for kb_id in own:
             matches += [faq for faq in await parts.faqs.in_kb(kb_id) if faq.id.startswith(faq_id)]
     if len(matches) != 1:
         lang = context.lang

@@ -41,6 +41,10 @@ class ChatControl(Protocol):
         """The knowledge bases the chat reads."""
         ...
 
+    def tenant(self, key: ConversationKey) -> str:
+        """The tenant the chat belongs to ('' for the operator)."""
+        ...
+
     async def missing_kb_names(self, key: ConversationKey) -> list[str]:
         """The knowledge bases the chat reads by default that do not exist."""
         ...

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.knowledge.index_lock import IndexLock
+from bot.knowledge.tenancy import OPERATOR, is_qualified, split_qualified
 from rag.errors import InvalidRule
 from rag.ingest.rules import parse_rule
 from rag.ports import VectorStore
@@ -40,7 +42,15 @@ def _check_name(name: str) -> str:
         raise InvalidKnowledgeBaseName(
             f"Knowledge base names are at most {MAX_NAME_LENGTH} characters on one line.", MAX_NAME_LENGTH
         )
+    if is_qualified(name):
+        # "slack:T1/x" names workspace T1's knowledge base x in the terminal: no name may read like one.
+        raise InvalidKnowledgeBaseName("A knowledge base name cannot start with platform:workspace/.", MAX_NAME_LENGTH)
     return name
+
+
+def qualified(kb: KnowledgeBaseRecord) -> str:
+    """A knowledge base's name as the terminal writes it: bare for the operator's, owner/name for a tenant's."""
+    return f"{kb.owner}/{kb.name}" if kb.owner else kb.name
 
 
 class KnowledgeBases:
@@ -58,40 +68,74 @@ class KnowledgeBases:
         if self._index_lock is not None:
             await self._index_lock.ensure_writable()
 
-    async def create(self, name: str, rule: dict[str, Any] | None = None, description: str = "") -> KnowledgeBaseRecord:
-        """A new knowledge base; the rule is validated with errors that name the field."""
+    async def create(
+        self, name: str, rule: dict[str, Any] | None = None, description: str = "", *, owner: str = OPERATOR
+    ) -> KnowledgeBaseRecord:
+        """A new knowledge base of `owner`; the rule is validated with errors that name the field."""
         try:
             chunking = parse_rule(rule).to_dict()
         except InvalidRule as exc:
             raise UserFacingError(f"Invalid chunking rule: {exc}") from exc
         try:
-            return await self._repo.create(_check_name(name), chunking=chunking, description=description)
+            return await self._repo.create(_check_name(name), chunking=chunking, description=description, owner=owner)
         except DuplicateName as exc:
             raise KnowledgeBaseExists(name) from exc
 
     async def find(self, name: str) -> KnowledgeBaseRecord:
-        """By name, with a message that lists what exists when it is not found."""
+        """By name as the terminal writes it ("handbook" is the operator's, "slack:T1/handbook" workspace T1's),
+        with a message that lists what exists when it is not found."""
+        owner, bare = split_qualified(name)
         try:
-            return await self._repo.by_name(name)
+            return await self._repo.by_name(bare, owner)
         except NotFound as exc:
-            names = ", ".join(kb.name for kb in await self._repo.all()) or "none yet"
+            names = ", ".join(qualified(kb) for kb in await self._repo.all()) or "none yet"
             raise UserFacingError(f"No knowledge base named {name!r} (existing: {names}).") from exc
 
-    async def named(self, name: str) -> KnowledgeBaseRecord | None:
-        """By name, or None (for chats, where listing every name could show one the chat may not read)."""
+    async def named(self, name: str, tenant: str = OPERATOR) -> KnowledgeBaseRecord | None:
+        """The knowledge base `tenant` knows by this name (its own first, then one granted it), or None.
+
+        For chats: None says nothing of the knowledge bases of other tenants, even of one with this name.
+        """
         try:
-            return await self._repo.by_name(name)
+            return await self._repo.by_name(name, tenant)
         except NotFound:
-            return None
+            pass
+        return next((kb for kb in await self._repo.visible(tenant) if kb.name == name), None)
 
     async def all(self) -> list[KnowledgeBaseRecord]:
-        """Every knowledge base."""
+        """Every knowledge base of every tenant (the terminal's view)."""
         return await self._repo.all()
 
+    async def visible(self, tenant: str) -> list[KnowledgeBaseRecord]:
+        """The knowledge bases a tenant's chats may know of: those it owns or was granted, by name."""
+        return await self._repo.visible(tenant)
+
+    async def visible_ids(self, tenant: str, kb_ids: Sequence[str]) -> set[str]:
+        """Those of `kb_ids` a tenant's chats may read."""
+        return await self._repo.visible_ids(tenant, kb_ids)
+
     async def info(self, name: str) -> KnowledgeBaseInfo:
+        """A knowledge base, named as the terminal writes it, and its counts."""
+        return await self.info_of(await self.find(name))
+
+    async def info_of(self, kb: KnowledgeBaseRecord) -> KnowledgeBaseInfo:
         """A knowledge base and its counts."""
-        kb = await self.find(name)
         return KnowledgeBaseInfo(kb, await self._repo.stats(kb.id))
+
+    async def grant(self, name: str, tenant: str) -> bool:
+        """Let `tenant` read the knowledge base `name` (the terminal's naming); False when it already could."""
+        kb = await self.find(name)
+        if kb.owner == tenant:
+            return False
+        return await self._repo.grant(kb.id, tenant)
+
+    async def revoke(self, name: str, tenant: str) -> bool:
+        """Take back a grant; False when `tenant` had none."""
+        return await self._repo.revoke((await self.find(name)).id, tenant)
+
+    async def grants(self) -> dict[str, list[str]]:
+        """Per knowledge-base id, the tenants granted it."""
+        return await self._repo.grants()
 
     async def rename(self, name: str, new_name: str) -> KnowledgeBaseRecord:
         """Give a knowledge base a new name."""

@@ -287,6 +287,11 @@ def kb_not_allowed(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -
     return catalogue(lang).text("kb.not_allowed", name=name, command=style.written("kb list"))
 
 
+def kb_only_shared(name: str, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """An admin command that would change a knowledge base the chat was only granted to read."""
+    return catalogue(lang).text("kb.only_shared", name=name, command=style.written("kb create NAME"))
+
+
 def kb_now_using(name: str, lang: str) -> str:
     """Confirms `/kb use`."""
     return catalogue(lang).text("kb.now_using", name=name)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
@@ -17,6 +18,7 @@ from storage.models import (
     Faq,
     IngestionJob,
     KnowledgeBase,
+    KnowledgeBaseGrant,
     Segment,
     utcnow,
 )
@@ -25,8 +27,19 @@ from storage.records import KnowledgeBaseRecord
 
 def _record(row: KnowledgeBase) -> KnowledgeBaseRecord:
     return KnowledgeBaseRecord(
-        id=row.id, name=row.name, description=row.description, chunking=dict(row.chunking), created_at=row.created_at
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        chunking=dict(row.chunking),
+        created_at=row.created_at,
+        owner=row.owner,
     )
+
+
+def _visible_to(tenant: str) -> Any:
+    """The condition a knowledge base meets when `tenant` may read it: it owns it, or the operator granted it."""
+    granted = select(KnowledgeBaseGrant.kb_id).where(KnowledgeBaseGrant.tenant == tenant)
+    return or_(col(KnowledgeBase.owner) == tenant, col(KnowledgeBase.id).in_(granted))
 
 
 class KnowledgeBaseRepo:
@@ -35,9 +48,11 @@ class KnowledgeBaseRepo:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def create(self, name: str, *, chunking: dict[str, Any], description: str = "") -> KnowledgeBaseRecord:
-        """A new knowledge base; raises DuplicateName when the name is taken."""
-        row = KnowledgeBase(name=name, chunking=chunking, description=description)
+    async def create(
+        self, name: str, *, chunking: dict[str, Any], description: str = "", owner: str = ""
+    ) -> KnowledgeBaseRecord:
+        """A new knowledge base of `owner`; raises DuplicateName when the owner already has one of this name."""
+        row = KnowledgeBase(name=name, chunking=chunking, description=description, owner=owner)
         try:
             async with self._db.session() as session:
                 session.add(row)
@@ -53,19 +68,63 @@ class KnowledgeBaseRepo:
             raise NotFound("knowledge base", kb_id)
         return _record(row)
 
-    async def by_name(self, name: str) -> KnowledgeBaseRecord:
-        """By exact name; raises NotFound."""
+    async def by_name(self, name: str, owner: str = "") -> KnowledgeBaseRecord:
+        """`owner`'s knowledge base of this exact name; raises NotFound."""
+        statement = select(KnowledgeBase).where(KnowledgeBase.name == name, KnowledgeBase.owner == owner)
         async with self._db.session() as session:
-            row = (await session.exec(select(KnowledgeBase).where(KnowledgeBase.name == name))).first()
+            row = (await session.exec(statement)).first()
         if row is None:
             raise NotFound("knowledge base", name)
         return _record(row)
 
     async def all(self) -> list[KnowledgeBaseRecord]:
-        """Every knowledge base, by name."""
+        """Every knowledge base of every owner, by name."""
         async with self._db.session() as session:
             rows = (await session.exec(select(KnowledgeBase).order_by(col(KnowledgeBase.name)))).all()
         return [_record(row) for row in rows]
+
+    async def visible(self, tenant: str) -> list[KnowledgeBaseRecord]:
+        """The knowledge bases `tenant` owns or was granted, by name."""
+        statement = select(KnowledgeBase).where(_visible_to(tenant)).order_by(col(KnowledgeBase.name))
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        return [_record(row) for row in rows]
+
+    async def visible_ids(self, tenant: str, kb_ids: Sequence[str]) -> set[str]:
+        """Those of `kb_ids` that `tenant` owns or was granted."""
+        if not kb_ids:
+            return set()
+        statement = select(KnowledgeBase.id).where(col(KnowledgeBase.id).in_(list(kb_ids)), _visible_to(tenant))
+        async with self._db.session() as session:
+            return set((await session.exec(statement)).all())
+
+    async def grant(self, kb_id: str, tenant: str) -> bool:
+        """Let `tenant` read the knowledge base; False when it already could."""
+        try:
+            async with self._db.session() as session:
+                session.add(KnowledgeBaseGrant(kb_id=kb_id, tenant=tenant))
+        except IntegrityError:
+            return False
+        return True
+
+    async def revoke(self, kb_id: str, tenant: str) -> bool:
+        """Take back `tenant`'s grant; False when it had none."""
+        async with self._db.session() as session:
+            result = await session.exec(
+                delete(KnowledgeBaseGrant).where(
+                    col(KnowledgeBaseGrant.kb_id) == kb_id, col(KnowledgeBaseGrant.tenant) == tenant
+                )
+            )
+        return bool(result.rowcount)
+
+    async def grants(self) -> dict[str, list[str]]:
+        """Per knowledge-base id, the tenants granted it."""
+        async with self._db.session() as session:
+            rows = (await session.exec(select(KnowledgeBaseGrant).order_by(col(KnowledgeBaseGrant.tenant)))).all()
+        granted: dict[str, list[str]] = {}
+        for row in rows:
+            granted.setdefault(row.kb_id, []).append(row.tenant)
+        return granted
 
     async def rename(self, kb_id: str, new_name: str) -> KnowledgeBaseRecord:
         """Change the name; raises NotFound or DuplicateName."""
@@ -118,6 +177,7 @@ class KnowledgeBaseRepo:
                 (Faq, Faq.kb_id),
                 (IngestionJob, IngestionJob.kb_id),
                 (ChannelBinding, ChannelBinding.kb_id),
+                (KnowledgeBaseGrant, KnowledgeBaseGrant.kb_id),
             ):
                 await session.exec(delete(model).where(col(column) == kb_id))
             await session.exec(delete(KnowledgeBase).where(col(KnowledgeBase.id) == kb_id))

@@ -92,3 +92,25 @@ async def test_eval_of_a_conversation_set_can_count_declines_alone(
     assert "### mtrag-mini: declines through the answer pipeline" in out
     labels = [line.split(" | ")[0].removeprefix("| ") for line in out.splitlines() if "%" in line]
     assert labels == ["UNANSWERABLE", "ANSWERABLE", "PARTIAL", "UNDERSPECIFIED"]
+
+
+async def test_kb_grant_lets_a_workspace_read_a_knowledge_base_and_revoke_takes_it_back(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = shared_weaviate_env
+    code, _, err = await run_ragbot(env, tmp_path, "kb", "create", "policies")
+    assert code == 0, err
+    code, out, err = await run_ragbot(env, tmp_path, "kb", "grant", "policies", "slack:T012AB3CD")
+    assert (code, out) == (0, "slack:T012AB3CD may now read policies\n"), err
+    code, out, err = await run_ragbot(env, tmp_path, "kb", "list")
+    assert code == 0, err
+    (line,) = [line for line in out.splitlines() if line.startswith("policies\t")]
+    assert line.endswith("\towner operator\tread by slack:T012AB3CD")
+    code, _, err = await run_ragbot(env, tmp_path, "kb", "grant", "policies", "everyone")
+    assert code == 1
+    assert "'everyone' is not a tenant: write it as platform:workspace" in err
+    code, out, err = await run_ragbot(env, tmp_path, "kb", "revoke", "policies", "slack:T012AB3CD")
+    assert (code, out) == (0, "slack:T012AB3CD no longer reads policies\n"), err
+    code, _, err = await run_ragbot(env, tmp_path, "kb", "grant", "slack:T012AB3CD/policies", "slack:T9")
+    assert code == 1
+    assert "No knowledge base named 'slack:T012AB3CD/policies'" in err

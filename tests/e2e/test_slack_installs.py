@@ -47,6 +47,8 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
             await services.ingestor.ingest(handbook, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
             garden = await services.knowledge.create("garden", {})
             await services.ingestor.ingest(garden, SourceFile(GARDEN, "upload:garden.md", "garden.md"))
+            # Installed through OAuth, every workspace is a tenant: it reads the operator's handbook once granted.
+            await services.knowledge.grant("handbook", f"slack:{ACME}")
             manager = build_manager(services, chat_policy(settings))
             adapter = create_slack(manager, settings, services.db)
             assert isinstance(adapter, SlackAdapter)
@@ -111,6 +113,10 @@ async def test_a_second_workspace_installs_and_answers_from_its_own_bindings(sla
     # The installer is an admin in the new workspace without being listed in SLACK_ADMINS; others are not.
     refused = await _command(slack, BETA, "U0BETAUSER", "C0BETA", "use garden")
     assert refused == messages.admins_only("kb use", "en")
+    # The operator's garden is not the new workspace's to name until the operator grants it.
+    unknown = await _command(slack, BETA, BETA_ADMIN, "C0BETA", "use garden")
+    assert unknown == messages.kb_use_missing("garden", [], "en", create=True)
+    assert await slack.services.knowledge.grant("garden", f"slack:{BETA}")
     assert await _command(slack, BETA, BETA_ADMIN, "C0BETA", "use garden") == messages.kb_now_using("garden", "en")
     assert await slack.services.bindings.kb_ids("slack", BETA, "C0BETA") == [
         (await slack.services.knowledge.named("garden")).id  # type: ignore[union-attr]

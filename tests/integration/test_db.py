@@ -22,6 +22,7 @@ from storage.models import KnowledgeBase
 
 EXPECTED_TABLES = {
     "knowledge_base",
+    "knowledge_base_grant",
     "document",
     "segment",
     "chunk",
@@ -78,6 +79,16 @@ async def test_knowledge_base_names_are_unique(db: Database) -> None:
     with pytest.raises(IntegrityError):
         async with db.session() as session:
             session.add(KnowledgeBase(name="dup"))
+
+
+async def test_two_owners_may_each_have_a_knowledge_base_of_one_name(db: Database) -> None:
+    async with db.session() as session:
+        session.add(KnowledgeBase(name="handbook"))
+        session.add(KnowledgeBase(name="handbook", owner="slack:T1"))
+        session.add(KnowledgeBase(name="handbook", owner="slack:T2"))
+    async with db.session() as session:
+        owners = sorted(row.owner for row in (await session.exec(select(KnowledgeBase))).all())
+    assert owners == ["", "slack:T1", "slack:T2"]
 
 
 async def test_embedding_cache_round_trips_float32_vectors(db: Database) -> None:

@@ -144,12 +144,17 @@ class KnowledgeNames:
         self.bases[name] = kb
         return kb
 
-    async def named(self, name: str) -> KnowledgeBaseRecord | None:
+    async def named(self, name: str, tenant: str = "") -> KnowledgeBaseRecord | None:
         self.lookups += 1
-        return self.bases.get(name)
+        kb = self.bases.get(name)
+        return kb if kb is not None and kb.owner == tenant else None
 
     async def all(self) -> list[KnowledgeBaseRecord]:
         return list(self.bases.values())
+
+    async def visible_ids(self, tenant: str, kb_ids: Sequence[str]) -> set[str]:
+        owned = {kb.id for kb in self.bases.values() if kb.owner == tenant}
+        return {kb_id for kb_id in kb_ids if kb_id in owned}
 
 
 class JobFeed:

@@ -112,6 +112,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "kb_list:empty": lambda lang: messages.kb_list([], lang),
     "kb_missing": lambda lang: messages.kb_missing("x", lang),
     "kb_not_allowed": lambda lang: messages.kb_not_allowed("x", lang),
+    "kb_only_shared": lambda lang: messages.kb_only_shared("x", lang),
     "kb_now_using": lambda lang: messages.kb_now_using("x", lang),
     "kb_info": lambda lang: messages.kb_info("x", "HR", {"documents": 2, "chunks": 9, "faqs": 1}, lang),
     "jobs_list": lambda lang: messages.jobs_list(
