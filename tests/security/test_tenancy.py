@@ -193,3 +193,20 @@ async def test_the_operators_web_chat_cannot_name_a_workspaces_knowledge_base(wo
         else messages.kb_missing("kestrel", "en")
     )
     assert await world.slack.services.bindings.kb_ids("web", "", "session-1") == []
+
+
+async def test_another_workspace_cannot_rate_a_workspaces_answer_by_its_id(world: World) -> None:
+    slack = world.slack
+    question = "What is the launch code of project Kestrel?"
+    ts = slack.fake.user_message(ONE, "C0ONE5", "U0SOMEONE", f"<@{events.BOT_USER_ID}> {question}")
+    event = events.app_mention(channel="C0ONE5", user="U0SOMEONE", text=question, team=ONE, ts=ts)
+    assert (await slack.post(events.envelope(event, team_id=ONE)))[0] == 200
+    await slack.answers("C0ONE5", ts)
+    conversation = await world.manager.conversation(ConversationKey("slack", ONE, "C0ONE5", ts))
+    answer = await slack.services.conversations.last_answer(conversation.id)
+    assert answer is not None
+    elsewhere = ConversationKey("slack", TWO, "C0TWO", "")
+    assert await world.manager.feedback(elsewhere, answer.id, "down") is None
+    rated = await slack.services.conversations.last_answer(conversation.id)
+    assert rated is not None
+    assert rated.feedback == ""
