@@ -44,10 +44,25 @@ class PlatformSettings(BaseModel):
     def check(self, *, serving: bool, host: str) -> None:
         """Raise bot.errors.StartupError for settings that do not make sense together (`host`: RAGBOT_HOST)."""
 
+    def webhooks(self) -> str | None:
+        """The setting that has the internet post to this platform's routes (so ragbot is public), or None."""
+        return None
+
+    def check_public(self, reason: str) -> None:
+        """Raise bot.errors.StartupError for settings unsafe while ragbot is public (`reason`: the setting why)."""
+
 
 def names(value: str) -> tuple[str, ...]:
     """A comma-separated setting as its names, in order, stripped, without empties or repeats."""
     return tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def networks(value: str) -> tuple[Network, ...]:
+    """Comma-separated addresses or CIDR networks (ValueError naming the first that is neither)."""
+    return tuple(ipaddress.ip_network(part, strict=False) for part in names(value))
 
 
 def is_loopback(host: str) -> bool:

@@ -57,6 +57,14 @@ class SlackSettings(PlatformSettings):
         """SLACK_ADMINS as member ids."""
         return frozenset(names(self.SLACK_ADMINS))
 
+    def webhooks(self) -> str | None:
+        """The install pages and the Events API over HTTP are posted to from the internet; Socket Mode is not."""
+        if self.oauth:
+            return "SLACK_CLIENT_ID"
+        if self.SLACK_BOT_TOKEN is not None and self.SLACK_APP_TOKEN is None:
+            return "SLACK_BOT_TOKEN without SLACK_APP_TOKEN"
+        return None
+
     def check(self, *, serving: bool, host: str) -> None:
         """The Slack settings that only make sense together."""
         oauth = self.SLACK_CLIENT_ID is not None or self.SLACK_CLIENT_SECRET is not None

@@ -44,6 +44,12 @@ class TelegramSettings(PlatformSettings):
         """TELEGRAM_ADMINS as user ids (numbers: usernames can change hands)."""
         return frozenset(names(self.TELEGRAM_ADMINS))
 
+    def webhooks(self) -> str | None:
+        """Telegram posts to the webhook from the internet; polling reaches out instead."""
+        if self.TELEGRAM_BOT_TOKEN is not None and self.TELEGRAM_MODE == "webhook":
+            return "TELEGRAM_MODE=webhook"
+        return None
+
     def check(self, *, serving: bool, host: str) -> None:
         """A webhook needs its public URL and a secret."""
         if self.TELEGRAM_BOT_TOKEN is None or self.TELEGRAM_MODE != "webhook":

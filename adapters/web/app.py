@@ -6,24 +6,30 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from aiohttp import BodyPartReader, web
 
+from adapters.web import guard
 from adapters.web.reply import EventSink, WebReplyTarget, encode_event, source_json
 from adapters.web.session import (
     ACCESS_COOKIE,
+    ADMIN_AGE,
     ADMIN_COOKIE,
+    SESSION_AGE,
     SESSION_COOKIE,
     SessionSigner,
     load_key,
     token_matches,
 )
 from adapters.web.settings import WebSettings
+from adapters.web.throttle import LoginThrottle
 from adapters.web.words import page_texts
+from bot.app.bodies import MAX_BODY, allow_large_bodies
 from bot.app.settings import Settings
+from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
 from bot.ports import Adapter
@@ -37,7 +43,8 @@ PLATFORM: Final = "web"
 STATIC_DIR: Final = Path(__file__).parent / "static"
 _HISTORY_LIMIT: Final = 200
 _MAX_TEXT_BYTES: Final = 64 * 1024
-_COOKIE_AGE: Final = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
+# Files per upload: with the per-file limit, what one upload may make the process hold.
+_MAX_UPLOAD_FILES: Final = 20
 _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
 # The commands that take files (as Telegram's and Slack's adapters attach a document to them).
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
@@ -50,6 +57,7 @@ class WebConfig:
     admin_token: str | None
     access_token: str | None
     upload_limit: int
+    address_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=120, window=60.0))
 
 
 class WebChat:
@@ -62,6 +70,9 @@ class WebChat:
         self._config = config
         self._signer = signer
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._logins = LoginThrottle()
+        # Per client address, beside the manager's per-session limit: a new session is one GET away.
+        self._addresses = RateLimiter(config.address_rate_limit)
 
     def mount(self, app: web.Application) -> None:
         """Add the page, its assets and the API."""
@@ -76,7 +87,8 @@ class WebChat:
         app.router.add_post("/api/new", self.new_conversation)
         app.router.add_post("/api/admin/login", self.admin_login)
         app.router.add_post("/api/admin/logout", self.admin_logout)
-        app.router.add_post("/api/upload", self.upload)
+        app.router.add_post(guard.UPLOAD_PATH, self.upload)
+        allow_large_bodies(app, guard.UPLOAD_PATH, _MAX_UPLOAD_FILES * self._config.upload_limit + MAX_BODY)
 
     async def start(self) -> None:
         """Nothing to start: the routes serve on ragbot's listener."""
@@ -99,10 +111,14 @@ class WebChat:
             request.cookies.get(ACCESS_COOKIE), self._config.access_token
         ):
             return _error(403, messages.WEB_NEEDS_ACCESS)
+        changes_state = request.path.startswith("/api/") and request.method == "POST"
+        if changes_state and (refused := guard.refusal(request)) is not None:
+            log.warning("web=refused reason=cross_site path=%s address=%s", request.path, request.remote)
+            return _error(*refused)
         session_id = self._signer.session_id(request.cookies.get(SESSION_COOKIE))
         cookie = None
         if session_id is None:
-            if request.path.startswith("/api/") and request.method == "POST":
+            if changes_state:
                 return _error(403, messages.WEB_SESSION_EXPIRED)
             cookie = self._signer.new_session()
             session_id = cookie.split(".")[0]
@@ -112,9 +128,9 @@ class WebChat:
         except web.HTTPException as exc:
             response = exc
         if cookie is not None:
-            _set_cookie(request, response, SESSION_COOKIE, cookie)
+            _set_cookie(request, response, SESSION_COOKIE, cookie, SESSION_AGE)
         if fresh_access is not None:
-            _set_cookie(request, response, ACCESS_COOKIE, fresh_access)
+            _set_cookie(request, response, ACCESS_COOKIE, fresh_access, SESSION_AGE)
         if isinstance(response, web.HTTPException):
             raise response
         return response
@@ -122,7 +138,15 @@ class WebChat:
     def _fresh_access(self, request: web.Request) -> str | None:
         token = self._config.access_token
         given = request.query.get("access")
-        if request.path != "/" or not token or given is None or not token_matches(given, token):
+        if request.path != "/" or not token or given is None:
+            return None
+        # Wrong access links lock the address out like wrong admin tokens (each on its own count).
+        address = f"access:{request.remote}"
+        if self._logins.locked_for(address) > 0:
+            return None
+        if not token_matches(given, token):
+            self._logins.failed(address)
+            log.warning("web=access_refused address=%s", request.remote)
             return None
         return self._signer.access_cookie(token)
 
@@ -162,8 +186,9 @@ class WebChat:
         )
 
     async def history(self, request: web.Request) -> web.Response:
-        """The conversation since its last /new, oldest first."""
-        entries = await self._manager.transcript(self._key(request), _HISTORY_LIMIT)
+        """The conversation since its last /new, oldest first (none before its first message: nothing is stored)."""
+        key = self._key(request)
+        entries = await self._manager.transcript(key, _HISTORY_LIMIT) if await self._manager.known(key) else []
         return web.json_response({"messages": [_history_entry(entry) for entry in entries]})
 
     # --- writes -----------------------------------------------------------------------------------------------
@@ -176,6 +201,8 @@ class WebChat:
             return _error(400, messages.WEB_BAD_BODY)
         if len(text.encode()) > _MAX_TEXT_BYTES:
             return _error(413, messages.web_text_too_long(_MAX_TEXT_BYTES))
+        if (limited := await self._rate_limited(request)) is not None:
+            return limited
         message = IncomingMessage(
             key=self._key(request),
             message_id="",
@@ -192,6 +219,8 @@ class WebChat:
             return _error(403, messages.WEB_ADMIN_ONLY)
         if not request.content_type.startswith("multipart/"):
             return _error(400, messages.WEB_UPLOAD_FORM)
+        if (limited := await self._rate_limited(request)) is not None:
+            return limited
         files: list[Attachment] = []
         text = "/ingest"
         reader = await request.multipart()
@@ -199,10 +228,15 @@ class WebChat:
             if not isinstance(part, BodyPartReader):
                 continue
             if part.name == "text":
-                text = (await part.text()).strip() or text
+                typed = await _read_limited(part, _MAX_TEXT_BYTES)
+                if typed is None:
+                    return _error(413, messages.web_text_too_long(_MAX_TEXT_BYTES))
+                text = typed.decode(part.get_charset("utf-8"), errors="replace").strip() or text
                 continue
             if part.name != "file" or not part.filename:
                 continue
+            if len(files) == _MAX_UPLOAD_FILES:
+                return _error(413, messages.web_too_many_files(_MAX_UPLOAD_FILES))
             data = await _read_limited(part, self._config.upload_limit)
             if data is None:
                 log.info(
@@ -254,41 +288,77 @@ class WebChat:
         finally:
             sink.end()
 
+    async def _rate_limited(self, request: web.Request) -> web.Response | None:
+        """A 429 when this client address sent more than its share of messages this minute, else None."""
+        address = _address_key(request)
+        if self._addresses.allow(address):
+            return None
+        wait = self._addresses.retry_after(address)
+        log.info("web=rate_limited address=%s", request.remote)
+        lang = await self._manager.language(self._key(request), app_language=_browser_language(request))
+        response = _error(429, messages.rate_limited(wait, lang))
+        response.headers["Retry-After"] = str(max(1, round(wait)))
+        return response
+
     async def stop_answer(self, request: web.Request) -> web.Response:
         """Stop the answer being written in this browser's conversation."""
-        conversation = await self._manager.conversation(self._key(request))
-        return web.json_response({"stopped": self._manager.stop(self._key(request), conversation.id)})
+        key = self._key(request)
+        if not await self._manager.known(key):
+            return web.json_response({"stopped": False})
+        conversation = await self._manager.conversation(key)
+        return web.json_response({"stopped": self._manager.stop(key, conversation.id)})
 
     async def feedback(self, request: web.Request) -> web.Response:
         """Helpful or not, on one of this conversation's answers."""
         body = await _json_body(request)
         if not isinstance(body, dict) or body.get("value") not in ("up", "down"):
             return _error(400, messages.WEB_BAD_FEEDBACK)
-        if not await self._manager.feedback(self._key(request), str(body.get("message_id", "")), str(body["value"])):
+        key = self._key(request)
+        known = await self._manager.known(key)
+        if not known or not await self._manager.feedback(key, str(body.get("message_id", "")), str(body["value"])):
             return _error(404, messages.WEB_NO_SUCH_ANSWER)
         return web.json_response({"ok": True})
 
     async def new_conversation(self, request: web.Request) -> web.Response:
         """Start over: history is no longer used or shown."""
-        await self._manager.reset(self._key(request))
+        if await self._manager.known(self._key(request)):
+            await self._manager.reset(self._key(request))
         return web.json_response({"ok": True})
 
     async def admin_login(self, request: web.Request) -> web.Response:
-        """Check the admin token once; the proof stays in an HttpOnly cookie."""
-        body = await _json_body(request)
-        token = body.get("token") if isinstance(body, dict) else None
+        """Check the admin token once (a few wrong ones lock the address and session out); the proof stays in an
+        HttpOnly cookie, bound to a new session id."""
         expected = self._config.admin_token
         if not expected:
             return _error(403, messages.WEB_NO_ADMIN)
+        keys = (f"admin:{request.remote}", f"session:{request[_SESSION_KEY]}")
+        if (wait := self._logins.locked_for(*keys)) > 0:
+            log.warning("web=admin_refused reason=locked_out address=%s", request.remote)
+            response = _error(429, messages.web_admin_locked(wait))
+            response.headers["Retry-After"] = str(max(1, round(wait)))
+            return response
+        body = await _json_body(request)
+        token = body.get("token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token_matches(token, expected):
-            log.warning("web=admin_refused")
+            self._logins.failed(*keys)
+            log.warning("web=admin_refused reason=wrong_token address=%s", request.remote)
             return _error(403, messages.WEB_WRONG_TOKEN)
         response = web.json_response({"admin": True})
-        _set_cookie(request, response, ADMIN_COOKIE, self._signer.admin_cookie(request[_SESSION_KEY], expected))
+        session_id = request[_SESSION_KEY]
+        if not self._is_admin(request):
+            # A new session id: whoever planted or learnt the old one (session fixation) does not share the admin's.
+            # (A session already admin got its own at that login; a second login renews the proof only.)
+            session = self._signer.new_session()
+            session_id = session.split(".")[0]
+            _set_cookie(request, response, SESSION_COOKIE, session, SESSION_AGE)
+        _set_cookie(request, response, ADMIN_COOKIE, self._signer.admin_cookie(session_id, expected), ADMIN_AGE)
+        log.info("web=admin_login address=%s", request.remote)
         return response
 
     async def admin_logout(self, request: web.Request) -> web.Response:
-        """Forget the admin proof."""
+        """Revoke the admin proof (a copy of the cookie kept elsewhere is refused too) and forget it."""
+        if proof := request.cookies.get(ADMIN_COOKIE):
+            self._signer.revoke(proof)
         response = web.json_response({"admin": False})
         response.del_cookie(ADMIN_COOKIE, path="/")
         return response
@@ -306,11 +376,15 @@ _PAGE_HEADERS: Final = {
 }
 
 
-def _set_cookie(request: web.Request, response: web.StreamResponse, name: str, value: str) -> None:
-    # Secure only over TLS (directly or behind a proxy): a loopback or LAN http page must still keep its session.
-    response.set_cookie(
-        name, value, max_age=_COOKIE_AGE, httponly=True, samesite="Strict", secure=request.secure, path="/"
-    )
+def _set_cookie(request: web.Request, response: web.StreamResponse, name: str, value: str, age: int) -> None:
+    # Secure over TLS, directly or behind a trusted proxy saying so (X-Forwarded-Proto, bot.app.proxies): a loopback
+    # or LAN http page must still keep its session. The server checks `age` itself too (adapters.web.session).
+    response.set_cookie(name, value, max_age=age, httponly=True, samesite="Strict", secure=request.secure, path="/")
+
+
+def _address_key(request: web.Request) -> str:
+    # The peer, or the client a trusted proxy names (bot.app.proxies rewrote request.remote).
+    return f"address:{request.remote}"
 
 
 def _error(status: int, text: str) -> web.Response:
@@ -367,5 +441,6 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         admin_token=web.WEB_ADMIN_TOKEN.get_secret_value() if web.WEB_ADMIN_TOKEN else None,
         access_token=web.WEB_ACCESS_TOKEN.get_secret_value() if web.WEB_ACCESS_TOKEN else None,
         upload_limit=settings.ingestion_limits().max_file_bytes,
+        address_rate_limit=RateLimit(count=web.WEB_ADDRESS_RATE_LIMIT, window=60.0),
     )
     return WebChat(manager, config, SessionSigner(load_key(settings.data_dir)))

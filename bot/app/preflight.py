@@ -7,6 +7,7 @@ import os
 import socket
 from pathlib import Path
 
+from bot.app.exposure import exposure_of
 from bot.app.settings import Settings, platform_settings
 from bot.errors import StartupError
 
@@ -80,5 +81,9 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
 
 def check_platforms(settings: Settings, *, serving: bool) -> None:
     """Each chat platform's own checks of its settings (a webhook without its secret, a public chat without a token)."""
+    exposure = exposure_of(settings)
     for model in platform_settings():
-        model.of(settings).check(serving=serving, host=settings.RAGBOT_HOST)
+        platform = model.of(settings)
+        platform.check(serving=serving, host=settings.RAGBOT_HOST)
+        if serving and exposure.public:
+            platform.check_public(exposure.reason)

@@ -1,7 +1,8 @@
 """The aiohttp applications: /healthz, /readyz and /metrics; adapters mount their routes beside them.
 
-A listener that faces a network (RAGBOT_HOST not loopback) gets a bare /healthz; the details and /metrics
-stay on a loopback-only listener, so the internet learns nothing of ragbot's parts.
+When ragbot is public (bot.app.exposure) its listener gets a bare /healthz and believes forwarding headers from
+trusted proxies only; the details and /metrics stay on a loopback-only listener, so the internet learns nothing
+of ragbot's parts. A local listener refuses what came through a proxy. Every listener caps bodies (bot.app.bodies).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from bot.app.bodies import LARGE_BODIES, MAX_BODY, limit_bodies
 from bot.app.health import PartHealth, check_parts, is_healthy
+from bot.app.proxies import local_only, trusting
 from bot.app.services import Services
 from bot.metrics import ChatMetrics
+from bot.settings_base import Network
 
 # A scrape every few seconds must not become a database and index query every few seconds.
 _HEALTH_TTL = 15.0
@@ -83,7 +87,9 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def _base_app(services: Services, chat: ChatMetrics, health: HealthCache) -> web.Application:
-    app = web.Application(client_max_size=services.settings.ingestion_limits().max_file_bytes + 1_000_000)
+    # A route that takes more (uploads) streams its body in parts, which client_max_size does not limit.
+    app = web.Application(client_max_size=MAX_BODY)
+    app[LARGE_BODIES] = {}
     app[SERVICES_KEY] = services
     app[STARTED_KEY] = time.monotonic()
     app[HEALTH_KEY] = health
@@ -92,10 +98,19 @@ def _base_app(services: Services, chat: ChatMetrics, health: HealthCache) -> web
     return app
 
 
-def create_app(services: Services, chat: ChatMetrics | None = None, *, public: bool = False) -> web.Application:
-    """The HTTP application bound to running services; `public` leaves out details and /metrics."""
+def create_app(
+    services: Services,
+    chat: ChatMetrics | None = None,
+    *,
+    public: bool = False,
+    trusted_proxies: tuple[Network, ...] = (),
+) -> web.Application:
+    """The HTTP application bound to running services; `public` leaves out details and /metrics and believes the
+    forwarding headers of `trusted_proxies`; a local one refuses proxied requests."""
     chat = chat or ChatMetrics()
     app = _base_app(services, chat, HealthCache(services))
+    app.middlewares.append(trusting(trusted_proxies) if public else local_only)
+    app.middlewares.append(limit_bodies)
     if public:
         app.router.add_get("/healthz", public_healthz)
     else:

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from bot.knowledge.ingestion import IngestionLimits
-from bot.settings_base import PlatformSettings, is_loopback, names
+from bot.settings_base import Network, PlatformSettings, is_loopback, names, networks
 from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
 from rag.extractive import ExtractiveConfig
 from rag.faq.search import FaqSearchConfig
@@ -119,6 +119,11 @@ class CoreSettings(BaseSettings):
     CHAT_MAX_CONCURRENT_TURNS: int = Field(default=64, ge=1, le=10_000)
     CHAT_MAX_CONCURRENT_MODEL_CALLS: int = Field(default=16, ge=1, le=10_000)
     RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
+    # Reachable from the internet (behind a reverse proxy): the web chat needs its access token, /metrics and
+    # the detailed /healthz move to the internal listener. A webhook adapter or a non-loopback host means it too.
+    RAGBOT_PUBLIC: bool = False
+    # The proxies (IPs or CIDR networks, comma-separated) whose X-Forwarded-For/-Proto/-Host are believed.
+    RAGBOT_TRUSTED_PROXIES: str = ""
 
     @field_validator("DATABASE_URL")
     @classmethod
@@ -179,6 +184,15 @@ class CoreSettings(BaseSettings):
             AddressPolicy.allowing(*value.split(","))
         except ValueError as exc:
             raise ValueError(f"{exc}: give comma-separated CIDR networks such as 10.0.0.0/8,192.168.0.0/16") from exc
+        return value
+
+    @field_validator("RAGBOT_TRUSTED_PROXIES")
+    @classmethod
+    def _proxies_parse(cls, value: str) -> str:
+        try:
+            networks(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: give comma-separated addresses or networks such as 127.0.0.1,10.0.0.0/8") from exc
         return value
 
     @property
@@ -333,8 +347,12 @@ class CoreSettings(BaseSettings):
         """DEFAULT_KNOWLEDGE_BASES as names."""
         return names(self.DEFAULT_KNOWLEDGE_BASES)
 
+    def trusted_proxies(self) -> tuple[Network, ...]:
+        """RAGBOT_TRUSTED_PROXIES as networks (none by default: the peer is the client)."""
+        return networks(self.RAGBOT_TRUSTED_PROXIES)
+
     def internal_port(self) -> int:
-        """Where /metrics and health details listen when RAGBOT_HOST faces a network: loopback, this port."""
+        """Where /metrics and health details listen when ragbot is public: loopback, this port."""
         return self.RAGBOT_INTERNAL_PORT or (self.RAGBOT_PORT % 65535) + 1
 
 

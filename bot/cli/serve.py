@@ -6,6 +6,7 @@ import logging
 
 from aiohttp import web
 
+from bot.app.exposure import Exposure, exposure_of
 from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
 from bot.app.server import create_app
@@ -47,6 +48,25 @@ async def _warn_of_missing_knowledge_bases(settings: Settings, knowledge: Knowle
         )
 
 
+def _say_exposure(settings: Settings, exposure: Exposure) -> None:
+    """One line on who may reach ragbot, and what a proxy in front of it needs."""
+    if not exposure.public:
+        log.info(
+            "serve=local note=%r",
+            "only this machine may connect; behind a reverse proxy set RAGBOT_PUBLIC=true, WEB_ACCESS_TOKEN and "
+            "RAGBOT_TRUSTED_PROXIES=<the proxy's address>",
+        )
+        return
+    log.info("serve=public reason=%s", exposure.reason)
+    if not exposure.trusted_proxies and is_loopback(settings.RAGBOT_HOST):
+        log.warning(
+            "serve=public trusted_proxies=none note=%r",
+            "a proxy in front of this loopback listener is not trusted: every client has its address (one rate "
+            "limit, one admin lock-out for all), cookies are not Secure, and the page's origin must match the "
+            "Host it sends; set RAGBOT_TRUSTED_PROXIES=127.0.0.1 and have it send X-Forwarded-For/-Proto/-Host",
+        )
+
+
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
     stop = stop_requested()
@@ -56,8 +76,9 @@ async def serve(settings: Settings) -> None:
         chat_metrics = ChatMetrics()
         manager = build_manager(services, chat_policy(settings), metrics=chat_metrics)
         adapters = load_adapters(manager, settings, services.db)
-        public = not is_loopback(settings.RAGBOT_HOST)
-        app = create_app(services, chat_metrics, public=public)
+        exposure = exposure_of(settings)
+        public = exposure.public
+        app = create_app(services, chat_metrics, public=public, trusted_proxies=exposure.trusted_proxies)
         for adapter in adapters:
             adapter.mount(app)
         runners: list[web.AppRunner] = []
@@ -72,6 +93,7 @@ async def serve(settings: Settings) -> None:
             for adapter in adapters:
                 await adapter.start()
             log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+            _say_exposure(settings, exposure)
             await stop.wait()
             log.info("serve=stopping")
         finally:

@@ -592,6 +592,24 @@ WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "val
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
 WEB_WRONG_TOKEN: Final = "That admin token is not right."
+WEB_NOT_JSON: Final = "Send this request as JSON (Content-Type: application/json), as the chat page does."
+WEB_NOT_FROM_THE_PAGE: Final = "Refused: this request did not come from the chat page. Reload the page and try again."
+SERVED_LOCALLY: Final = "This ragbot serves only the machine it runs on. Its admin can make it public (RAGBOT_PUBLIC)."
+
+
+def web_admin_locked(retry_after: float) -> str:
+    """The admin box after too many wrong tokens: when it may be tried again."""
+    return f"Too many wrong admin tokens. Try again in {max(1, round(retry_after / 60))} minutes."
+
+
+def web_too_many_files(limit: int) -> str:
+    """An upload of more files than one request may carry."""
+    return f"Too many files in one upload: send at most {limit} at a time."
+
+
+def request_too_large(limit: int) -> str:
+    """A request body over its route's limit."""
+    return f"The request is too large (over {megabytes(limit)})."
 
 
 def web_text_too_long(limit: int) -> str:

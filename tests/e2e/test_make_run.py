@@ -89,7 +89,10 @@ async def _healthy(url: str, make: asyncio.subprocess.Process, output: Path) -> 
 
 async def _ask(url: str, question: str) -> dict[str, Any]:
     """Ask in the web chat as the page does; the final event's data."""
-    async with aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+    # The page's fetch sends its Origin: ragbot refuses state-changing requests from any other.
+    async with aiohttp.ClientSession(
+        url, cookie_jar=aiohttp.CookieJar(unsafe=True), headers={"Origin": url}
+    ) as browser:
         async with browser.get("/") as page:
             assert page.status == 200
         async with browser.post("/api/messages", json={"text": question}) as response:

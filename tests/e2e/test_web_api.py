@@ -34,7 +34,7 @@ from rag.ingest.documents import SourceFile
 from rag.input_check import SmallTalk
 from tests.conftest import EmbeddedSettings
 
-ADMIN_TOKEN = "let-me-in"
+ADMIN_TOKEN = "let-me-in-e2e-web-api-token-0123456789"
 UPLOAD_LIMIT_MB = 0.05
 
 
@@ -86,10 +86,17 @@ async def served(
                 await runner.cleanup()
 
 
+def _browser(url: str, **more: Any) -> aiohttp.ClientSession:
+    """A browser on the page: its own cookie jar, and the headers the page's requests carry (its Origin; uploads'
+    X-Ragbot-Request)."""
+    headers = {"Origin": url, "X-Ragbot-Request": "1"}
+    return aiohttp.ClientSession(url, cookie_jar=aiohttp.CookieJar(unsafe=True), headers=headers, **more)
+
+
 @pytest_asyncio.fixture
 async def browser(served: Served) -> AsyncIterator[aiohttp.ClientSession]:
     """A browser's session: its own cookie jar, opened on the page."""
-    async with aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as session:
+    async with _browser(served.url) as session:
         async with session.get("/") as page:
             assert page.status == 200
             assert "default-src 'self'" in page.headers["Content-Security-Policy"]
@@ -165,7 +172,7 @@ async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers
 ) -> None:
     events = await _say(browser, "When is lunch?")
     message_id = events[-2][1]["message_id"]
-    async with aiohttp.ClientSession(served.url, cookie_jar=aiohttp.CookieJar(unsafe=True)) as other:
+    async with _browser(served.url) as other:
         async with other.get("/api/history") as response:
             assert (await response.json())["messages"] == []
         async with other.post("/api/feedback", json={"message_id": message_id, "value": "down"}) as response:
@@ -184,20 +191,19 @@ async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers
 async def test_a_bad_request_body_gets_a_clear_error(
     browser: aiohttp.ClientSession, body: bytes, status: int, error: str
 ) -> None:
-    async with browser.post("/api/messages", data=body) as response:
+    async with browser.post("/api/messages", data=body, headers={"Content-Type": "application/json"}) as response:
         assert (response.status, (await response.json())["error"]) == (status, error)
 
 
-@pytest.mark.parametrize("cookie", ["forged.0000", "no-dot", "", "a.b.c"])
+@pytest.mark.parametrize("cookie", ["forged.0000", "no-dot", "", "a.b.c", "a.1700000000.0000"])
 async def test_a_forged_or_stale_session_cookie_is_refused_then_replaced(served: Served, cookie: str) -> None:
-    jar = aiohttp.CookieJar(unsafe=True)
-    async with aiohttp.ClientSession(served.url, cookie_jar=jar, cookies={"ragbot_session": cookie}) as session:
+    async with _browser(served.url, cookies={"ragbot_session": cookie}) as session:
         async with session.post("/api/messages", json={"text": "When is lunch?"}) as response:
             assert response.status == 403
             assert (await response.json())["error"] == messages.WEB_SESSION_EXPIRED
         async with session.get("/api/session") as response:
             assert response.status == 200
-        assert any(c.key == "ragbot_session" and c.value != cookie for c in jar)
+        assert any(c.key == "ragbot_session" and c.value != cookie for c in session.cookie_jar)
 
 
 async def test_empty_long_and_command_messages_get_answers_not_errors(browser: aiohttp.ClientSession) -> None:
@@ -460,7 +466,8 @@ def test_serving_to_a_network_without_an_access_token_is_refused(tmp_path: Path)
     with pytest.raises(StartupError, match="WEB_ACCESS_TOKEN"):
         check_platforms(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0"), serving=True)
     check_platforms(
-        Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t"), serving=True
+        Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="0.0.0.0", WEB_ACCESS_TOKEN="t" * 32),
+        serving=True,
     )
     check_platforms(Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, RAGBOT_HOST="127.0.0.1"), serving=True)
 

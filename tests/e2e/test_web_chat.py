@@ -30,7 +30,7 @@ from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wa
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
 
-ADMIN_TOKEN = "e2e-admin-token-7f3a"
+ADMIN_TOKEN = "e2e-admin-token-7f3a-0123456789abcdef"
 KB = "handbook"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Long enough for the first answer (models load on first use on a 2-core machine).

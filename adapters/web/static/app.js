@@ -763,7 +763,8 @@
       var response = await fetch("/api/upload", {
         method: "POST",
         credentials: "same-origin",
-        headers: { Accept: "text/event-stream" },
+        // A custom header no other origin may send without a preflight: ragbot's CSRF check for uploads.
+        headers: { Accept: "text/event-stream", "X-Ragbot-Request": "1" },
         body: form,
       });
       if (response.status === 403 && state.admin) {
