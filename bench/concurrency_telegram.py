@@ -480,6 +480,8 @@ async def telegram_run(env: dict[str, str], model: FakeOpenAI, args: argparse.Na
             "TELEGRAM_BOT_TOKEN": fake.token,
             "TELEGRAM_API_BASE_URL": fake.base_url,
             "TELEGRAM_FILE_BASE_URL": fake.base_file_url,
+            # Hundreds of made-up people and groups: listing them all would only lengthen the command line.
+            "TELEGRAM_ALLOW_EVERYONE": "true",
         }
         async with serving(telegram_env, work) as (_, process):
             await fake.wait_for(lambda: fake.polling, timeout=30)

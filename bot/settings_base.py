@@ -8,9 +8,19 @@ model into the one Settings class, so the environment and `.env` are read once, 
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """Settings that start but leave a door shut an operator may not expect (`ragbot doctor` and start-up say it)."""
+
+    setting: str
+    problem: str
+    fix: str
 
 
 class PlatformSettings(BaseModel):
@@ -40,6 +50,10 @@ class PlatformSettings(BaseModel):
     def named_kbs(self) -> dict[str, tuple[str, ...]]:
         """The knowledge bases this platform's settings name, by setting (so start-up can say which are missing)."""
         return {}
+
+    def advice(self) -> list[Advice]:
+        """What an operator should hear about these settings though they work (none unless the platform says)."""
+        return []
 
     def check(self, *, serving: bool, host: str) -> None:
         """Raise bot.errors.StartupError for settings that do not make sense together (`host`: RAGBOT_HOST)."""

@@ -302,3 +302,12 @@ class SlackOAuthState(SQLModel, table=True):
 
     state: str = Field(primary_key=True, max_length=128)
     expires_at: datetime
+
+
+class CommandEvent(SQLModel, table=True):
+    """A platform event that carried a command, kept a while so a redelivery (a retry, a restart) runs it once."""
+
+    __tablename__ = "command_event"
+
+    key: str = Field(primary_key=True, max_length=300)
+    created_at: datetime = Field(default_factory=utcnow, index=True)

@@ -15,6 +15,8 @@ from telegram import BotCommand, BotCommandScopeChat, BotCommandScopeDefault, Ca
 from telegram.error import Conflict, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 
+from adapters.telegram import words as telegram_words
+from adapters.telegram.access import Access, Refusals
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
@@ -50,6 +52,7 @@ class TelegramConfig:
 
     token: str
     admins: frozenset[str]
+    access: Access
     mode: str
     webhook_url: str | None
     webhook_secret: str | None
@@ -72,6 +75,7 @@ class TelegramAdapter:
         self._drafts = DraftSupport()
         self._pacer = Pacer()
         self._conflict_reported = False
+        self._refusals = Refusals()
 
     def mount(self, app: web.Application) -> None:
         """The webhook route, in webhook mode."""
@@ -182,11 +186,58 @@ class TelegramAdapter:
         if not isinstance(update, Update) or not self._first_delivery(update.update_id):
             return
         if update.callback_query is not None:
-            await self._feedback(update.callback_query)
+            if self._admits_press(update.callback_query):
+                await self._feedback(update.callback_query)
+            else:
+                await self._answer_press(update.callback_query)
         elif update.message is not None:
-            await self._message(update)
+            if self._admits(update.message):
+                await self._message(update)
+            else:
+                await self._refuse(update.message)
         else:
             log.debug("telegram=ignored update=%s", update.update_id)
+
+    def _admits(self, message: Message) -> bool:
+        user = message.from_user
+        private = message.chat.type == "private"
+        return self._config.access.admits(message.chat.id, private=private, user_id=user.id if user else None)
+
+    def _admits_press(self, query: CallbackQuery) -> bool:
+        chat = query.message.chat if query.message is not None else None
+        if chat is None:
+            return self._config.access.admits(query.from_user.id, private=True, user_id=query.from_user.id)
+        return self._config.access.admits(chat.id, private=chat.type == "private", user_id=query.from_user.id)
+
+    async def _answer_press(self, query: CallbackQuery) -> None:
+        try:
+            await query.answer()
+        except TelegramError as exc:
+            log.warning("telegram=press_ack_failed reason=%s", exc)
+
+    async def _refuse(self, message: Message) -> None:
+        """Someone the bot is not open to: told once a while in one line with the id to list; a group is left."""
+        chat, user = message.chat, message.from_user
+        private = chat.type == "private"
+        if not self._refusals.first(chat.id):
+            log.debug("telegram=refused chat=%s reason=not_allowed told=before", chat.id)
+            return
+        log.info("telegram=refused chat=%s user=%s reason=not_allowed", chat.id, user.id if user else "")
+        assert self._application is not None
+        bot = self._application.bot
+        lang = turn_language("", app_language=(user.language_code if user is not None else None) or "")
+        text = telegram_words.private_bot(chat.id, lang) if private else telegram_words.group_not_allowed(chat.id, lang)
+        thread = message.message_thread_id if message.is_topic_message else None
+        try:
+            await bot.send_message(chat.id, text, message_thread_id=thread)
+        except TelegramError as exc:
+            log.warning("telegram=refusal_undelivered chat=%s reason=%s", chat.id, exc)
+        if private:
+            return
+        try:
+            await bot.leave_chat(chat.id)
+        except TelegramError as exc:
+            log.warning("telegram=leave_failed chat=%s reason=%s", chat.id, exc)
 
     async def _message(self, update: Update) -> None:
         message = update.message
@@ -263,9 +314,12 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
     telegram = TelegramSettings.of(settings)
     if telegram.TELEGRAM_BOT_TOKEN is None:
         return None
+    for advice in telegram.advice():
+        log.warning("telegram=private %s: %s; %s", advice.setting, advice.problem, advice.fix)
     config = TelegramConfig(
         token=telegram.TELEGRAM_BOT_TOKEN.get_secret_value(),
         admins=telegram.admins(),
+        access=telegram.access(),
         mode=telegram.TELEGRAM_MODE,
         webhook_url=telegram.TELEGRAM_WEBHOOK_URL,
         webhook_secret=telegram.TELEGRAM_WEBHOOK_SECRET.get_secret_value()

@@ -49,6 +49,9 @@ class ChatPolicy:
     separate_tenants: frozenset[str] = frozenset()
     group_answer_mode: AnswerMode = "mention"
     rate_limit: RateLimit = field(default_factory=RateLimit)
+    # Commands have a bucket of their own, so a /stop is never refused for questions asked before it; most are
+    # cheap reads, hence more of them (a burst of 100 /kb list is still refused past these).
+    command_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=30, window=60.0))
     max_turns: int = 64
     # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
@@ -110,6 +113,7 @@ class ConversationManager:
         self.commands = commands or default_registry()
         self._recorder = TurnRecorder(parts.conversations)
         self._rate = RateLimiter(policy.rate_limit, clock)
+        self._command_rate = RateLimiter(policy.command_rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
         # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
         self._notices: set[asyncio.Task[None]] = set()
@@ -167,8 +171,7 @@ class ConversationManager:
             command.raw if command is not None else message.text, setting.language, message.user.language
         )
         if message.command is not None:
-            is_admin = self.policy.is_admin(message.key.platform, message.user)
-            await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
+            await self._command(message, target, lang)
             return None
         if not self._answers_here(message, setting):
             log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
@@ -198,6 +201,22 @@ class ConversationManager:
             return await self._turn(
                 message, target, conversation, opened, readable, document_ids, setting, lang, notice
             )
+
+    async def _command(self, message: IncomingMessage, target: ReplyTarget, lang: str) -> None:
+        """Run a command once per platform event (a redelivery, even after a restart, is dropped), within its limit."""
+        user = self._user_key(message)
+        if not self._command_rate.allow(user):
+            await self._say(target, messages.rate_limited(self._command_rate.retry_after(user), lang))
+            return
+        event_key = _event_key(message)
+        if event_key is not None:
+            try:
+                await self._parts.conversations.claim_command(event_key)
+            except DuplicateEvent:
+                log.info("command=duplicate platform=%s message=%s", message.key.platform, message.message_id)
+                return
+        is_admin = self.policy.is_admin(message.key.platform, message.user)
+        await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"

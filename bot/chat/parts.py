@@ -51,6 +51,10 @@ class Conversations(Protocol):
         """Store one message; DuplicateEvent for an event stored before."""
         ...
 
+    async def claim_command(self, event_key: str) -> None:
+        """Record that an event carried a command; DuplicateEvent for an event recorded before."""
+        ...
+
     async def finish_message(
         self,
         message_id: str,

@@ -10,7 +10,7 @@ from typing import Literal
 import openai
 
 from bot.app.preflight import check_writable_dir
-from bot.app.settings import Settings
+from bot.app.settings import Settings, platform_settings
 from bot.errors import StartupError
 from rag.errors import RagError
 from rag.models.chat import OpenAIChatModel
@@ -168,7 +168,16 @@ async def diagnose(settings: Settings) -> list[Finding]:
             findings.append(Finding(part, "error", exc.problem, exc.fix))
         except (StorageError, RagError, OSError, ValueError) as exc:
             findings.append(Finding(part, "error", str(exc), _FIXES.get(part, "")))
-    return findings
+    return findings + platform_advice(settings)
+
+
+def platform_advice(settings: Settings) -> list[Finding]:
+    """What each chat platform's settings leave shut (a private Telegram bot nobody is let into)."""
+    return [
+        Finding(model.platform, "missing", f"{advice.setting}: {advice.problem}", advice.fix)
+        for model in platform_settings()
+        for advice in model.of(settings).advice()
+    ]
 
 
 def render(findings: list[Finding]) -> str:

@@ -19,6 +19,7 @@ from fakes.telegram.wire import (
     BLOCKED,
     DRAFT_PEER_INVALID,
     KICKED,
+    NOT_MEMBER,
     NOT_MODIFIED,
     TERMINATED_BY_POLL,
     TERMINATED_BY_WEBHOOK,
@@ -81,6 +82,7 @@ class BotMethods(TelegramState):
                 "getChat": self._get_chat,
                 "getChatMember": self._get_chat_member,
                 "getChatAdministrators": self._get_chat_administrators,
+                "leaveChat": self._leave_chat,
             }.items()
         }
 
@@ -306,6 +308,13 @@ class BotMethods(TelegramState):
             if chat == chat_id and status in {"creator", "administrator"}
         ]
 
+    async def _leave_chat(self, params: Json) -> bool:
+        chat_id = self._chat_id(params)
+        if chat_id > 0:
+            raise ApiError(400, "Bad Request: chat member status can't be changed in private chats")
+        self.left.add(chat_id)  # no longer a member: what the bot sends there now fails with 403
+        return True
+
     # --- Method helpers ---------------------------------------------------------------------------------------------
 
     def _chat_id(self, params: Json) -> int:
@@ -319,6 +328,8 @@ class BotMethods(TelegramState):
     def _target_chat(self, params: Json) -> int:
         """The chat a message goes to; 403 if the bot was kicked or blocked there."""
         chat_id = self._chat_id(params)
+        if chat_id in self.left:
+            raise ApiError(403, NOT_MEMBER)
         if chat_id in self._blocked:
             raise ApiError(403, KICKED if chat_id < 0 else BLOCKED)
         self._chat(chat_id)

@@ -42,6 +42,7 @@ class TelegramState(FakeAPI):
         self._users: dict[int, Json] = {int(DEFAULT_USER["id"]): dict(DEFAULT_USER)}
         self._members: dict[tuple[int, int], str] = {}
         self._blocked: set[int] = set()
+        self.left: set[int] = set()  # groups the bot left (leaveChat)
         self._next_message_id: dict[int, int] = {}
         self._bot_messages: dict[tuple[int, int], BotMessage] = {}
         self._user_messages: dict[tuple[int, int], Json] = {}

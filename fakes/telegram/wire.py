@@ -19,6 +19,7 @@ NOT_MODIFIED = (
 )
 KICKED = "Forbidden: bot was kicked from the group chat"
 BLOCKED = "Forbidden: bot was blocked by the user"
+NOT_MEMBER = "Forbidden: bot is not a member of the group chat"
 TERMINATED_BY_POLL = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
 TERMINATED_BY_WEBHOOK = "Conflict: terminated by setWebhook request"
 WEBHOOK_ACTIVE = (

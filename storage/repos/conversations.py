@@ -8,20 +8,28 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import DuplicateEvent, NotFound
-from storage.models import Conversation, Message, utcnow
+from storage.models import CommandEvent, Conversation, Message, utcnow
 from storage.records import ConversationRecord, MessageRecord, MessageRole, MessageStatus
 
 # PostgreSQL text cannot hold NUL, and lone surrogates (from bad JSON escapes) cannot be encoded for either
 # backend; a person's message is stored with them replaced rather than lost.
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+# How long a command's event key is kept: Telegram holds an unconfirmed update for 24 hours (getUpdates docs) and
+# Slack retries within minutes, so a redelivery after two days cannot come; older keys are swept.
+COMMAND_EVENT_TTL: Final = timedelta(days=2)
+# Sweeping is one indexed DELETE; once in this while is plenty.
+_SWEEP_EVERY: Final = timedelta(minutes=10)
 
 
 def _storable(text: str) -> str:
@@ -101,6 +109,7 @@ class ConversationRepo:
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
         self._db = db
         self._clock = clock
+        self._swept: datetime | None = None
 
     async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
         """The conversation with this key, created when there is none (safe when two turns race to create it)."""
@@ -194,6 +203,22 @@ class ConversationRepo:
                 row.platform_message_id = platform_message_id
             session.add(row)
         return _message(row)
+
+    async def claim_command(self, event_key: str) -> None:
+        """Record that the event `event_key` carried a command; DuplicateEvent when it was recorded before.
+
+        Durable, so a platform's redelivery after a restart does not run the command (an /ingest) again.
+        """
+        now = self._clock()
+        if self._swept is None or now - self._swept >= _SWEEP_EVERY:
+            self._swept = now
+            async with self._db.session() as session:
+                await session.exec(delete(CommandEvent).where(col(CommandEvent.created_at) < now - COMMAND_EVENT_TTL))
+        try:
+            async with self._db.session() as session:
+                session.add(CommandEvent(key=event_key[:300], created_at=now))
+        except IntegrityError as exc:  # the key is the primary key: stored before
+            raise DuplicateEvent(event_key) from exc
 
     async def _event_stored(self, event_key: str) -> bool:
         async with self._db.session() as session:

@@ -368,6 +368,18 @@ async def test_a_blocked_chat_answers_forbidden(fake: FakeTelegramBotAPI, bot: B
         await bot.send_message(ALICE, "hello?")
 
 
+async def test_a_bot_that_left_a_group_can_no_longer_post_there_and_cannot_leave_a_private_chat(
+    fake: FakeTelegramBotAPI, bot: Bot
+) -> None:
+    await bot.send_message(DEFAULT_GROUP, "hello")
+    assert await bot.leave_chat(DEFAULT_GROUP) is True
+    assert fake.left == {DEFAULT_GROUP}
+    with pytest.raises(Forbidden, match="not a member"):
+        await bot.send_message(DEFAULT_GROUP, "still here?")
+    with pytest.raises(BadRequest, match="private chats"):
+        await bot.leave_chat(ALICE)
+
+
 # --- Updates: long polling and webhooks -----------------------------------------------------------------------------
 
 

@@ -47,12 +47,20 @@ class Bot:
     settings: Settings
 
 
+# The bot is private unless told otherwise: the people (besides the admin) and groups these tests speak as.
+ALLOWED_USERS = (DEFAULT_USER["id"], BOB["id"], 7003, 7004, 7010, 7100, 7200, 7406, 7413, 7414, 7500, 7608, 7621, 7700)
+ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801)
+ALLOWED_CHATS = (-100555, -100777, -100778, -100779, -100888, -100999)
+
+
 def _settings(data: Path, fake: FakeTelegramBotAPI, embedded_settings: EmbeddedSettings, **extra: Any) -> Settings:
     return embedded_settings(
         data,
         DEFAULT_KNOWLEDGE_BASES="handbook",
         TELEGRAM_BOT_TOKEN=fake.token,
         TELEGRAM_ADMINS=str(ADMIN["id"]),
+        TELEGRAM_ALLOWED_USERS=",".join(map(str, ALLOWED_USERS)),
+        TELEGRAM_ALLOWED_CHATS=",".join(map(str, ALLOWED_CHATS)),
         TELEGRAM_API_BASE_URL=fake.base_url,
         TELEGRAM_FILE_BASE_URL=fake.base_file_url,
         TELEGRAM_DOWNLOAD_LIMIT_MB=1,

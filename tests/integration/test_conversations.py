@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from storage.db import Database
-from storage.errors import NotFound
-from storage.repos.conversations import ConversationRepo
+from storage.errors import DuplicateEvent, NotFound
+from storage.repos.conversations import COMMAND_EVENT_TTL, ConversationRepo
 
 SAME_INSTANT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -102,3 +102,18 @@ async def test_any_text_a_person_sends_is_stored(db: Database, sent: str, stored
     assert read == message
     assert read.text == stored
     assert read.meta == {"echo": [stored], stored[:8]: 1}
+
+
+async def test_a_command_event_is_claimed_once_even_by_a_new_repo_and_swept_after_its_ttl(db: Database) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    first = ConversationRepo(db, clock=lambda: now[0])
+    await first.claim_command("telegram::42:7")
+    await first.claim_command("telegram::42:8")
+    again = ConversationRepo(db, clock=lambda: now[0])  # a restarted process, on the same database
+    with pytest.raises(DuplicateEvent):
+        await again.claim_command("telegram::42:7")
+    racing = await asyncio.gather(*(again.claim_command("slack:T1:D1:9.0") for _ in range(3)), return_exceptions=True)
+    assert sorted(type(result).__name__ for result in racing) == ["DuplicateEvent", "DuplicateEvent", "NoneType"]
+    now[0] += COMMAND_EVENT_TTL + timedelta(minutes=1)
+    swept = ConversationRepo(db, clock=lambda: now[0])
+    await swept.claim_command("telegram::42:7")  # long gone: no redelivery comes this late

@@ -37,6 +37,7 @@ EXPECTED_TABLES = {
     "embedding_cache",
     "slack_installation",
     "slack_oauth_state",
+    "command_event",
     "alembic_version",
 }
 

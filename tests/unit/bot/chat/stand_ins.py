@@ -40,6 +40,7 @@ class Conversations:
         self.records: dict[tuple[str, str, str, str], ConversationRecord] = {}
         self.messages: list[MessageRecord] = []
         self._events: set[str] = set()
+        self.commands: set[str] = set()
 
     async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
         key = (platform, workspace, chat, thread)
@@ -81,6 +82,11 @@ class Conversations:
         )
         self.messages.append(message)
         return message
+
+    async def claim_command(self, event_key: str) -> None:
+        if event_key in self.commands:
+            raise DuplicateEvent(event_key)
+        self.commands.add(event_key)
 
     async def finish_message(
         self,
