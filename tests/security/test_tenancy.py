@@ -179,7 +179,7 @@ async def test_the_operators_web_chat_cannot_name_a_workspaces_knowledge_base(wo
     target = RecordingTarget()
     message = IncomingMessage(
         key=key,
-        message_id="m1",
+        message_id=f"m-{command}",
         user=UserRef("session-1", verified_admin=True),
         text="/" + command,
         command=parse_command("/" + command),
