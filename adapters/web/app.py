@@ -303,10 +303,9 @@ class WebChat:
     async def stop_answer(self, request: web.Request) -> web.Response:
         """Stop the answer being written in this browser's conversation."""
         key = self._key(request)
-        if not await self._manager.known(key):
-            return web.json_response({"stopped": False})
-        conversation = await self._manager.conversation(key)
-        return web.json_response({"stopped": self._manager.stop(key, conversation.id)})
+        conversation = await self._manager.existing(key)
+        stopped = conversation is not None and self._manager.stop(key, conversation.id)
+        return web.json_response({"stopped": stopped})
 
     async def feedback(self, request: web.Request) -> web.Response:
         """Helpful or not, on one of this conversation's answers."""

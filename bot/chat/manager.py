@@ -381,14 +381,18 @@ class ConversationManager:
 
     async def transcript(self, key: ConversationKey, limit: int) -> list[TranscriptEntry]:
         """The conversation since its last /new, oldest first, each answer with the sources it showed."""
-        conversation = await self.conversation(key)
+        conversation = await self.existing(key)
+        if conversation is None:
+            return []
         stored = await self._parts.conversations.recent(conversation.id, limit)
         sources = await self._parts.sources.of_answers(stored)
         return [TranscriptEntry(message, sources.get(message.id, [])) for message in stored]
 
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         """The sources of this conversation's last answer (none before one)."""
-        conversation = await self.conversation(key)
+        conversation = await self.existing(key)
+        if conversation is None:
+            return []
         answer = await self._parts.conversations.last_answer(conversation.id)
         return [] if answer is None else (await self._parts.sources.of_answers([answer]))[answer.id]
 
@@ -402,7 +406,9 @@ class ConversationManager:
 
     async def feedback(self, key: ConversationKey, message_id: str, value: str) -> MessageRecord | None:
         """Record `up` or `down` on an answer of this conversation: the answer, or None when it is not one of its."""
-        conversation = await self.conversation(key)
+        conversation = await self.existing(key)
+        if conversation is None:
+            return None
         try:
             return await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
         except NotFound:
@@ -417,12 +423,17 @@ class ConversationManager:
 
     async def reset(self, key: ConversationKey) -> None:
         """Start this conversation over (`/new`): its earlier messages are no longer history or transcript."""
-        conversation = await self.conversation(key)
-        await self._parts.conversations.reset(conversation.id)
+        conversation = await self.existing(key)
+        if conversation is not None:
+            await self._parts.conversations.reset(conversation.id)
 
     async def known(self, key: ConversationKey) -> bool:
         """Whether ragbot already holds a conversation here (a thread it answered in)."""
-        return await self._parts.conversations.find(*_key_fields(key)) is not None
+        return await self.existing(key) is not None
+
+    async def existing(self, key: ConversationKey) -> ConversationRecord | None:
+        """The stored conversation for `key`, or None: reading never creates one (a stranger's request costs no row)."""
+        return await self._parts.conversations.find(*_key_fields(key))
 
     async def seed_history(self, key: ConversationKey, earlier: Sequence[EarlierMessage]) -> int:
         """Store messages written before the bot joined (a thread it is mentioned in late) as the history.

@@ -25,8 +25,8 @@ from storage.repos.jobs import JobRepo
 class ChatControl(Protocol):
     """What a command may do to the chat it was sent in."""
 
-    async def conversation(self, key: ConversationKey) -> ConversationRecord:
-        """The stored conversation (created when new)."""
+    async def existing(self, key: ConversationKey) -> ConversationRecord | None:
+        """The stored conversation, or None (never created by asking)."""
         ...
 
     async def reset(self, key: ConversationKey) -> None:

@@ -753,3 +753,19 @@ async def test_in_a_group_only_an_admin_chooses_the_language_and_only_one_with_a
         messages.help_text([("/new", messages.command_help("new", "zh"))], "zh").splitlines()[-1]
         in target.replies()[-1]
     )
+
+
+async def test_reading_rating_stopping_or_starting_over_a_chat_never_spoken_in_stores_no_conversation(
+    world: ChatWorld,
+) -> None:
+    manager, target = _manager(world), RecordingTarget()
+    strangers = [ConversationKey("test", "team", f"stranger-{n}", "") for n in range(5)]
+    await manager.transcript(strangers[0], 50)
+    await manager.last_sources(strangers[1])
+    assert await manager.feedback(strangers[2], "no-such-answer", "down") is None
+    await manager.reset(strangers[3])
+    for command in ("/stop", "/new", "/sources"):
+        await manager.handle(_message(command, key=strangers[4], message_id=command), target)
+    assert target.replies()[0] == messages.nothing_to_stop("en")
+    for key in strangers:
+        assert await world.conversations.find(key.platform, key.workspace, key.chat, key.thread) is None

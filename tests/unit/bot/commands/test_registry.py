@@ -22,8 +22,11 @@ SLACK = CommandStyle(prefix="/kb ", bare="kb", attachments=False)
 class _Chat:
     """A ChatControl stand-in: a chat nobody has touched (refusals never reach it)."""
 
-    async def conversation(self, key: ConversationKey) -> ConversationRecord:
+    async def existing(self, key: ConversationKey) -> ConversationRecord | None:
         return ConversationRecord("c0", key.platform, key.workspace, key.chat, key.thread, NOW)
+
+    def tenant(self, key: ConversationKey) -> str:
+        return ""
 
     async def reset(self, key: ConversationKey) -> None:
         raise AssertionError("a refused command changed the chat")
