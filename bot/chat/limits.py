@@ -26,6 +26,8 @@ class RateLimiter:
         self._limit = limit
         self._clock = clock
         self._seen: dict[str, deque[float]] = {}
+        # Per key, until when the person was told they are over the limit: a flood is answered once, not per message.
+        self._told: dict[str, float] = {}
 
     def allow(self, key: str) -> bool:
         """Count one message for `key`; False when it is over the limit (and then it is not counted)."""
@@ -38,6 +40,18 @@ class RateLimiter:
         seen.append(now)
         if len(self._seen) > 10_000:  # forget idle people so the map cannot grow without bound
             self._seen = {k: v for k, v in self._seen.items() if v and v[-1] > now - self._limit.window}
+            self._told = {k: until for k, until in self._told.items() if until > now}
+        return True
+
+    def first_refusal(self, key: str) -> bool:
+        """Whether a refused message is the first since `key` went over the limit: the one worth a reply.
+
+        A flood of messages over the limit gets one "please wait", so the flood cannot spend the chat's own send
+        budget (Telegram: one message a second) on refusals."""
+        now = self._clock()
+        if self._told.get(key, float("-inf")) > now:
+            return False
+        self._told[key] = now + self.retry_after(key)
         return True
 
     def retry_after(self, key: str) -> float:

@@ -176,8 +176,10 @@ class ConversationManager:
         if not self._answers_here(message, setting):
             log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
             return None
-        if not self._rate.allow(self._user_key(message)):
-            await self._say(target, messages.rate_limited(self._rate.retry_after(self._user_key(message)), lang))
+        user = self._user_key(message)
+        if not self._rate.allow(user):
+            if self._rate.first_refusal(user):
+                await self._say(target, messages.rate_limited(self._rate.retry_after(user), lang))
             return None
         conversation = await self._parts.conversations.resolve(*_key_fields(message.key))
         try:
@@ -206,7 +208,8 @@ class ConversationManager:
         """Run a command once per platform event (a redelivery, even after a restart, is dropped), within its limit."""
         user = self._user_key(message)
         if not self._command_rate.allow(user):
-            await self._say(target, messages.rate_limited(self._command_rate.retry_after(user), lang))
+            if self._command_rate.first_refusal(user):
+                await self._say(target, messages.rate_limited(self._command_rate.retry_after(user), lang))
             return
         event_key = _event_key(message)
         if event_key is not None:

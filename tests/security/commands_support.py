@@ -262,5 +262,7 @@ async def web_command(browser: aiohttp.ClientSession, text: str) -> str:
         assert response.status == 200, await response.text()
         body = await response.text()
     events = [block.split("\n", 1) for block in body.split("\n\n") if block.strip()]
-    # The reply is the event before the stream's closing one, as the page reads it.
+    # The reply is the event before the stream's closing one, as the page reads it ("" when nothing was said).
+    if len(events) < 2:
+        return ""
     return str(json.loads(events[-2][1].removeprefix("data: "))["text"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.chat.limits import TurnGate
+from bot.chat.limits import RateLimit, RateLimiter, TurnGate
 from tests.support.chat import wait_until
 
 
@@ -95,3 +95,18 @@ async def test_another_conversation_does_not_queue_behind_a_running_turn() -> No
     assert turns.watchers.heard == []
     turns.release.set()
     await asyncio.wait_for(first, 10)
+
+
+def test_a_person_over_the_limit_is_told_once_until_the_window_lets_them_in_again() -> None:
+    now = [0.0]
+    limiter = RateLimiter(RateLimit(count=1, window=60.0), clock=lambda: now[0])
+    assert limiter.allow("alice")
+    refusals = []
+    for _ in range(5):
+        assert not limiter.allow("alice")
+        refusals.append(limiter.first_refusal("alice"))
+    assert refusals == [True, False, False, False, False]
+    now[0] = 61.0
+    assert limiter.allow("alice")
+    assert not limiter.allow("alice")
+    assert limiter.first_refusal("alice")
