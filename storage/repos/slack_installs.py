@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import delete, or_
+from sqlalchemy import delete, func, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -117,10 +117,24 @@ class SlackInstallRepo:
             rows = (await session.exec(statement)).all()
         return [_record(row) for row in rows]
 
-    async def issue_state(self, state: str, expires_at: datetime) -> None:
-        """Remember an OAuth state value until `expires_at`."""
+    async def issue_state(self, state: str, expires_at: datetime, *, now: datetime, limit: int) -> None:
+        """Remember an OAuth state value until `expires_at`, with at most `limit` states kept in all.
+
+        Anyone may open the install page, and each visit issues a state: the ones expired at `now` go here, and
+        past `limit` the oldest go too (an install begun longer ago than `limit` newer ones then fails, and is
+        begun again), so the table stays small however many visits come.
+        """
+        newest = select(SlackOAuthState.state).order_by(col(SlackOAuthState.expires_at).desc()).limit(limit)
         async with self._db.session() as session:
+            await session.exec(delete(SlackOAuthState).where(col(SlackOAuthState.expires_at) <= now))
             session.add(SlackOAuthState(state=state, expires_at=expires_at))
+            await session.flush()
+            await session.exec(delete(SlackOAuthState).where(col(SlackOAuthState.state).not_in(newest)))
+
+    async def count_states(self) -> int:
+        """How many OAuth states are kept (live or not yet swept)."""
+        async with self._db.session() as session:
+            return int((await session.exec(select(func.count()).select_from(SlackOAuthState))).one())
 
     async def consume_state(self, state: str, now: datetime) -> bool:
         """True once for a state issued and not yet expired at `now`; the state is gone afterwards either way.

@@ -3,6 +3,7 @@ everything the fake received for live mentions and links."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -10,7 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from adapters.slack.app import SlackAdapter
+import aiohttp
+
+from adapters.slack.app import EVENTS_PATH, SlackAdapter
 from adapters.slack.app import create as create_slack
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import build_services
@@ -137,3 +140,19 @@ def live_syntax(fake: FakeSlackAPI, since: Mark, *, composed: tuple[str, ...] = 
         if (_LIVE_MARKDOWN if markdown else _LIVE_MRKDWN).search(rest):
             live.append(text)
     return live
+
+
+async def deliver(slack: Slack, body: bytes, headers: dict[str, str]) -> int:
+    """POST exactly these bytes and headers to ragbot's /slack/events (a capture sent again, a forgery); the status."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(slack.url + EVENTS_PATH, data=body, headers=headers) as response,
+    ):
+        return response.status
+
+
+async def settled(slack: Slack) -> None:
+    """Wait until the events, commands and clicks being handled are done (an accepted copy would be by now)."""
+    work = set(slack.adapter._listeners.work)
+    if work:
+        await asyncio.wait(work, timeout=30)
