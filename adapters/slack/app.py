@@ -32,6 +32,7 @@ from bot.errors import PlatformError
 from bot.ports import Adapter
 from storage.db import Database
 from storage.repos.slack_installs import SlackInstallRepo
+from storage.secret_box import KeyRing, SecretBox
 
 log = logging.getLogger(__name__)
 
@@ -241,4 +242,5 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         redirect_url=slack.SLACK_REDIRECT_URL,
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
-    return SlackAdapter(manager, config, SlackInstallRepo(database))
+    installs = SlackInstallRepo(database, box=SecretBox(KeyRing.in_dir(settings.data_dir)))
+    return SlackAdapter(manager, config, installs)

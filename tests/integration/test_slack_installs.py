@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from slack_sdk.oauth.installation_store import Bot, Installation
@@ -11,6 +12,7 @@ from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateS
 from storage.db import Database
 from storage.records import SlackInstall
 from storage.repos.slack_installs import SlackInstallRepo
+from storage.secret_box import KeyRing, SecretBox
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CLIENT = "1111.2222"
@@ -35,8 +37,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def repo(db: Database, clock: FakeClock) -> SlackInstallRepo:
-    return SlackInstallRepo(db, clock=clock)
+def repo(db: Database, clock: FakeClock, tmp_path: Path) -> SlackInstallRepo:
+    return SlackInstallRepo(db, box=SecretBox(KeyRing.in_dir(tmp_path / "keys")), clock=clock)
 
 
 def _install(team_id: str = "T1", token: str = "xoxb-1", **changes: object) -> SlackInstall:
