@@ -206,3 +206,15 @@ async def test_rotating_the_key_reseals_every_token_and_the_old_key_opens_none(t
             assert {name: getattr(found, name) for name in SECRETS} == SECRETS
     finally:
         await database.close()
+
+
+def test_a_running_service_opens_tokens_sealed_after_a_rotation(tmp_path: Path) -> None:
+    running = SecretBox(KeyRing.in_dir(tmp_path))
+    before = running.seal("xoxb-before")
+    rotating = KeyRing(tmp_path / KEY_FILE)
+    rotating.write([Fernet.generate_key(), *rotating.keys])
+    after = SecretBox(rotating).reseal(before)
+    rotating.write(rotating.keys[:1])
+    assert running.open(after) == "xoxb-before"
+    assert running.seal("xoxb-new") != running.seal("xoxb-new")  # Fernet: a fresh IV each time
+    assert SecretBox(rotating).open(running.seal("xoxb-new")) == "xoxb-new"  # sealed with the new key
