@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,6 +52,24 @@ _WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Sat
 _PLACEHOLDER: Final = re.compile(r"\{\{\s*(" + "|".join(PLACEHOLDERS) + r")\s*\}\}")
 # Any spelling of an opening or closing source tag ("</source>", "< / SOURCE >", "<source id=9>").
 _SOURCE_TAG: Final = re.compile(r"<(\s*/?\s*source)", re.IGNORECASE)
+# Characters a reader (or a model) takes for "<", "/" or a letter of "source" that NFKD does not fold into them:
+# Unicode's confusables (confusables.txt) of those, from Cyrillic, Greek, Armenian, small capitals and symbols.
+_LOOK_ALIKES: Final = {
+    "<": "\u2039\u3008\u27e8\u02c2\u1438\u276e\u276c\u29fc",
+    "/": "\u2215\u2044\u2571\u29f8\u141f\u3033",
+    "s": "\u0455\ua731\u01bd",
+    "o": "\u043e\u03bf\u0585\u1d0f\u0ed0\u0030",
+    "u": "\u03c5\u057d\u1d1c\u028b",
+    "r": "\u0433\u0280\uab47\u027e\u1d26",
+    "c": "\u0441\u03f2\u1d04",
+    "e": "\u0435\u04bd\uab32",
+}
+_FOLD: Final = str.maketrans({char: plain for plain, chars in _LOOK_ALIKES.items() for char in chars})
+# What may open a tag, once folded: "<", its look-alikes, and what NFKD turns into "<" (full-width, small form,
+# "not less-than", the deprecated CJK angle bracket).
+_OPENERS: Final = re.compile("[<\uff1c\ufe64\u226e\u2329" + _LOOK_ALIKES["<"] + "]")
+# A folded text that may still grow into a source tag.
+_TAG_START: Final = re.compile(r"<\s*/?\s*(?:s(?:o(?:u(?:r(?:c)?)?)?)?)?\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +105,43 @@ def render(template: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda match: values.get(match.group(1), match.group(0)), template)
 
 
+def _fold(char: str) -> str:
+    """A character as it reads: compatibility forms folded (NFKD: full-width, ligatures), accents and format
+    characters (zero-width, bidi controls) dropped, case and look-alike letters folded."""
+    parts = unicodedata.normalize("NFKD", char).casefold().translate(_FOLD)
+    return "".join(part for part in parts if unicodedata.category(part) not in ("Cf", "Mn", "Me"))
+
+
+def _reads_as_tag(text: str, start: int) -> bool:
+    """Whether the text from `start` (an opener) reads as a source tag, however it is spelt or padded."""
+    read = ""
+    for index in range(start, len(text)):
+        folded = _fold(text[index])
+        if folded.isspace() and read[-1:].isspace():
+            continue  # a run of spaces reads as one: a long one costs no more
+        read += folded
+        if _SOURCE_TAG.match(read):
+            return True
+        if not _TAG_START.match(read):
+            return False
+    return False
+
+
 def escape_source_tags(text: str) -> str:
-    """`text` with every source tag defused ("<" as "&lt;"), so a passage cannot close its own delimiter."""
-    return _SOURCE_TAG.sub(r"&lt;\1", text)
+    """`text` with every source tag defused (its "<" as "&lt;"), so a passage cannot close its own delimiter.
+
+    Tags are found as they read, not as they are encoded: with zero-width or bidi characters inside, in
+    full-width forms, with Cyrillic or Greek letters or accents, they are tags to a model, and are defused too.
+    The rest of the text is left as it is.
+    """
+    openers = [found.start() for found in _OPENERS.finditer(text) if _reads_as_tag(text, found.start())]
+    if not openers:
+        return text
+    pieces, at = [], 0
+    for opener in openers:
+        pieces += [text[at:opener], "&lt;"]
+        at = opener + 1
+    return "".join([*pieces, text[at:]])
 
 
 def count_messages(messages: Sequence[ChatMessage], tokens: TokenCounter) -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.errors import DatabaseUnavailable
+from storage.private_files import private_dir
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -66,6 +69,21 @@ def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# SQLite's own files beside the database: it makes them with the database file's mode, but older ones may differ.
+_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def _private_sqlite_file(path: Path) -> None:
+    """The SQLite file and its companions readable by their owner only; the file made so before SQLite opens it
+    (SQLite then makes its -wal and -shm with the same mode), its directory too when ragbot makes that."""
+    private_dir(path.parent)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for file in (path, *(path.with_name(path.name + suffix) for suffix in _SQLITE_COMPANIONS)):
+        if file.exists() and stat.S_IMODE(file.stat().st_mode) & 0o077:
+            os.chmod(file, 0o600)
+
+
 def head_revision() -> str:
     """The newest migration's revision: its file name's number (0001_initial_schema.py is revision 0001)."""
     return max(path.name[:4] for path in (_MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
@@ -114,7 +132,7 @@ class Database:
         """Connect, then create or migrate the schema."""
         path = self.config.sqlite_path()
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _private_sqlite_file(path)
         # A pre-ping guards against PostgreSQL connections dropped by the server or a proxy; a SQLite file
         # connection cannot be dropped, and the ping would be one more round trip on every checkout.
         engine = create_async_engine(
@@ -146,6 +164,16 @@ class Database:
             raise RuntimeError("Database.open() has not been awaited")
         async with self._sessions() as session, session.begin():
             yield session
+
+    async def compact(self) -> None:
+        """SQLite: rewrite the file without its free pages and empty its write-ahead log, so values replaced or
+        deleted (plain tokens before they were sealed) are gone from the files too. PostgreSQL: nothing."""
+        if not self.config.is_sqlite:
+            return
+        async with self.engine.connect() as connection:
+            autocommit = await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await autocommit.exec_driver_sql("VACUUM")
+            await autocommit.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     async def ping(self) -> None:
         """Raise DatabaseUnavailable unless a trivial query succeeds."""

@@ -14,6 +14,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
@@ -31,6 +32,7 @@ from bot.errors import PlatformError
 from bot.ports import Adapter
 from storage.db import Database
 from storage.repos.slack_installs import SlackInstallRepo
+from storage.secret_box import KeyRing, SecretBox
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,9 @@ BOT_SCOPES: Final = (
 # Slack retries a delivery up to 3 times over about 5 minutes; ids are remembered well past the last one.
 _SEEN_TTL: Final = 600.0
 _SEEN_MAX: Final = 10_000
+# Bolt takes a signed request whose timestamp is within 300 s of now, either side: a copy of one could be sent
+# again until 600 s after it was first seen.
+_SIGNATURE_TTL: Final = 600.0
 _STOP_GRACE: Final = 30.0
 
 
@@ -70,6 +75,7 @@ class SlackAdapter:
         self._config = config
         self._clock = clock
         self._seen: OrderedDict[str, float] = OrderedDict()
+        self._signatures: OrderedDict[str, float] = OrderedDict()
         self._socket: AsyncSocketModeHandler | None = None
         self._installations: DatabaseInstallationStore | None = None
         if config.oauth:
@@ -101,6 +107,7 @@ class SlackAdapter:
                 signing_secret=config.signing_secret,
             )
         listeners = self._listeners = SlackListeners(manager, config, self._installations, clock=clock)
+        self.app.use(self._not_replayed)
         self.app.use(self._first_delivery)
         self.app.event("app_mention")(listeners.on_mention)
         self.app.event("message")(listeners.on_message)
@@ -179,23 +186,38 @@ class SlackAdapter:
             return await to_aiohttp_response(await flow.handle_installation(bolt_request))
         return await to_aiohttp_response(await flow.handle_callback(bolt_request))
 
+    async def _not_replayed(self, req: AsyncBoltRequest, next_: Callable[[], Awaitable[None]]) -> BoltResponse | None:
+        """A signed request seen before (a copy sent again: a command, a click, an event) is acknowledged and not
+        handled again. Bolt checked its signature and age already; events are also told apart by their id below."""
+        signature = req.headers.get("x-slack-signature", [""])[0] if req.mode == "http" else ""
+        if signature and _remember(self._signatures, signature, self._clock(), _SIGNATURE_TTL):
+            log.warning("slack=replayed_request refused")
+            return BoltResponse(status=200, body="")
+        await next_()
+        return None
+
     async def _first_delivery(
         self, body: Mapping[str, Any], next_: Callable[[], Awaitable[None]]
     ) -> BoltResponse | None:
         """Bolt does not drop Slack's retries: an event id seen before is acknowledged and not handled again."""
         event_id = body.get("event_id") if isinstance(body, Mapping) else None
-        if isinstance(event_id, str) and event_id:
-            now = self._clock()
-            while self._seen and next(iter(self._seen.values())) < now - _SEEN_TTL:
-                self._seen.popitem(last=False)
-            if event_id in self._seen:
-                log.info("slack=duplicate event=%s", event_id)
-                return BoltResponse(status=200, body="")
-            self._seen[event_id] = now
-            while len(self._seen) > _SEEN_MAX:
-                self._seen.popitem(last=False)
+        if isinstance(event_id, str) and event_id and _remember(self._seen, event_id, self._clock(), _SEEN_TTL):
+            log.info("slack=duplicate event=%s", event_id)
+            return BoltResponse(status=200, body="")
         await next_()
         return None
+
+
+def _remember(seen: OrderedDict[str, float], key: str, now: float, ttl: float) -> bool:
+    """Whether `key` was seen within `ttl`; it is remembered from now on (the oldest forgotten past _SEEN_MAX)."""
+    while seen and next(iter(seen.values())) < now - ttl:
+        seen.popitem(last=False)
+    if key in seen:
+        return True
+    seen[key] = now
+    while len(seen) > _SEEN_MAX:
+        seen.popitem(last=False)
+    return False
 
 
 def create(manager: ConversationManager, settings: Settings, database: Database) -> Adapter | None:
@@ -220,4 +242,5 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         redirect_url=slack.SLACK_REDIRECT_URL,
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
-    return SlackAdapter(manager, config, SlackInstallRepo(database))
+    installs = SlackInstallRepo(database, box=SecretBox(KeyRing.in_dir(settings.data_dir)))
+    return SlackAdapter(manager, config, installs)

@@ -22,9 +22,21 @@ log = logging.getLogger(__name__)
 REPLIES_LIMIT: Final = 15
 
 
-def _rounds(messages: list[Mapping[str, Any]], before_ts: str, bot_user_id: str) -> list[EarlierMessage]:
-    """The thread before `before_ts` as question/answer rounds: people's messages up to each bot reply form
-    its question; people's messages nobody answered form a last round whose answer says so."""
+def _is_own(message: Mapping[str, Any], bot_user_id: str, bot_id: str) -> bool:
+    """Whether ragbot itself posted `message`: its bot user, or its bot id (never just any app's bot id)."""
+    if bot_user_id and message.get("user") == bot_user_id:
+        return True
+    return bool(bot_id) and message.get("bot_id") == bot_id
+
+
+def _rounds(messages: list[Mapping[str, Any]], before_ts: str, bot_user_id: str, bot_id: str) -> list[EarlierMessage]:
+    """The thread before `before_ts` as question/answer rounds: people's messages up to each of ragbot's replies
+    form its question; people's messages nobody answered form a last round whose answer says so.
+
+    Only ragbot's own messages become its turns. Another app's (an incoming webhook, another bot) is what
+    someone in the thread said, on the people's side: replayed as ragbot's answer it would be words put in the
+    model's mouth, and an alert people ask about is often the very message that matters.
+    """
     rounds: list[EarlierMessage] = []
     asked: list[tuple[str, str, str]] = []  # ts, author, text
     for message in sorted(messages, key=lambda m: float(str(m.get("ts") or 0))):
@@ -32,12 +44,12 @@ def _rounds(messages: list[Mapping[str, Any]], before_ts: str, bot_user_id: str)
         text = plain_text(str(message.get("text") or ""), bot_user_id)
         if not ts or float(ts) >= float(before_ts) or not text:
             continue
-        if message.get("bot_id") or (bot_user_id and message.get("user") == bot_user_id):
+        if _is_own(message, bot_user_id, bot_id):
             if asked:
                 rounds += _round(asked, EarlierMessage(ts, "assistant", text, asked[0][0]))
                 asked = []
         else:
-            asked.append((ts, str(message.get("user") or ""), text))
+            asked.append((ts, str(message.get("user") or message.get("bot_id") or ""), text))
     if asked:
         rounds += _round(asked, EarlierMessage("", "assistant", slack_words.THREAD_UNANSWERED, asked[0][0]))
     return rounds
@@ -56,6 +68,7 @@ async def import_thread(
     key: ConversationKey,
     event: Mapping[str, Any],
     bot_user_id: str,
+    bot_id: str,
 ) -> None:
     """Store the thread's messages before `event` as the conversation's history, within Slack's limits.
 
@@ -71,6 +84,6 @@ async def import_thread(
         log.info("slack=thread_history_skipped reason=%s channel=%s", exc, key.chat)
         return
     found = [message for message in response.get("messages") or () if isinstance(message, Mapping)]
-    earlier = _rounds(found, str(event.get("ts") or "0"), bot_user_id)
+    earlier = _rounds(found, str(event.get("ts") or "0"), bot_user_id, bot_id)
     stored = await manager.seed_history(key, earlier)
     log.info("slack=thread_history_imported messages=%d channel=%s", stored, key.chat)

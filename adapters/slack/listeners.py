@@ -107,7 +107,7 @@ class SlackListeners:
         if not continuing and event.get("thread_ts") and event.get("thread_ts") != event.get("ts"):
             key = conversation_key(where)
             if not await self._manager.known(key):
-                await import_thread(self._manager, self._pacer, client, key, event, bot_user_id)
+                await import_thread(self._manager, self._pacer, client, key, event, bot_user_id, context.bot_id or "")
 
         async def read(entry: Mapping[str, Any]) -> bytes:
             return await download(client, entry, self._config.download_limit)

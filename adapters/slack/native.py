@@ -17,7 +17,16 @@ from typing import Final, Protocol, TypeVar
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.calls import StreamExpired
-from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
+from adapters.slack.render import (
+    MAX_MARKDOWN,
+    Block,
+    body,
+    fallback_text,
+    markdown_block,
+    neutralise,
+    settled,
+    trailing_blocks,
+)
 from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited
 from bot.metrics import PlatformObserver
 from bot.types import Answer, MessageRef
@@ -93,7 +102,8 @@ class NativeReplyStream:
         self._sleep = sleep
         self._final_deadline = final_deadline
         self._created = clock()
-        self._text = ""
+        self._text = ""  # what was pushed, defused (see render.neutralise) as far as it can be decided
+        self._held = ""  # what was pushed after that: an opening "<" whose next characters decide what it is
         self._sent = 0  # how much of self._text the messages show
         self._messages: list[_Message] = []
         self._first_text_at: float | None = None
@@ -111,11 +121,14 @@ class NativeReplyStream:
         """Add text; the background flusher streams it when the budget allows (never waits on the network)."""
         if self._closing or self._dead:
             return
-        if not self._text:
+        if not self._text and not self._held:
             delta = delta.lstrip()
         if not delta:
             return
-        self._text += delta
+        held = self._held + delta
+        cut = settled(held)
+        self._text += neutralise(held[:cut])
+        self._held = held[cut:]
         if self._first_text_at is None:
             self._first_text_at = self._clock()
         if self._flusher is None:
@@ -133,12 +146,13 @@ class NativeReplyStream:
 
     async def fail(self, text: str) -> MessageRef | None:
         """What was written so far with `text` after it."""
-        written = self._text.rstrip()
+        written = (self._text + self._held).rstrip()
         return await self._end(f"{written}\n\n{text}" if written else text, [])
 
     async def _end(self, final: str, blocks: list[Block]) -> MessageRef | None:
         if self._ended is not None:
             return await asyncio.shield(self._ended)
+        final = neutralise(final)
         ended = self._ended = asyncio.get_running_loop().create_future()
         ref: MessageRef | None = None
         try:
@@ -220,7 +234,7 @@ class NativeReplyStream:
                 thread_ts=target.thread_ts,
                 recipient_user_id=target.recipient_user or None,
                 recipient_team_id=target.recipient_team or None,
-                markdown_text=text,
+                markdown_text=neutralise(text),
             ),
             final=final,
         )
@@ -233,7 +247,9 @@ class NativeReplyStream:
         target = self._target
         await target.api(
             "chat.appendStream",
-            lambda: target.client.chat_appendStream(channel=target.channel, ts=message.ts, markdown_text=text),
+            lambda: target.client.chat_appendStream(
+                channel=target.channel, ts=message.ts, markdown_text=neutralise(text)
+            ),
             final=final,
         )
         message.text += text
@@ -262,7 +278,10 @@ class NativeReplyStream:
                 await target.api(
                     "chat.stopStream",
                     lambda: target.client.chat_stopStream(
-                        channel=target.channel, ts=message.ts, markdown_text=text or None, blocks=blocks or None
+                        channel=target.channel,
+                        ts=message.ts,
+                        markdown_text=neutralise(text) or None,
+                        blocks=blocks or None,
                     ),
                     final=final,
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -20,9 +21,41 @@ Block = dict[str, Any]
 _TEXT_BLOCKS: Final = frozenset({"markdown", "rich_text", "section"})
 
 
+# Slack's own syntax opens with "<" (or an entity of it, should a renderer decode one first): a special mention
+# (<!channel>, <!here>, <!subteam^…>), a user or channel (<@U…>, <#C…>), or a link (<https://…|label>, <mailto:…>).
+# A URI scheme is at most 32 characters here, so a stream can tell a link's opening from text within that much;
+# "::" is code (std::string), never a link.
+_SCHEME_MAX: Final = 32
+_SPECIAL: Final = re.compile(
+    rf"(<|&lt;?|&#0{{0,5}}60;|&#x0{{0,4}}3c;)(?=[!@#]|[a-z][a-z0-9+.\-]{{0,{_SCHEME_MAX - 1}}}:(?!:))", re.IGNORECASE
+)
+# The end of a text that may still become the opening of Slack syntax once more text follows it.
+_UNDECIDED: Final = re.compile(rf"(?:<|&[#a-z0-9]{{0,10}};?)[a-z0-9+.\-]{{0,{_SCHEME_MAX}}}:?\Z", re.IGNORECASE)
+# Invisible, and no parser of Slack's reads "<" + it + "!channel>" as a mention (nor a link, nor an entity).
+_WORD_JOINER: Final = "\u2060"
+
+
 def escape(text: str) -> str:
     """Text made safe inside Slack mrkdwn (only &, < and > are special there)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def neutralise(markdown: str) -> str:
+    """Markdown the bot did not compose (a person's words, a document's, the model's) with Slack's syntax defused.
+
+    Every message and stream text ragbot posts passes here (markdown_text, markdown blocks) or through `escape`
+    (mrkdwn `text`), so a `<!channel>`, `<@U…>` or `<#C…>` it quotes notifies nobody and a `<url|label>` hides no
+    link. Idempotent; the text reads the same, with an invisible word joiner after each such "<".
+    """
+    return _SPECIAL.sub(lambda match: match.group(1) + _WORD_JOINER, markdown)
+
+
+def settled(markdown: str) -> int:
+    """How much of a text still being written `neutralise` can already decide: all of it but an opening "<" (or
+    "&…") whose next characters are yet to come. neutralise(a) + neutralise(b) == neutralise(a + b) when a is
+    cut there."""
+    found = _UNDECIDED.search(markdown)
+    return found.start() if found is not None else len(markdown)
 
 
 def body(answer: Answer) -> str:
@@ -36,7 +69,9 @@ def body(answer: Answer) -> str:
 def _source(source: SourceLink) -> str:
     title = escape(" ".join((source.title or source.document_id or "untitled").split()))
     url = web_url(source.url)
-    return f"[{source.number}] <{url}|{title}>" if url and "|" not in url else f"[{source.number}] {title}"
+    # A "|", "<", ">" or space would end the link early, and what follows it would be read as Slack syntax.
+    linkable = url and not any(char in url for char in "|<> ") and url.isprintable()
+    return f"[{source.number}] <{url}|{title}>" if linkable else f"[{source.number}] {title}"
 
 
 def sources_block(sources: Sequence[SourceLink], lang: str = "en") -> Block | None:
@@ -95,14 +130,15 @@ def shows_text(blocks: list[Block]) -> bool:
 
 
 def markdown_block(text: str) -> Block:
-    """Standard Markdown as a block (for messages that also carry other blocks)."""
-    return {"type": "markdown", "text": text}
+    """Standard Markdown as a block (for messages that also carry other blocks), its Slack syntax defused."""
+    return {"type": "markdown", "text": neutralise(text)}
 
 
 def fallback_text(markdown: str) -> str:
-    """The `text` Slack uses for notifications when a message is blocks."""
+    """The `text` Slack uses for notifications when a message is blocks: one line of mrkdwn, escaped."""
     line = " ".join(markdown.split())
-    return line if len(line) <= _FALLBACK_CHARS else line[: _FALLBACK_CHARS - 1] + "…"
+    line = line if len(line) <= _FALLBACK_CHARS else line[: _FALLBACK_CHARS - 1] + "…"
+    return escape(line)
 
 
 def parse_feedback(value: str) -> tuple[str, str] | None:

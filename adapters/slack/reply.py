@@ -15,7 +15,16 @@ from adapters.slack import words as slack_words
 from adapters.slack.budget import Pacer
 from adapters.slack.calls import call
 from adapters.slack.native import NativeReplyStream
-from adapters.slack.render import MAX_MARKDOWN, Block, body, fallback_text, markdown_block, trailing_blocks
+from adapters.slack.render import (
+    MAX_MARKDOWN,
+    Block,
+    body,
+    escape,
+    fallback_text,
+    markdown_block,
+    neutralise,
+    trailing_blocks,
+)
 from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited
 from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
@@ -85,14 +94,15 @@ class SlackTarget:
         return EDIT_LIMITS
 
     def render(self, markdown: str) -> str:
-        """Slack takes standard Markdown (markdown_text, markdown blocks) as it is."""
-        return markdown
+        """Slack takes standard Markdown (markdown_text, markdown blocks), its own mention and link syntax defused."""
+        return neutralise(markdown)
 
     def _content(self, text: str, markup: bool) -> dict[str, Any]:
+        """Every post and edit's content: Markdown defused, plain text (mrkdwn) escaped."""
         if self.final_blocks is not None:
             self.blocks_shown = True
             return {"blocks": [markdown_block(text), *self.final_blocks], "text": fallback_text(text)}
-        return {"markdown_text": text} if markup else {"text": text}
+        return {"markdown_text": neutralise(text)} if markup else {"text": escape(text)}
 
     async def send(self, text: str, *, markup: bool = True) -> MessageRef:
         """A new message in the thread."""
@@ -189,8 +199,8 @@ class ResponseTarget:
         return RESPONSE_LIMITS
 
     def render(self, markdown: str) -> str:
-        """Standard Markdown, shown in a markdown block."""
-        return markdown
+        """Standard Markdown, shown in a markdown block, its Slack syntax defused."""
+        return neutralise(markdown)
 
     async def _post(self, text: str, *, replace: bool) -> None:
         try:

@@ -43,6 +43,8 @@ _BOT_CREDENTIALS: Final = (
 )
 # Bolt's OAuthSettings default (state_expiration_seconds=600).
 _STATE_SECONDS: Final = 600
+# Installs under way at once: far more than people installing in ten minutes, few enough rows for anonymous visits.
+STATE_LIMIT: Final = 100
 
 
 def _json(value: Any) -> Any:
@@ -225,11 +227,13 @@ class DatabaseOAuthStateStore(AsyncOAuthStateStore):
         repo: SlackInstallRepo,
         *,
         expiration_seconds: int = _STATE_SECONDS,
+        limit: int = STATE_LIMIT,
         clock: Callable[[], datetime] = _utcnow,
         logger: Logger | None = None,
     ) -> None:
         self._repo = repo
         self.expiration_seconds = expiration_seconds
+        self._limit = limit
         self._clock = clock
         self._logger = logger or log
 
@@ -239,9 +243,12 @@ class DatabaseOAuthStateStore(AsyncOAuthStateStore):
         return self._logger
 
     async def async_issue(self, *args: Any, **kwargs: Any) -> str:
-        """A new state value (256 random bits), stored until it expires."""
+        """A new state value (256 random bits), stored until it expires (expired and surplus ones are swept)."""
         state = secrets.token_urlsafe(32)
-        await self._repo.issue_state(state, self._clock() + timedelta(seconds=self.expiration_seconds))
+        now = self._clock()
+        await self._repo.issue_state(
+            state, now + timedelta(seconds=self.expiration_seconds), now=now, limit=self._limit
+        )
         return state
 
     async def async_consume(self, state: str) -> bool:

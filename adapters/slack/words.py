@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from adapters.slack.render import escape
 from bot.types import SLASH_COMMANDS, CommandStyle
 from bot.words.catalogue import catalogue
 
@@ -33,8 +34,9 @@ def archived(lang: str) -> str:
 
 
 def asked(user_id: str, question: str, lang: str) -> str:
-    """The message a question asked with the slash command is answered under (the command itself is invisible)."""
-    return catalogue(lang).text("slack.asked", user=user_id, question=question)
+    """The message a question asked with the slash command is answered under (the command itself is invisible):
+    mrkdwn, with the question escaped so that its "<!channel>" or "<@U…>" notifies nobody."""
+    return catalogue(lang).text("slack.asked", user=user_id, question=escape(question))
 
 
 def file_login_page(name: str, lang: str) -> str:

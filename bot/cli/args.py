@@ -23,6 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", help="check every part and say how to fix what is broken")
     commands.add_parser("weaviate", help="run the local Weaviate server in the foreground")
     _add_knowledge_commands(commands)
+    secrets = commands.add_parser("secrets", help="the key sealing the Slack tokens stored in the database")
+    secrets.add_subparsers(dest="secrets_command", required=True).add_parser(
+        "rotate", help="a new key; every stored token sealed with it, then the old key dropped"
+    )
     ask = commands.add_parser("ask", help="answer one question from knowledge bases, streamed, with sources")
     ask.add_argument("question")
     ask.add_argument("--kb", action="append", required=True, help="a knowledge base to search (repeatable)")

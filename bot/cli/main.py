@@ -114,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bot.cli.weaviate import run_weaviate
 
             asyncio.run(run_weaviate(settings))
+        elif args.command == "secrets":
+            from bot.cli.secrets import run_secrets
+
+            return asyncio.run(run_secrets(settings, args))
         elif args.command == "faq" and args.faq_command == "template":
             from bot.cli.knowledge import print_template
 

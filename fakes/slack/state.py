@@ -117,6 +117,13 @@ class SlackState(FakeAPI):
         self._channel(team_id, channel)
         return self._add(channel, user, thread_ts=thread_ts, text=text).ts
 
+    def app_message(
+        self, team_id: str, channel: str, bot_id: str, text: str, *, user: str = "", thread_ts: str | None = None
+    ) -> str:
+        """Store an app's message: another bot's (with its bot user), an incoming webhook's (no user); its ts."""
+        self._channel(team_id, channel)
+        return self._add(channel, user, bot_id=bot_id, thread_ts=thread_ts, text=text).ts
+
     def expire_stream(self, ts: str) -> None:
         """End a stream at once, as Slack does when it ages out: appends and stops then fail."""
         for message in self._messages.values():

@@ -1,11 +1,16 @@
-"""Slack installations, one per app and workspace (or org), and the OAuth state values of installs under way."""
+"""Slack installations, one per app and workspace (or org), and the OAuth state values of installs under way.
+
+Tokens are sealed (storage.secret_box) in the bot_token column and in the installation's JSON; a row written
+before sealing is read as it is and sealed when it is next saved, or by `reseal_all`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any, Final
 
-from sqlalchemy import delete, or_
+from sqlalchemy import delete, func, or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
@@ -13,20 +18,31 @@ from sqlmodel.sql.expression import SelectOfScalar
 from storage.db import Database
 from storage.models import SlackInstallation, SlackOAuthState, utcnow
 from storage.records import SlackInstall, SlackInstallRecord
+from storage.secret_box import SecretBox
+
+# The installation's values that let their holder act in the workspace: tokens, and the webhook's URL.
+SECRET_FIELDS: Final = ("bot_token", "bot_refresh_token", "user_token", "user_refresh_token", "incoming_webhook_url")
 
 
-def _record(row: SlackInstallation) -> SlackInstallRecord:
+def _each_secret(installation: Mapping[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+    return {
+        name: change(value) if name in SECRET_FIELDS and isinstance(value, str) else value
+        for name, value in installation.items()
+    }
+
+
+def _record(row: SlackInstallation, box: SecretBox) -> SlackInstallRecord:
     return SlackInstallRecord(
         client_id=row.client_id,
         enterprise_id=row.enterprise_id,
         team_id=row.team_id,
-        bot_token=row.bot_token,
+        bot_token=box.open(row.bot_token),
         bot_id=row.bot_id,
         bot_user_id=row.bot_user_id,
         bot_scopes=tuple(scope for scope in row.bot_scopes.split(",") if scope),
         installer_user_id=row.installer_user_id,
         is_enterprise_install=row.is_enterprise_install,
-        installation=dict(row.installation),
+        installation=_each_secret(row.installation, box.open),
         installed_at=row.installed_at,
         updated_at=row.updated_at,
     )
@@ -43,8 +59,9 @@ def _by_key(client_id: str, enterprise_id: str, team_id: str) -> SelectOfScalar[
 class SlackInstallRepo:
     """The slack_installation and slack_oauth_state tables; "" stands for an absent enterprise or team."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, db: Database, *, box: SecretBox, clock: Callable[[], datetime] = utcnow) -> None:
         self._db = db
+        self._box = box
         self._clock = clock
 
     async def save(self, install: SlackInstall) -> SlackInstallRecord:
@@ -66,16 +83,16 @@ class SlackInstallRepo:
                             team_id=team_id,
                             installed_at=now,
                         )
-                    row.bot_token = install.bot_token
+                    row.bot_token = self._box.seal(install.bot_token)
                     row.bot_id = install.bot_id
                     row.bot_user_id = install.bot_user_id
                     row.bot_scopes = ",".join(install.bot_scopes)
                     row.installer_user_id = install.installer_user_id
                     row.is_enterprise_install = install.is_enterprise_install
-                    row.installation = dict(install.installation)
+                    row.installation = _each_secret(install.installation, self._box.seal)
                     row.updated_at = now
                     session.add(row)
-                return _record(row)
+                return _record(row, self._box)
             except IntegrityError:
                 continue  # created by the other writer between our read and write: replace theirs
         raise RuntimeError("slack_installation row could neither be created nor found")
@@ -84,7 +101,7 @@ class SlackInstallRepo:
         """The installation stored under exactly this key; an org-wide one has team ""."""
         async with self._db.session() as session:
             row = (await session.exec(_by_key(client_id, enterprise_id, team_id))).first()
-        return None if row is None else _record(row)
+        return None if row is None else _record(row, self._box)
 
     async def delete(self, client_id: str, enterprise_id: str, team_id: str) -> bool:
         """Remove the installation under this key; whether there was one."""
@@ -115,12 +132,36 @@ class SlackInstallRepo:
             statement = statement.where(SlackInstallation.client_id == client_id)
         async with self._db.session() as session:
             rows = (await session.exec(statement)).all()
-        return [_record(row) for row in rows]
+        return [_record(row, self._box) for row in rows]
 
-    async def issue_state(self, state: str, expires_at: datetime) -> None:
-        """Remember an OAuth state value until `expires_at`."""
+    async def reseal_all(self) -> int:
+        """Seal every stored token with the newest key (plain ones from before sealing too); how many rows."""
         async with self._db.session() as session:
+            rows = (await session.exec(select(SlackInstallation))).all()
+            for row in rows:
+                row.bot_token = self._box.reseal(row.bot_token)
+                row.installation = _each_secret(row.installation, self._box.reseal)
+                session.add(row)
+        return len(rows)
+
+    async def issue_state(self, state: str, expires_at: datetime, *, now: datetime, limit: int) -> None:
+        """Remember an OAuth state value until `expires_at`, with at most `limit` states kept in all.
+
+        Anyone may open the install page, and each visit issues a state: the ones expired at `now` go here, and
+        past `limit` the oldest go too (an install begun longer ago than `limit` newer ones then fails, and is
+        begun again), so the table stays small however many visits come.
+        """
+        newest = select(SlackOAuthState.state).order_by(col(SlackOAuthState.expires_at).desc()).limit(limit)
+        async with self._db.session() as session:
+            await session.exec(delete(SlackOAuthState).where(col(SlackOAuthState.expires_at) <= now))
             session.add(SlackOAuthState(state=state, expires_at=expires_at))
+            await session.flush()
+            await session.exec(delete(SlackOAuthState).where(col(SlackOAuthState.state).not_in(newest)))
+
+    async def count_states(self) -> int:
+        """How many OAuth states are kept (live or not yet swept)."""
+        async with self._db.session() as session:
+            return int((await session.exec(select(func.count()).select_from(SlackOAuthState))).one())
 
     async def consume_state(self, state: str, now: datetime) -> bool:
         """True once for a state issued and not yet expired at `now`; the state is gone afterwards either way.

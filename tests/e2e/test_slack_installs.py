@@ -19,6 +19,7 @@ from bot.words import messages
 from fakes.slack import FakeSlackAPI, events
 from rag.ingest.documents import SourceFile
 from storage.repos.slack_installs import SlackInstallRepo
+from storage.secret_box import KeyRing, SecretBox
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import HANDBOOK, SECRET, Slack, _serve
 
@@ -59,6 +60,10 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
             finally:
                 await adapter.stop()
                 await runner.cleanup()
+
+
+def _installs(slack: Slack) -> SlackInstallRepo:
+    return SlackInstallRepo(slack.services.db, box=SecretBox(KeyRing.in_dir(slack.settings.data_dir)))
 
 
 async def _install(slack: Slack, code: str) -> int:
@@ -107,7 +112,7 @@ async def test_a_second_workspace_installs_and_answers_from_its_own_bindings(sla
         scope=",".join(BOT_SCOPES),
     )
     assert await _install(slack, "code-beta") == 200
-    installed = await SlackInstallRepo(slack.services.db).find(CLIENT_ID, "", BETA)
+    installed = await _installs(slack).find(CLIENT_ID, "", BETA)
     assert installed is not None
     assert (installed.bot_token, installed.installer_user_id) == (BETA_TOKEN, BETA_ADMIN)
     # The installer is an admin in the new workspace without being listed in SLACK_ADMINS; others are not.
@@ -150,7 +155,7 @@ async def test_an_uninstalled_workspaces_events_are_dropped_harmlessly(slack: Sl
 
     async def removed() -> None:
         while True:
-            if await SlackInstallRepo(slack.services.db).find(CLIENT_ID, "", "T0GAMMA") is None:
+            if await _installs(slack).find(CLIENT_ID, "", "T0GAMMA") is None:
                 return
             await asyncio.sleep(0.05)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from slack_sdk.oauth.installation_store import Bot, Installation
@@ -11,6 +12,7 @@ from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateS
 from storage.db import Database
 from storage.records import SlackInstall
 from storage.repos.slack_installs import SlackInstallRepo
+from storage.secret_box import KeyRing, SecretBox
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CLIENT = "1111.2222"
@@ -35,8 +37,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def repo(db: Database, clock: FakeClock) -> SlackInstallRepo:
-    return SlackInstallRepo(db, clock=clock)
+def repo(db: Database, clock: FakeClock, tmp_path: Path) -> SlackInstallRepo:
+    return SlackInstallRepo(db, box=SecretBox(KeyRing.in_dir(tmp_path / "keys")), clock=clock)
 
 
 def _install(team_id: str = "T1", token: str = "xoxb-1", **changes: object) -> SlackInstall:
@@ -113,24 +115,34 @@ async def test_org_wide_install_is_keyed_by_its_enterprise(repo: SlackInstallRep
 
 
 async def test_state_is_consumed_once(repo: SlackInstallRepo) -> None:
-    await repo.issue_state("s1", T0 + timedelta(minutes=10))
+    await repo.issue_state("s1", T0 + timedelta(minutes=10), now=T0, limit=100)
     assert await repo.consume_state("s1", T0) is True
     assert await repo.consume_state("s1", T0) is False
     assert await repo.consume_state("never-issued", T0) is False
 
 
 async def test_expired_state_is_refused_and_gone(repo: SlackInstallRepo) -> None:
-    await repo.issue_state("late", T0)
+    await repo.issue_state("late", T0, now=T0 - timedelta(minutes=10), limit=100)
     assert await repo.consume_state("late", T0) is False  # expiry is exclusive, as in slack_sdk's stores
     assert await repo.consume_state("late", T0 - timedelta(minutes=1)) is False  # deleted by the refusal
 
 
 async def test_consuming_sweeps_expired_states_only(repo: SlackInstallRepo) -> None:
-    await repo.issue_state("abandoned", T0)
-    await repo.issue_state("live", T0 + timedelta(minutes=10))
+    await repo.issue_state("abandoned", T0, now=T0 - timedelta(minutes=10), limit=100)
+    await repo.issue_state("live", T0 + timedelta(minutes=10), now=T0 - timedelta(minutes=10), limit=100)
     assert await repo.consume_state("unrelated", T0 + timedelta(minutes=1)) is False
     assert await repo.consume_state("abandoned", T0 - timedelta(minutes=1)) is False
     assert await repo.consume_state("live", T0 + timedelta(minutes=1)) is True
+
+
+async def test_issuing_sweeps_expired_states_and_keeps_the_newest_within_the_limit(repo: SlackInstallRepo) -> None:
+    for minute in range(5):
+        await repo.issue_state(f"early-{minute}", T0 + timedelta(minutes=minute), now=T0, limit=3)
+    assert await repo.count_states() == 3
+    await repo.issue_state("later", T0 + timedelta(minutes=20), now=T0 + timedelta(minutes=4), limit=3)
+    # The three kept (expiring at minutes 2, 3 and 4) have all expired by minute 4.
+    assert await repo.count_states() == 1
+    assert await repo.consume_state("later", T0 + timedelta(minutes=5)) is True
 
 
 # slack_sdk's protocols over the repo
