@@ -79,7 +79,6 @@ def _send(document: ExtractedDocument, replies: BinaryIO) -> None:
         for start in range(0, len(text), _PIECE_CHARS):
             wire.write_frame(replies, {"kind": "text", "section": index}, text[start : start + _PIECE_CHARS].encode())
         wire.write_frame(replies, {"kind": "section", "section": index, "metadata": _plain(section.metadata)})
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux counts it in KiB
     done = dataclasses.replace(document, sections=())
     wire.write_frame(
         replies,
@@ -88,7 +87,7 @@ def _send(document: ExtractedDocument, replies: BinaryIO) -> None:
             "mime_type": done.mime_type,
             "title": done.title,
             "metadata": _plain(done.metadata),
-            "peak_bytes": peak,
+            "address_space": address_space(),
         },
     )
 
@@ -97,6 +96,18 @@ def _plain(metadata: Any) -> dict[str, Any]:
     """Metadata as JSON holds it: what extractors give is text, numbers and lists already; anything else as text."""
     plain = (str, int, float, bool, list)
     return {str(key): value if isinstance(value, plain) else str(value) for key, value in dict(metadata).items()}
+
+
+def address_space() -> int:
+    """This process's address space now, in bytes: what RLIMIT_AS counts, and what the next file finds taken.
+
+    Not ru_maxrss: Linux carries the parent's peak over fork and exec, so a child of a big service would seem big.
+    """
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def limit_memory(limit: int) -> None:
@@ -116,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     reader = load_reader(args.reader)
     limit_memory(args.memory_bytes)
-    wire.write_frame(replies, {"kind": "ready"})
+    wire.write_frame(replies, {"kind": "ready", "address_space": address_space()})
     serve(reader, sys.stdin.buffer, replies)
 
 

@@ -38,10 +38,10 @@ _START_SECONDS = 60.0
 _CLOSE_SECONDS = 5.0
 # A piece is at most 1M characters (4 MB of UTF-8); a bigger payload is a child gone wrong.
 _MAX_PIECE_BYTES = 8 * _MIB
-# A child is retired after this many files, or once it has grown past this share of its limit: what a process
-# keeps of its heap counts against the limit of the next file it reads.
+# A child is retired after this many files, or once its address space has grown by this share of the room its
+# limit left it at start: what a process keeps of its heap counts against the limit of the next file it reads.
 _FILES_PER_CHILD = 500
-_PEAK_SHARE = 0.5
+_GROWN_SHARE = 0.5
 _ERRORS = {
     cls.__name__: cls
     for cls in (
@@ -108,6 +108,8 @@ class _Child:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self.files = 0
+        # Its address space once started: what it grows past that, it may keep for the next file.
+        self.baseline = 0
         assert process.stdin is not None
         assert process.stdout is not None
         self.stdin = process.stdin
@@ -225,6 +227,8 @@ class ExtractionSandbox:
         if header.get("kind") != "ready":
             await child.kill()
             raise ExtractionError("the file reader did not start: see the server log", reason="reader_failed")
+        baseline = header.get("address_space")
+        child.baseline = baseline if isinstance(baseline, int) else 0
         log.info("extract_child=started pid=%d", process.pid)
         return child
 
@@ -285,8 +289,9 @@ class ExtractionSandbox:
                     title=str(header.get("title", "")),
                     metadata=_mapping(header.get("metadata")),
                 )
-                peak = header.get("peak_bytes")
-                grown = isinstance(peak, int) and peak > self.limits.memory_bytes * _PEAK_SHARE
+                size = header.get("address_space")
+                room = self.limits.memory_bytes - child.baseline
+                grown = isinstance(size, int) and size - child.baseline > room * _GROWN_SHARE
                 return document, not grown
             elif kind == "error":
                 raise _rebuilt(header)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.ingest.extract import extract
 from rag.ingest.sandbox import ExtractionSandbox
-from rag.ingest.types import ExtractedDocument
+from rag.ingest.types import ExtractedDocument, Section
 from storage.records import JobRecord, KnowledgeBaseRecord
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from tests.conftest import EmbeddedSettings
@@ -41,9 +42,11 @@ def read_forever(data: bytes, **_: Any) -> ExtractedDocument:
 
 
 def read_or_hang(data: bytes, **options: Any) -> ExtractedDocument:
-    """The usual reader, except that a file starting with HANG never returns and one starting with HOG takes memory."""
+    """The usual reader, except for files starting with HANG (never returns), HOG (takes memory), PID (its pid)."""
     if data.startswith(b"HANG"):
         return read_forever(data)
+    if data.startswith(b"PID"):
+        return ExtractedDocument((Section(str(os.getpid())),), "text/plain")
     if data.startswith(b"HOG"):
         hog = [bytearray(64 * 1024 * 1024) for _ in range(1024)]  # 64 GiB, a chunk at a time
         raise AssertionError(f"allocated {len(hog)} chunks past the memory limit")

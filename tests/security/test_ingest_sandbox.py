@@ -77,6 +77,14 @@ async def test_a_files_own_error_comes_back_as_itself_and_the_reader_stays(
     await _reads_the_next_file(sandbox)
 
 
+async def test_one_reader_reads_file_after_file_and_a_killed_one_is_replaced(sandbox: ExtractionSandbox) -> None:
+    first, second = [(await sandbox.extract(b"PID", filename="pid.txt")).text for _ in range(2)]
+    assert first == second  # kept between files: a document pays a round trip, not a start
+    with pytest.raises(ExtractionError):
+        await sandbox.extract(b"HANG", filename="stuck.md")
+    assert (await sandbox.extract(b"PID", filename="pid.txt")).text != first
+
+
 async def test_sections_and_metadata_come_back_as_the_reader_gave_them(sandbox: ExtractionSandbox) -> None:
     document = await sandbox.extract(b"name,team\nAda,Core\n", filename="people.csv")
     assert document.mime_type == "text/csv"
