@@ -16,12 +16,14 @@ from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.ingestion import IngestionWork
 from bot.knowledge.jobs import JobRunner, runner_id
+from bot.knowledge.uploads import UploadFolder
 from bot.metrics import StageMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
+from rag.ingest.sandbox import ExtractionSandbox
 from rag.lexical import LexicalAnalyzer
 from rag.models.chat import OpenAIChatModel
 from rag.models.embedders import CachedEmbedder, OpenAIEmbedder, build_embedder, find_onnx_model, resolve_model_dir
@@ -236,7 +238,11 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         knowledge_bases = KnowledgeBaseRepo(db)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
         knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock)
-        ingestor = DocumentIngestor(documents, store, cached, lexical, tokens.encoding, settings.extract_limits())
+        sandbox = ExtractionSandbox(settings.extract_sandbox())
+        stack.push_async_callback(sandbox.close)
+        ingestor = DocumentIngestor(
+            documents, store, cached, lexical, tokens.encoding, settings.extract_limits(), sandbox=sandbox
+        )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
         await knowledge.repair_index()
@@ -264,6 +270,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 concurrency=settings.INGEST_CONCURRENCY,
                 batch=work.run_batch,
                 before_start=index_lock.wait_writable,
+                uploads=UploadFolder(settings.data_dir / "uploads"),
             ),
             bindings=BindingRepo(db),
             index_lock=index_lock,

@@ -22,6 +22,7 @@ from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
+from rag.ingest.sandbox import SandboxLimits
 from rag.language import LANGUAGES, Language
 from rag.models.rerankers import LOCAL_DECLINE_FLOOR, RerankerConfig
 from rag.relevance import RerankConfig
@@ -87,6 +88,9 @@ class CoreSettings(BaseSettings):
 
     INGEST_CONCURRENCY: int = Field(default=2, ge=1, le=32)
     INGEST_MAX_FILE_MB: float = Field(default=50.0, gt=0, le=2048)
+    INGEST_EXTRACT_MEMORY_MB: int = Field(default=1024, ge=256, le=1_048_576)
+    INGEST_EXTRACT_SECONDS: float = Field(default=120.0, gt=0, le=86_400)
+    INGEST_MAX_TEXT_CHARS: int = Field(default=20_000_000, ge=1000, le=2_000_000_000)
     URL_FETCH_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
     URL_FETCH_ALLOWED_NETWORKS: str = ""
     JIEBA_USER_DICT: Path | None = None
@@ -244,6 +248,15 @@ class CoreSettings(BaseSettings):
             max_file_bytes=max_bytes,
             fetch=FetchLimits(max_bytes=max_bytes, total_timeout=self.URL_FETCH_TIMEOUT),
             address_policy=AddressPolicy.allowing(*self.URL_FETCH_ALLOWED_NETWORKS.split(",")),
+        )
+
+    def extract_sandbox(self) -> SandboxLimits:
+        """What reading one file may cost: its child process's memory, its seconds, its characters of text."""
+        return SandboxLimits(
+            memory_bytes=self.INGEST_EXTRACT_MEMORY_MB * 1024 * 1024,
+            seconds=self.INGEST_EXTRACT_SECONDS,
+            max_chars=self.INGEST_MAX_TEXT_CHARS,
+            idle=self.INGEST_CONCURRENCY,
         )
 
     def extract_limits(self) -> ExtractLimits:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bot.commands.registry import Asker, CommandContext, CommandRegistry, Form
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
+from bot.knowledge.uploads import upload_name
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
 from bot.words import messages
@@ -24,6 +25,8 @@ _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _LIST_LIMIT = 20
 _SAFE_NAME = re.compile(r"[^\w.\- ]+")
 _MODES = ("mention", "all")
+# The shortest FAQ id prefix /faq delete accepts: /faq list shows 8 characters, and 4 already tell ~65,000 apart.
+_FAQ_ID_PREFIX = 4
 
 
 def register_all(registry: CommandRegistry) -> None:
@@ -301,6 +304,10 @@ async def _faq_list(context: CommandContext) -> str:
 
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
     parts = context.parts
+    faq_id = faq_id.strip()
+    if len(faq_id) < _FAQ_ID_PREFIX:
+        # An empty id is a prefix of every id: it would delete a knowledge base's only FAQ.
+        raise UserFacingError(messages.faq_id_too_short(_FAQ_ID_PREFIX, context.lang, context.style))
     own = {kb.id for kb in await _own_kbs(context)}
     matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in own]
     if not matches:
@@ -426,11 +433,15 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
     if len(data) > limit:
         raise _too_large(file.name, len(data), limit, lang)
     name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
-    path = folder / uuid.uuid4().hex / name[:200]
+    path = folder / uuid.uuid4().hex / upload_name(name)
 
     def write() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        try:
+            path.write_bytes(data)
+        except BaseException:
+            _remove([path])
+            raise
 
     await asyncio.to_thread(write)
     return path

@@ -16,7 +16,7 @@ from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.faq_sheet import parse_faq_file
-from rag.ingest.fetch import FetchLimits, fetch_url
+from rag.ingest.fetch import FetchLimits, fetch_url, without_credentials
 from rag.ports import Progress
 from storage.records import JobRecord
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
@@ -122,7 +122,10 @@ class IngestionWork:
             await progress("fetch", 0, 1)
             fetched = await fetch_url(job.source, limits=self._limits.fetch, policy=self._limits.address_policy)
             return SourceFile(
-                fetched.data, source_uri=job.source, filename=fetched.filename, content_type=fetched.content_type
+                fetched.data,
+                source_uri=stored_source(job.kind, job.source),
+                filename=fetched.filename,
+                content_type=fetched.content_type,
             )
         path = Path(job.source)
         data = await asyncio.to_thread(_read_file, path, self._limits.max_file_bytes)
@@ -131,6 +134,12 @@ class IngestionWork:
             return SourceFile(data, source_uri=f"upload:{name}", filename=name)
         absolute = await asyncio.to_thread(path.resolve)
         return SourceFile(data, source_uri=absolute.as_uri(), filename=path.name)
+
+
+def stored_source(kind: str, source: str) -> str:
+    """A job's source as it is stored and shown: a URL without the credentials it may carry (`?token=`,
+    `user:password@`), which every reader of its answers and of /jobs would otherwise see."""
+    return without_credentials(source) if kind == "url" else source
 
 
 def _original_name(path: Path) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
@@ -13,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.errors import UserFacingError
+from bot.knowledge.ingestion import stored_source
+from bot.knowledge.uploads import UploadFolder
 from rag.errors import ExtractionError, FaqImportError, RagError
 from rag.ports import Progress
 from storage.errors import NotFound, StorageError
@@ -101,6 +104,7 @@ class JobRunner:
         batch: BatchWork | None = None,
         batch_size: int = 64,
         before_start: Callable[[], Awaitable[None]] | None = None,
+        uploads: UploadFolder | None = None,
     ) -> None:
         # A lease three heartbeats long survives two missed renewals (a slow database, a busy event loop).
         self._jobs = jobs
@@ -126,6 +130,13 @@ class JobRunner:
         self._watched: set[str] = set()
         self._wake = asyncio.Event()
         self._round = asyncio.Lock()
+        # Sources as given, by job id, where the stored one hides a credential: kept in memory only, so a job
+        # another runner takes over after a crash fetches its URL without them (and says why it failed).
+        self._given: dict[str, str] = {}
+        # Where uploads are saved: each is removed when its job ends, and a restart sweeps those left behind.
+        self._uploads = uploads
+        if uploads is not None:
+            self._listeners.append(uploads.discard)
 
     def subscribe(self, listener: Listener) -> None:
         """Call `listener` with the job on every status or progress change this runner sees."""
@@ -139,6 +150,8 @@ class JobRunner:
         """
         self._adopt = adopt
         if adopt:
+            if self._uploads is not None:
+                await self._uploads.sweep(self._jobs)
             await self.claim_waiting()
         self._workers = [
             asyncio.create_task(self._worker(), name=f"ingest-worker-{i}") for i in range(self._concurrency)
@@ -172,20 +185,25 @@ class JobRunner:
         With `resume`, an unfinished job for the same source (left by an interrupted run) is taken over
         instead of adding a second one; when a live runner holds it, this runner waits on it instead.
         """
+        stored = stored_source(kind, source)
         if resume:
-            existing = await self._jobs.unfinished(kb_id, kind, source)
+            existing = await self._jobs.unfinished(kb_id, kind, stored)
             if existing is not None:
+                if stored != source:
+                    self._given[existing.id] = source
                 return await self._resume(existing)
         now = self._clock()
         job = await self._jobs.create(
             kb_id,
             kind,
-            source,
+            stored,
             requested_by=requested_by,
             requested_from=requested_from,
             owner=self.owner,
             lease_until=now + self._lease,
         )
+        if stored != source:
+            self._given[job.id] = source
         self._enqueue(job.id)
         await self._notify(job)
         return job
@@ -290,7 +308,7 @@ class JobRunner:
         """Each job's result or error: all at once through the batch work, else one by one."""
         if self._batch is not None and len(jobs) > 1:
             try:
-                outcomes = await self._batch(jobs, self._progress)
+                outcomes = await self._batch([self._as_given(job) for job in jobs], self._progress)
             except _LeaseLost:
                 log.warning("jobs=batch_lost_a_lease count=%d; running them one by one", len(jobs))
             except Exception:
@@ -302,9 +320,14 @@ class JobRunner:
 
     async def _perform_one(self, job: JobRecord) -> dict[str, Any] | BaseException:
         try:
-            return await self._work(job, self._progress(job))
+            return await self._work(self._as_given(job), self._progress(job))
         except Exception as exc:
             return exc
+
+    def _as_given(self, job: JobRecord) -> JobRecord:
+        """The job with its source as given (credentials included) for the work; only its stored form is kept."""
+        given = self._given.get(job.id)
+        return job if given is None else dataclasses.replace(job, source=given)
 
     def _progress(self, job: JobRecord) -> Progress:
         """Where `job`'s work reports its stage: the job row, then the listeners; raises once the lease is lost."""
@@ -410,6 +433,7 @@ class JobRunner:
         self._queue.put_nowait(job_id)
 
     async def _finish(self, job: JobRecord) -> None:
+        self._given.pop(job.id, None)
         await self._notify(job)
         self._finished.setdefault(job.id, asyncio.Event()).set()
 

@@ -443,6 +443,11 @@ def faq_ambiguous(faq_id: str, lang: str) -> str:
     return catalogue(lang).text("faq.ambiguous", id=faq_id)
 
 
+def faq_id_too_short(minimum: int, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """`/faq delete` of an id too short to name one FAQ (an empty one would match every id)."""
+    return catalogue(lang).text("faq.id_too_short", min=minimum, command=style.written("faq list"))
+
+
 def faq_deleted(question: str, lang: str) -> str:
     """Confirms `/faq delete`."""
     return catalogue(lang).text("faq.deleted", question=question)

@@ -16,6 +16,7 @@ from rag.errors import NoTextFound, RagError
 from rag.ingest.extract import ExtractLimits, extract
 from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.rules import ChunkingRule, parse_rule
+from rag.ingest.sandbox import ExtractionSandbox
 from rag.ingest.split.structure import indexed_text
 from rag.lexical import LexicalAnalyzer
 from rag.ports import Embedder, Progress, VectorStore, no_progress
@@ -108,6 +109,8 @@ class DocumentIngestor:
         limits: ExtractLimits | None = None,
         batch: BatchLimits | None = None,
         owner: str | None = None,
+        *,
+        sandbox: ExtractionSandbox | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -117,6 +120,9 @@ class DocumentIngestor:
         self._limits = limits or ExtractLimits()
         self._batch = batch or BatchLimits()
         self._owner = owner or this_process()
+        # The service reads files in child processes (rag.ingest.sandbox); without one, files are read in a
+        # thread here, which only trusted input (tests, benchmarks of the rest) may use.
+        self._sandbox = sandbox
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
@@ -193,9 +199,14 @@ class DocumentIngestor:
             )
 
         await progress("extract", 0, 1)
-        extracted = await asyncio.to_thread(
-            extract, source.data, filename=source.filename, content_type=source.content_type, limits=self._limits
-        )
+        if self._sandbox is not None:
+            extracted = await self._sandbox.extract(
+                source.data, filename=source.filename, content_type=source.content_type, limits=self._limits
+            )
+        else:
+            extracted = await asyncio.to_thread(
+                extract, source.data, filename=source.filename, content_type=source.content_type, limits=self._limits
+            )
         await progress("split", 0, 1)
         cleaned = clean_document(extracted, rule)
         parents = await asyncio.to_thread(build_chunks, cleaned.text, rule, self._encoding, cleaned.section_starts)

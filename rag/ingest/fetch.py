@@ -10,7 +10,7 @@ import socket
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import collapse_rfc2231_value
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -37,6 +37,13 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
 _USER_AGENT = "ragbot (document ingestion)"
 _UNSAFE_NAME_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# Query parameters that carry a credential: OAuth and API tokens, keys, passwords, signed-URL signatures
+# (S3's X-Amz-Signature and X-Amz-Security-Token, Google's X-Goog-Signature, Azure SAS's sig).
+_CREDENTIAL_PARAM = re.compile(
+    r"token|secret|passw|signature|credential|api[-_]?key|access[-_]?key|private[-_]?key|session"
+    r"|^(?:key|sig|sign|pass|pwd|auth|authorization|jwt|hmac|otp|code|ticket|sid)$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +299,23 @@ def _content_type(header: str | None) -> str | None:
     if not header:
         return None
     return header.split(";", 1)[0].strip().lower() or None
+
+
+def without_credentials(url: str) -> str:
+    """`url` as it may be stored and shown: no user name or password, no query parameter that carries a credential.
+
+    The rest stays as written, so the same page keeps one identity however its link was signed.
+    """
+    parts = urlsplit(url.strip())
+    fragment = _public_params(parts.fragment) if "=" in parts.fragment else parts.fragment
+    return urlunsplit(
+        (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, _public_params(parts.query), fragment)
+    )
+
+
+def _public_params(query: str) -> str:
+    pairs = (pair for pair in re.split(r"[&;]", query) if pair)
+    return "&".join(pair for pair in pairs if not _CREDENTIAL_PARAM.search(unquote_plus(pair.partition("=")[0])))
 
 
 def _shown_as_given(url: str) -> str:

@@ -6,14 +6,24 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 
+# Labelled lines may be this many times the cells they name, plus this many characters (a few pages of a sheet
+# with long column names), before the header stops being repeated.
+_GROWTH = 8
+_SLACK = 100_000
+
 
 def format_rows(rows: Iterable[Sequence[object]]) -> list[str]:
     """The first non-empty row names the columns; every later row becomes one line of its non-empty cells.
 
-    A table that is only a header row yields that row joined by ' | ', so its words are not lost.
+    A table that is only a header row yields that row joined by ' | ', so its words are not lost. Naming every cell
+    repeats the header once a row, so long column names over short cells multiply the text (a 5 MB CSV gave
+    200 MB): once the lines pass `_GROWTH` times the cells plus `_SLACK`, the rest follow as pipe rows under
+    the header, said once.
     """
     header: list[str] | None = None
     lines: list[str] = []
+    seen = written = 0
+    piped = False
     for row in rows:
         cells = [format_cell(value) for value in row]
         if not any(cells):
@@ -21,8 +31,17 @@ def format_rows(rows: Iterable[Sequence[object]]) -> list[str]:
         if header is None:
             header = cells
             continue
-        pairs = [f"{_column_name(header, index)}: {cell}" for index, cell in enumerate(cells) if cell]
-        lines.append(" | ".join(pairs))
+        seen += sum(len(cell) + 1 for cell in cells)
+        if not piped:
+            line = " | ".join(f"{_column_name(header, index)}: {cell}" for index, cell in enumerate(cells) if cell)
+            if written + len(line) <= _GROWTH * seen + _SLACK:
+                lines.append(line)
+                written += len(line)
+                continue
+            piped = True
+            lines.extend(pipe_rows([header, cells]))
+            continue
+        lines.extend(pipe_rows([cells]))
     if header is not None and not lines:
         return [" | ".join(cell for cell in header if cell)]
     return lines

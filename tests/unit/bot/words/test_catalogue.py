@@ -133,6 +133,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "faq_list:empty": lambda lang: messages.faq_list("x", [], 20, lang),
     "faq_missing": lambda lang: messages.faq_missing("123", lang),
     "faq_ambiguous": lambda lang: messages.faq_ambiguous("12", lang),
+    "faq_id_too_short": lambda lang: messages.faq_id_too_short(4, lang),
     "faq_deleted": lambda lang: messages.faq_deleted("Q?", lang),
     "not_urls": lambda lang: messages.not_urls(["foo"], lang),
     "file_too_large": lambda lang: messages.file_too_large("a.pdf", 30_000_000, 20_000_000, lang),

@@ -132,3 +132,20 @@ def test_json_nested_too_deeply_is_corrupt():
 def test_empty_json_has_no_values(content):
     with pytest.raises(NoTextFound, match="JSON file holds no values"):
         extract(content, filename="empty.json")
+
+
+def test_json_nested_deep_is_written_on_one_line_not_indented_hundreds_of_times():
+    unit = b'{"k":' * 900 + b"1" + b"}" * 900
+    data = b"[" + b",".join([unit] * 20) + b"]"
+    text = extract(data, filename="deep.json").text
+    assert len(text) < 2 * len(data)  # indented, it was ~900 times longer
+
+
+def test_csv_with_long_column_names_over_short_cells_stops_repeating_the_header():
+    header = ",".join(f"the name of column number {index} of a very wide sheet" for index in range(100))
+    data = (header + "\n" + "\n".join([",".join(["a"] * 100)] * 2000)).encode()
+    text = extract(data, filename="wide.csv").text
+    assert len(text) < 2 * len(data) + 200_000  # naming every cell made it ~25 times longer
+    assert text.startswith("the name of column number 0 of a very wide sheet: a | ")  # the first rows still named
+    assert "| the name of column number 0 of a very wide sheet |" in text  # then the header once, as a table
+    assert text.endswith("| a |")
