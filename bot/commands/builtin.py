@@ -304,11 +304,11 @@ async def _faq_list(context: CommandContext) -> str:
 
 async def _faq_delete(context: CommandContext, faq_id: str) -> str:
     parts = context.parts
+    own = {kb.id for kb in await _own_kbs(context)}
     faq_id = faq_id.strip()
     if len(faq_id) < _FAQ_ID_PREFIX:
         # An empty id is a prefix of every id: it would delete a knowledge base's only FAQ.
         raise UserFacingError(messages.faq_id_too_short(_FAQ_ID_PREFIX, context.lang, context.style))
-    own = {kb.id for kb in await _own_kbs(context)}
     matches = [faq for faq in await parts.faqs.by_ids([faq_id]) if faq.kb_id in own]
     if not matches:
         # Accept the short id /faq list shows.

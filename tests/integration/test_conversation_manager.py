@@ -344,7 +344,8 @@ async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(
         ("/ingest notaurl", messages.not_urls(["notaurl"], "en")),
         ("/faq import", messages.no_faq_sheet("en")),
         ("/kb use missing", messages.kb_use_missing("missing", ["handbook"], "en", create=True)),
-        ("/faq delete 123", messages.faq_missing("123", "en")),
+        ("/faq delete 1234", messages.faq_missing("1234", "en")),
+        ("/faq delete 123", messages.faq_id_too_short(4, "en")),
     ],
 )
 async def test_admin_commands_with_bad_arguments_say_what_is_wrong(world: ChatWorld, text: str, reply: str) -> None:
