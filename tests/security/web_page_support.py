@@ -8,8 +8,12 @@ delimiter shows it in these counts whatever the machine's speed.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import re
 import shutil
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,6 +25,7 @@ from aiohttp import web
 from playwright.async_api import Browser, CDPSession, Page, async_playwright
 
 from adapters.web.app import STATIC_DIR
+from fakes.openai_api import FakeOpenAI
 from harness.processes import free_port
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -77,6 +82,97 @@ INERT_CHECK = """
   return wrong;
 }
 """
+
+
+# Counts, per element, the page's renders into it (whatever renderer the page loads: it is wrapped as it is
+# defined), and keeps every character the page decoded from the network, to know what it has received.
+RENDER_PROBE = """
+(() => {
+  let renderer;
+  Object.defineProperty(window, "RagbotMarkdown", {
+    configurable: true,
+    get() {
+      return renderer;
+    },
+    set(value) {
+      const renderInto = value.renderInto;
+      value.renderInto = function (element) {
+        element.__renders = (element.__renders || 0) + 1;
+        return renderInto.apply(this, arguments);
+      };
+      renderer = value;
+    },
+  });
+  window.__received = "";
+  const decode = TextDecoder.prototype.decode;
+  TextDecoder.prototype.decode = function () {
+    const text = decode.apply(this, arguments);
+    window.__received += text;
+    return text;
+  };
+})();
+"""
+
+# Counts the animation frames the page gets from now on.
+FRAME_COUNTER = """
+() => {
+  window.__frames = 0;
+  requestAnimationFrame(function tick() {
+    window.__frames++;
+    requestAnimationFrame(tick);
+  });
+}
+"""
+
+
+class BurstModel(FakeOpenAI):
+    """FakeOpenAI streaming its answer a word per delta, in bursts: each burst after the first waits for `release`.
+
+    A request that is not streamed (the query rewriter's) gets the fake's plain `reply`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bursts: list[str] = []
+        self._gates: list[asyncio.Event] = []
+
+    def script(self, bursts: list[str]) -> None:
+        """The next streamed answer, in these bursts; the first goes out at once."""
+        self._bursts = bursts
+        self._gates = [asyncio.Event() for _ in bursts]
+        self._gates[0].set()
+
+    def release(self, burst: int) -> None:
+        """Let burst number `burst` (from 0) go out."""
+        self._gates[burst].set()
+
+    def release_all(self) -> None:
+        """Let every burst go out (so a test that failed midway leaves no answer waiting)."""
+        for gate in self._gates:
+            gate.set()
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if not body.get("stream"):
+            return await super()._chat(request)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        head = {"id": "chatcmpl-bursts", "created": int(time.time()), "model": body.get("model", "")}
+
+        async def send(delta: dict[str, str], finish_reason: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            chunk = {**head, "object": "chat.completion.chunk", "choices": [choice]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        for gate, burst in zip(self._gates, self._bursts, strict=True):
+            await asyncio.wait_for(gate.wait(), 60)
+            for piece in re.split(r"(?<=\s)(?=\S)", burst):
+                await send({"content": piece})
+        await send({}, finish_reason="stop")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
 
 @dataclass(frozen=True, slots=True)

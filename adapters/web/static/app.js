@@ -144,7 +144,7 @@
     body.setAttribute("data-testid", "message-text");
     article.appendChild(body);
     els.messages.appendChild(article);
-    var bubble = { el: article, body: body, text: "", role: role };
+    var bubble = { el: article, body: body, text: "", role: role, frame: 0 };
     return bubble;
   }
 
@@ -155,9 +155,30 @@
     return bubble;
   }
 
+  /** Show `text` in the bubble now (a render the next frame would have made is no longer needed). */
   function setText(bubble, text) {
     bubble.text = text;
+    if (bubble.frame) {
+      cancelAnimationFrame(bubble.frame);
+      bubble.frame = 0;
+    }
     md.renderInto(bubble.body, text);
+  }
+
+  /**
+   * Add a streamed piece of the answer. The bubble is rendered at the next animation frame, once for all the
+   * pieces that came before it: a model sends pieces faster than a screen shows them, and each render reads
+   * the whole answer again.
+   */
+  function appendText(bubble, piece) {
+    bubble.text += piece;
+    if (!bubble.frame) {
+      bubble.frame = requestAnimationFrame(function () {
+        bubble.frame = 0;
+        md.renderInto(bubble.body, bubble.text);
+        scrollToEnd(false);
+      });
+    }
   }
 
   /** The assistant bubble for `ref`, created (empty) when it is new. */
@@ -190,6 +211,9 @@
   }
 
   function setStreaming(bubble, streaming) {
+    if (!streaming && bubble.frame) {
+      setText(bubble, bubble.text); // the stream ended before the frame: show everything that came now
+    }
     bubble.el.classList.toggle("msg--streaming", streaming);
     bubble.el.setAttribute("data-status", streaming ? "streaming" : "done");
   }
@@ -416,7 +440,7 @@
         bubble = assistantBubble(data.ref, ctx);
         ctx.streaming.add(bubble);
         setStreaming(bubble, true);
-        setText(bubble, bubble.text + String(data.text || ""));
+        appendText(bubble, String(data.text || ""));
         break;
       case "final":
         showStatus(null);
