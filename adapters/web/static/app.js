@@ -144,7 +144,7 @@
     body.setAttribute("data-testid", "message-text");
     article.appendChild(body);
     els.messages.appendChild(article);
-    var bubble = { el: article, body: body, text: "", role: role, frame: 0 };
+    var bubble = { el: article, body: body, text: "", role: role, frame: 0, rested: 0 };
     return bubble;
   }
 
@@ -166,16 +166,24 @@
   }
 
   /**
-   * Add a streamed piece of the answer. The bubble is rendered at the next animation frame, once for all the
-   * pieces that came before it: a model sends pieces faster than a screen shows them, and each render reads
-   * the whole answer again.
+   * Add a streamed piece of the answer. The bubble is rendered at an animation frame, once for all the pieces
+   * that came before it: a model sends pieces faster than a screen shows them, and each render reads the whole
+   * answer again. A render that took some milliseconds is followed by as many without one, so however long the
+   * answer grows, rendering it takes at most half of the page's time.
    */
   function appendText(bubble, piece) {
     bubble.text += piece;
     if (!bubble.frame) {
-      bubble.frame = requestAnimationFrame(function () {
+      bubble.frame = requestAnimationFrame(function draw(now) {
+        if (now < bubble.rested) {
+          bubble.frame = requestAnimationFrame(draw);
+          return;
+        }
         bubble.frame = 0;
+        var start = performance.now();
         md.renderInto(bubble.body, bubble.text);
+        var end = performance.now();
+        bubble.rested = end + (end - start);
         scrollToEnd(false);
       });
     }
