@@ -7,18 +7,45 @@
  * Supported: paragraphs (single newlines kept as line breaks), # headings, fenced code blocks, bullet and
  * numbered lists (nested by indentation), > quotes, --- rules, **bold**, __bold__, *italic*, _italic_,
  * ~~strike~~, `code`, [text](url), <url> and bare http(s) URLs. Citations like [1] stay as text.
+ *
+ * Linear time in the text, whatever it holds (an answer is re-rendered as it streams, so a long one must not
+ * freeze the tab): each paragraph is read once up front to pair its code spans, brackets and parentheses;
+ * an emphasis opener then looks up its closer from a cursor that only moves forward, and every block pattern
+ * is anchored to one line and cannot backtrack over it more than once.
  */
 (function (global) {
   "use strict";
 
   var SAFE_SCHEME = /^(https?:|mailto:)/i;
+  // A line that fails to match a block pattern must not be read once per character: HEADING and ITEM take
+  // their spaces only when no space follows, and a heading's closing #s are cut off by headingText (its
+  // `(.*?)[ \t#]*$` took 2 s on a 64 KB line of "# # # ... x", and 7.7 s on "# ", 4,000 spaces and a U+2028).
   var FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)\s*$/;
-  var HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$/;
+  var FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})\s*$/;
+  var HEADING = /^ {0,3}(#{1,6})[ \t]+(?![ \t])(.*)$/;
   var RULE = /^ {0,3}([-*_])([ \t]*\1){2,}[ \t]*$/;
-  var ITEM = /^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(.*)$/;
+  var ITEM = /^([ \t]*)([-*+]|\d{1,9}[.)])[ \t]+(?![ \t])(.*)$/;
   var QUOTE = /^ {0,3}>[ \t]?(.*)$/;
-  var BARE_URL = /^https?:\/\/[^\s<>"]+/i;
+  var URL_START = /https?:\/\//iy;
+  var AUTOLINK = /<((?:https?:\/\/|mailto:)[^\s<>]+)>/iy;
   var ESCAPABLE = "\\`*_{}[]()#+-.!~<>|";
+  // The characters that may start an inline construct (by char code); every other character is plain text.
+  var SPECIAL = new Uint8Array(128);
+  "\\\n`[<hH*_~".split("").forEach(function (ch) {
+    SPECIAL[ch.charCodeAt(0)] = 1;
+  });
+  var URL_TAIL = ".,;:!?'\")]";
+  // Quotes nest this deep at most; a deeper ">" is text. Each level re-reads its lines, so the cap keeps the
+  // work linear, and no answer needs more (markdown-it's commonmark preset allows 20 nested blocks of any kind).
+  var MAX_QUOTE_DEPTH = 8;
+  // A run of URL characters is tried as a bare URL this many times at most: text holding "http://" many times
+  // in one run and no URL would otherwise be read to the run's end once per "http://".
+  var URL_TRIES = 4;
+
+  // Kinds of position in a paragraph, from its first reading.
+  var TOKEN = 0; // read as itself
+  var ESCAPED = 1; // the character after an escaping backslash
+  var CODE = 2; // part of a code span, its backticks included
 
   /** The href for a link target, or null when it must not become a link. */
   function safeHref(target) {
@@ -49,8 +76,6 @@
     return space.replace(/\t/g, "    ").length;
   }
 
-  // ---- inline ------------------------------------------------------------------------------------------
-
   function isWordChar(ch) {
     return !!ch && /[\p{L}\p{N}]/u.test(ch);
   }
@@ -59,215 +84,393 @@
     return !ch || /\s/.test(ch);
   }
 
-  /** Index of the closing delimiter for an emphasis run opened at `start`, or -1. */
-  function findCloser(text, start, delim) {
-    var from = start + delim.length;
-    var ch = delim.charAt(0);
-    for (var i = from; i <= text.length - delim.length; i++) {
-      if (text.charAt(i) === "\\") {
-        i++;
-        continue;
-      }
-      if (text.charAt(i) === "`") {
-        var run = /^`+/.exec(text.slice(i))[0];
-        var end = text.indexOf(run, i + run.length);
-        if (end > -1) {
-          i = end + run.length - 1;
-          continue;
-        }
-      }
-      if (text.substr(i, delim.length) !== delim || i === from) {
-        continue;
-      }
-      if (isSpace(text.charAt(i - 1))) {
-        continue;
-      }
-      var after = text.charAt(i + delim.length);
-      if (delim.length === 1 && (after === ch || text.charAt(i - 1) === ch)) {
-        continue; // part of a longer run (e.g. the ** of a bold inside an italic)
-      }
-      if (ch === "_" && isWordChar(after)) {
-        continue; // snake_case_words are not emphasis
-      }
-      return i;
-    }
-    return -1;
-  }
-
-  /** Where `[text](url)` opened at `start` ends: {label, target, end} or null. */
-  function parseLink(text, start) {
-    var depth = 0;
-    var i = start;
-    for (; i < text.length; i++) {
-      var c = text.charAt(i);
-      if (c === "\\") {
-        i++;
-      } else if (c === "[") {
-        depth++;
-      } else if (c === "]") {
-        depth--;
-        if (depth === 0) {
-          break;
-        }
-      }
-    }
-    if (depth !== 0 || text.charAt(i + 1) !== "(") {
-      return null;
-    }
-    var labelEnd = i;
-    var parens = 0;
-    for (var j = i + 2; j < text.length; j++) {
-      var d = text.charAt(j);
-      if (d === "(") {
-        parens++;
-      } else if (d === ")") {
-        if (parens === 0) {
-          var target = text.slice(i + 2, j).trim();
-          var titled = /^(\S+)\s+["'].*["']$/.exec(target);
-          return { label: text.slice(start + 1, labelEnd), target: titled ? titled[1] : target, end: j + 1 };
-        }
-        parens--;
-      } else if (d === "\n") {
-        return null;
-      }
-    }
-    return null;
-  }
-
   function trimUrlTail(url) {
     // Sentence punctuation after a bare URL is not part of it; keep a ")" only when it closes a "(" inside.
-    while (/[.,;:!?'")\]]$/.test(url)) {
-      if (url.endsWith(")") && (url.match(/\(/g) || []).length >= (url.match(/\)/g) || []).length) {
-        break;
+    var open = 0;
+    var close = 0;
+    for (var k = 0; k < url.length; k++) {
+      var c = url.charAt(k);
+      if (c === "(") {
+        open++;
+      } else if (c === ")") {
+        close++;
       }
-      url = url.slice(0, -1);
     }
-    return url;
+    var end = url.length;
+    while (end > 0 && URL_TAIL.indexOf(url.charAt(end - 1)) > -1) {
+      if (url.charAt(end - 1) === ")") {
+        if (open >= close) {
+          break;
+        }
+        close--;
+      }
+      end--;
+    }
+    return url.slice(0, end);
   }
 
-  /** Append the inline content of `text` to `parent`. */
-  function renderInline(text, parent, inLink) {
-    var doc = parent.ownerDocument;
+  // ---- inline: the first reading -----------------------------------------------------------------------
+
+  /** Start positions of the maximal backtick runs of `text`, by run length, each list with a forward cursor. */
+  function backtickRuns(text) {
+    var runs = new Map();
+    var i = text.indexOf("`");
+    while (i > -1) {
+      var end = i;
+      while (text.charAt(end) === "`") {
+        end++;
+      }
+      var entry = runs.get(end - i);
+      if (!entry) {
+        entry = { starts: [], next: 0 };
+        runs.set(end - i, entry);
+      }
+      entry.starts.push(i);
+      i = text.indexOf("`", end);
+    }
+    return runs;
+  }
+
+  /** The start of the first run of exactly `length` backticks at or after `from` (asked with growing `from`). */
+  function nextRun(runs, length, from) {
+    var entry = runs.get(length);
+    if (!entry) {
+      return -1;
+    }
+    while (entry.next < entry.starts.length && entry.starts[entry.next] < from) {
+      entry.next++;
+    }
+    return entry.next < entry.starts.length ? entry.starts[entry.next] : -1;
+  }
+
+  /**
+   * One left-to-right reading of a paragraph: which characters are escaped or code, where each code span,
+   * [label] and (target) closes. Code spans bind tighter than brackets (as in CommonMark): a "]" or ")"
+   * inside backticks closes nothing. A code span closes at the next run of exactly as many backticks.
+   */
+  function Paragraph(text, doc) {
+    var n = text.length;
+    this.text = text;
+    this.doc = doc;
+    this.kind = new Uint8Array(n);
+    this.code = new Map(); // opening backtick position -> closing run position, or -1
+    this.brackets = new Map(); // "[" position -> its "]"
+    this.parens = new Map(); // "(" position -> its ")" on the same line
+    this.closers = new Map(); // emphasis delimiter -> the forward cursor of nextCloser
+    this.urlRunFrom = -1; // the run of URL characters last read (see urlRun)
+    this.urlRunEnd = -1;
+    this.failedRun = -1; // the run where bare URLs failed `failures` times (see bareUrl)
+    this.failures = 0;
+    var runs = backtickRuns(text);
+    var open = [];
+    var i = 0;
+    while (i < n) {
+      var c = text.charAt(i);
+      if (c === "\\" && i + 1 < n && ESCAPABLE.indexOf(text.charAt(i + 1)) > -1) {
+        this.kind[i + 1] = ESCAPED;
+        i += 2;
+      } else if (c === "`") {
+        var end = i;
+        while (end < n && text.charAt(end) === "`") {
+          end++;
+        }
+        var close = nextRun(runs, end - i, end);
+        this.code.set(i, close);
+        if (close > -1) {
+          this.kind.fill(CODE, i, close + end - i);
+          i = close + end - i;
+        } else {
+          i = end;
+        }
+      } else {
+        if (c === "[") {
+          open.push(i);
+        } else if (c === "]" && open.length) {
+          this.brackets.set(open.pop(), i);
+        }
+        i++;
+      }
+    }
+    this.matchParens();
+  }
+
+  /** Pair parentheses outside code spans, line by line (a link target never spans lines). */
+  Paragraph.prototype.matchParens = function () {
+    var text = this.text;
+    var open = [];
+    for (var i = 0; i < text.length; i++) {
+      var c = text.charAt(i);
+      if (c === "\n") {
+        open.length = 0;
+      } else if (this.kind[i] !== CODE) {
+        if (c === "(") {
+          open.push(i);
+        } else if (c === ")" && open.length) {
+          this.parens.set(open.pop(), i);
+        }
+      }
+    }
+  };
+
+  /** Whether an emphasis run of `len` × `ch` can close at `j`, given the character after it. */
+  Paragraph.prototype.closesAt = function (j, ch, len, after) {
+    var text = this.text;
+    if (this.kind[j] !== TOKEN || text.charAt(j) !== ch || (len === 2 && text.charAt(j + 1) !== ch)) {
+      return false;
+    }
+    var before = text.charAt(j - 1);
+    if (isSpace(before)) {
+      return false;
+    }
+    if (len === 1 && (after === ch || before === ch)) {
+      return false; // part of a longer run (e.g. the ** of a bold inside an italic)
+    }
+    return !(ch === "_" && isWordChar(after)); // snake_case_words are not emphasis
+  };
+
+  /**
+   * The first position at or after `from` where `len` × `ch` can close, reading to the end of the paragraph.
+   * Openers are met left to right, so `from` only grows: each delimiter kind keeps the answer it found last
+   * and reads on from there, never reading a character twice.
+   */
+  Paragraph.prototype.nextCloser = function (ch, len, from) {
+    var key = ch + len;
+    var cursor = this.closers.get(key);
+    if (cursor && from >= cursor.from && (cursor.at === -1 || from <= cursor.at)) {
+      return cursor.at;
+    }
+    var text = this.text;
+    var j = text.indexOf(ch, from);
+    while (j > -1 && j + len <= text.length) {
+      if (this.closesAt(j, ch, len, text.charAt(j + len))) {
+        break;
+      }
+      j = text.indexOf(ch, j + 1);
+    }
+    if (j + len > text.length) {
+      j = -1;
+    }
+    this.closers.set(key, { from: from, at: j });
+    return j;
+  };
+
+  /** Where an emphasis run opened just before `from` closes inside [from, to), or -1. */
+  Paragraph.prototype.closer = function (ch, len, from, to) {
+    var at = this.nextCloser(ch, len, from);
+    if (at > -1 && at + len <= to) {
+      return at;
+    }
+    // At the end of the range the next character is the range's own end, which counts as nothing.
+    var last = to - len;
+    return len === 1 && last >= from && this.closesAt(last, ch, len, "") ? last : -1;
+  };
+
+  /**
+   * Where the run of URL characters holding `i` ends (exclusive), stopping at a code span. Positions inside one
+   * run share its end, so each run is read once.
+   */
+  Paragraph.prototype.urlRun = function (i) {
+    if (i < this.urlRunFrom || i >= this.urlRunEnd) {
+      var text = this.text;
+      var end = i;
+      while (end < text.length && this.kind[end] !== CODE && !/[\s<>"]/.test(text.charAt(end))) {
+        end++;
+      }
+      this.urlRunFrom = i;
+      this.urlRunEnd = end;
+    }
+    return this.urlRunEnd;
+  };
+
+  /** The bare http(s) URL starting at `i` (before `to`), or "" when there is none. */
+  Paragraph.prototype.bareUrl = function (i, to) {
+    URL_START.lastIndex = i;
+    if (!URL_START.test(this.text)) {
+      return "";
+    }
+    var runEnd = this.urlRun(i);
+    if (runEnd === this.failedRun && this.failures >= URL_TRIES) {
+      return "";
+    }
+    var url = trimUrlTail(this.text.slice(i, Math.min(runEnd, to)));
+    if (url.length > 8 && safeHref(url) !== null) {
+      return url;
+    }
+    if (runEnd !== this.failedRun) {
+      this.failedRun = runEnd;
+      this.failures = 0;
+    }
+    this.failures++;
+    return "";
+  };
+
+  // ---- inline: rendering -------------------------------------------------------------------------------
+
+  /** Append the inline content of text[from, to) to `parent` (inLink: inside a link's label). */
+  Paragraph.prototype.render = function (from, to, parent, inLink) {
+    var text = this.text;
+    var doc = this.doc;
     var buffer = "";
-    function flush() {
+    var plain = from; // text[plain, i) is plain text not yet in buffer
+    var i = from;
+    function at(k) {
+      return k >= from && k < to ? text.charAt(k) : "";
+    }
+    function flush(upTo) {
+      buffer += text.slice(plain, upTo);
       if (buffer) {
         parent.appendChild(doc.createTextNode(buffer));
         buffer = "";
       }
     }
-    function wrap(tag, inner) {
-      flush();
-      var el = doc.createElement(tag);
-      renderInline(inner, el, inLink);
-      parent.appendChild(el);
-    }
-    var i = 0;
-    while (i < text.length) {
+    while (i < to) {
+      var code = text.charCodeAt(i);
+      if (code >= 128 || !SPECIAL[code]) {
+        i++;
+        continue;
+      }
       var c = text.charAt(i);
-      var rest = text.slice(i);
-
-      if (c === "\\" && i + 1 < text.length && ESCAPABLE.indexOf(text.charAt(i + 1)) > -1) {
-        buffer += text.charAt(i + 1);
-        i += 2;
+      if (c === "\\") {
+        if (i + 1 < to && ESCAPABLE.indexOf(text.charAt(i + 1)) > -1) {
+          buffer += text.slice(plain, i) + text.charAt(i + 1);
+          plain = i += 2;
+        } else {
+          i++;
+        }
         continue;
       }
       if (c === "\n") {
-        flush();
+        flush(i);
         parent.appendChild(doc.createElement("br"));
-        i += 1;
+        plain = i += 1;
         continue;
       }
       if (c === "`") {
-        var run = /^`+/.exec(rest)[0];
-        var close = text.indexOf(run, i + run.length);
-        while (close > -1 && text.charAt(close + run.length) === "`") {
-          close = text.indexOf(run, close + run.length + 1);
+        var run = i;
+        while (run < to && text.charAt(run) === "`") {
+          run++;
         }
-        if (close > -1) {
-          flush();
-          var code = doc.createElement("code");
-          var inner = text.slice(i + run.length, close);
+        var width = run - i;
+        var close = this.code.has(i) ? this.code.get(i) : -1;
+        if (close > -1 && close + width <= to) {
+          flush(i);
+          var span = doc.createElement("code");
+          var inner = text.slice(run, close);
           if (/^ .* $/.test(inner)) {
             inner = inner.slice(1, -1);
           }
-          code.textContent = inner.replace(/\n/g, " ");
-          parent.appendChild(code);
-          i = close + run.length;
-          continue;
+          span.textContent = inner.replace(/\n/g, " ");
+          parent.appendChild(span);
+          plain = i = close + width;
+        } else {
+          i = run; // no closing run: the backticks are text
         }
-        buffer += run;
-        i += run.length;
         continue;
       }
       if (c === "[" && !inLink) {
-        var parsed = parseLink(text, i);
-        if (parsed) {
-          var href = safeHref(parsed.target);
+        var end = this.linkEnd(i, to);
+        if (end > -1) {
+          var labelEnd = this.brackets.get(i);
+          var target = text.slice(labelEnd + 2, end - 1).trim();
+          var titled = /^(\S+)\s+["'].*["']$/.exec(target);
+          var href = safeHref(titled ? titled[1] : target);
           if (href !== null) {
-            flush();
+            flush(i);
             var a = link(href, doc);
-            renderInline(parsed.label, a, true);
+            this.render(i + 1, labelEnd, a, true);
             parent.appendChild(a);
-          } else {
-            buffer += text.slice(i, parsed.end); // an unsafe link is shown exactly as written
-          }
-          i = parsed.end;
+            plain = end;
+          } // else: an unsafe link is shown exactly as written
+          i = end;
           continue;
         }
       }
       if (c === "<" && !inLink) {
-        var auto = /^<((?:https?:\/\/|mailto:)[^\s<>]+)>/i.exec(rest);
-        if (auto && safeHref(auto[1]) !== null) {
-          flush();
+        AUTOLINK.lastIndex = i;
+        var auto = AUTOLINK.exec(text);
+        var autoEnd = AUTOLINK.lastIndex;
+        if (auto && autoEnd <= to && !this.crossesCode(i, autoEnd) && safeHref(auto[1]) !== null) {
+          flush(i);
           var autoLink = link(auto[1], doc);
           autoLink.textContent = auto[1];
           parent.appendChild(autoLink);
-          i += auto[0].length;
+          plain = i = i + auto[0].length;
           continue;
         }
       }
-      if ((c === "h" || c === "H") && !inLink && !isWordChar(text.charAt(i - 1))) {
-        var bare = BARE_URL.exec(rest);
-        if (bare) {
-          var url = trimUrlTail(bare[0]);
-          if (safeHref(url) !== null && url.length > 8) {
-            flush();
-            var bareLink = link(url, doc);
-            bareLink.textContent = url;
-            parent.appendChild(bareLink);
-            i += url.length;
-            continue;
-          }
+      if ((c === "h" || c === "H") && !inLink && !isWordChar(at(i - 1))) {
+        var url = this.bareUrl(i, to);
+        if (url) {
+          flush(i);
+          var bareLink = link(url, doc);
+          bareLink.textContent = url;
+          parent.appendChild(bareLink);
+          plain = i += url.length;
+          continue;
         }
       }
       if (c === "*" || c === "_" || c === "~") {
-        var double = text.charAt(i + 1) === c;
-        var delim = double ? c + c : c;
-        var next = text.charAt(i + delim.length);
-        var opens = !isSpace(next) && !(c === "_" && isWordChar(text.charAt(i - 1))) && (c !== "~" || double);
-        if (opens) {
-          var end = findCloser(text, i, delim);
-          if (end > -1) {
-            var tag = c === "~" ? "del" : double ? "strong" : "em";
-            wrap(tag, text.slice(i + delim.length, end));
-            i = end + delim.length;
-            continue;
-          }
+        var double = at(i + 1) === c;
+        var len = double ? 2 : 1;
+        var opens = !isSpace(at(i + len)) && !(c === "_" && isWordChar(at(i - 1))) && (c !== "~" || double);
+        var closer = opens ? this.closer(c, len, i + len + 1, to) : -1;
+        if (closer > -1) {
+          flush(i);
+          var el = doc.createElement(c === "~" ? "del" : double ? "strong" : "em");
+          this.render(i + len, closer, el, inLink);
+          parent.appendChild(el);
+          plain = i = closer + len;
+        } else {
+          i += len;
         }
-        buffer += delim;
-        i += delim.length;
         continue;
       }
-      buffer += c;
-      i += 1;
+      i++;
     }
-    flush();
+    flush(to);
+  };
+
+  /** Where `[label](target)` opened at `i` ends (exclusive) inside [i, to), or -1 when it is no link. */
+  Paragraph.prototype.linkEnd = function (i, to) {
+    var labelEnd = this.brackets.has(i) ? this.brackets.get(i) : -1;
+    if (labelEnd < 0 || labelEnd + 1 >= to || this.text.charAt(labelEnd + 1) !== "(") {
+      return -1;
+    }
+    var targetEnd = this.parens.has(labelEnd + 1) ? this.parens.get(labelEnd + 1) : -1;
+    return targetEnd > -1 && targetEnd < to ? targetEnd + 1 : -1;
+  };
+
+  /** Whether text[from, to) holds part of a code span (an autolink does not swallow one). */
+  Paragraph.prototype.crossesCode = function (from, to) {
+    for (var k = from; k < to; k++) {
+      if (this.kind[k] === CODE) {
+        return true;
+      }
+    }
+    return false;
+  };
+
+  function renderInline(text, parent) {
+    new Paragraph(text, parent.ownerDocument).render(0, text.length, parent, false);
   }
 
   // ---- blocks ------------------------------------------------------------------------------------------
 
-  function isBlockStart(line) {
-    return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || ITEM.test(line) || QUOTE.test(line);
+  function isQuote(line, depth) {
+    return depth < MAX_QUOTE_DEPTH && QUOTE.test(line);
+  }
+
+  function isBlockStart(line, depth) {
+    return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || ITEM.test(line) || isQuote(line, depth);
+  }
+
+  /** A heading's text: the line after its #s, without the closing run of spaces and #s. */
+  function headingText(content) {
+    var end = content.length;
+    while (end > 0 && " \t#".indexOf(content.charAt(end - 1)) > -1) {
+      end--;
+    }
+    return content.slice(0, end);
   }
 
   function renderCode(lines, i, parent) {
@@ -277,7 +480,7 @@
     var body = [];
     var j = i + 1;
     for (; j < lines.length; j++) {
-      var closing = /^ {0,3}(`{3,}|~{3,})\s*$/.exec(lines[j]);
+      var closing = FENCE_CLOSE.exec(lines[j]);
       if (closing && closing[1].charAt(0) === fence.charAt(0) && closing[1].length >= fence.length) {
         break;
       }
@@ -294,7 +497,7 @@
     return j + 1; // an unclosed fence (an answer still streaming) runs to the end
   }
 
-  function renderList(lines, i, parent) {
+  function renderList(lines, i, parent, depth) {
     var doc = parent.ownerDocument;
     var stack = []; // {list, indent, ordered, item}
     var j = i;
@@ -339,17 +542,17 @@
           stack.push(top);
         }
         var li = doc.createElement("li");
-        renderInline(item[3], li, false);
+        renderInline(item[3], li);
         top.list.appendChild(li);
         top.item = li;
         blank = false;
         continue;
       }
       // A non-item line: an indented continuation of the last item, else the list is over.
-      if ((!blank || /^[ \t]{2,}/.test(line)) && !isBlockStart(line)) {
+      if ((!blank || /^[ \t]{2,}/.test(line)) && !isBlockStart(line, depth)) {
         var last = stack[stack.length - 1].item;
         last.appendChild(doc.createElement("br"));
-        renderInline(line.trim(), last, false);
+        renderInline(line.trim(), last);
         blank = false;
         continue;
       }
@@ -358,9 +561,8 @@
     return j;
   }
 
-  function renderBlocks(text, parent) {
+  function renderBlocks(lines, parent, depth) {
     var doc = parent.ownerDocument;
-    var lines = text.replace(/\r\n?/g, "\n").split("\n");
     var i = 0;
     while (i < lines.length) {
       var line = lines[i];
@@ -376,7 +578,7 @@
       if (heading) {
         // The page's own headings use h1-h2; an answer's start at h3.
         var h = doc.createElement("h" + Math.min(6, heading[1].length + 2));
-        renderInline(heading[2], h, false);
+        renderInline(headingText(heading[2]), h);
         parent.appendChild(h);
         i++;
         continue;
@@ -387,28 +589,28 @@
         continue;
       }
       if (ITEM.test(line)) {
-        i = renderList(lines, i, parent);
+        i = renderList(lines, i, parent, depth);
         continue;
       }
-      if (QUOTE.test(line)) {
+      if (isQuote(line, depth)) {
         var quoted = [];
-        while (i < lines.length && QUOTE.test(lines[i])) {
+        while (i < lines.length && isQuote(lines[i], depth)) {
           quoted.push(QUOTE.exec(lines[i])[1]);
           i++;
         }
         var blockquote = doc.createElement("blockquote");
-        renderBlocks(quoted.join("\n"), blockquote);
+        renderBlocks(quoted, blockquote, depth + 1);
         parent.appendChild(blockquote);
         continue;
       }
       var paragraph = [line];
       i++;
-      while (i < lines.length && lines[i].trim() && !isBlockStart(lines[i])) {
+      while (i < lines.length && lines[i].trim() && !isBlockStart(lines[i], depth)) {
         paragraph.push(lines[i]);
         i++;
       }
       var p = doc.createElement("p");
-      renderInline(paragraph.join("\n").trim(), p, false);
+      renderInline(paragraph.join("\n").trim(), p);
       parent.appendChild(p);
     }
   }
@@ -416,7 +618,7 @@
   /** Replace the children of `element` with the rendering of `text`. */
   function renderInto(element, text) {
     var fragment = element.ownerDocument.createDocumentFragment();
-    renderBlocks(String(text || ""), fragment);
+    renderBlocks(String(text || "").replace(/\r\n?/g, "\n").split("\n"), fragment, 0);
     element.replaceChildren(fragment);
   }
 
