@@ -14,7 +14,8 @@ from typing import Literal
 
 from charset_normalizer import from_bytes
 
-from rag.errors import Detail, FaqImportError, FaqProblem
+from rag.errors import CorruptDocument, Detail, DocumentTooLarge, EncryptedDocument, FaqImportError, FaqProblem
+from rag.ingest.extractors.limits import ExtractLimits, check_zip_container
 
 MAX_QUESTION_CHARS = 2000
 """Longest standard, similar or negative question accepted."""
@@ -23,6 +24,9 @@ MAX_ANSWER_CHARS = 10000
 """Longest single answer accepted."""
 
 _Problems = list[FaqProblem]
+# A sheet is read in the service's own process (its header decides whether an upload is an FAQ sheet), so its
+# workbook is first unpacked in bounded reads: 20 MB of XML holds some 40,000 FAQ rows, and a zip bomb stops here.
+_XLSX_LIMITS = ExtractLimits(max_unpacked_bytes=20 * 1024 * 1024)
 
 _TEMPLATE_DIR = Path(__file__).parent
 _EXPECTED = (
@@ -195,6 +199,12 @@ def _xlsx_rows(data: bytes, max_row: int | None = None) -> list[tuple[object, ..
     from openpyxl.utils.exceptions import InvalidFileException
 
     errors = (*_XLSX_ERRORS, InvalidFileException)
+    try:
+        check_zip_container(data, _XLSX_LIMITS)
+    except (DocumentTooLarge, EncryptedDocument) as exc:
+        raise _failed(0, exc.reason, str(exc)) from exc
+    except CorruptDocument:
+        pass  # openpyxl says what is wrong with a damaged file in the words a sheet's reader expects, below
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except errors as exc:

@@ -529,3 +529,22 @@ def test_an_upload_is_an_faq_sheet_when_its_header_row_has_the_question_and_answ
     data: bytes, filename: str, is_sheet: bool
 ) -> None:
     assert is_faq_sheet(data, filename) is is_sheet
+
+
+def _bombed(data: bytes, padding: int) -> bytes:
+    """A valid FAQ workbook with one more part that inflates to `padding` bytes of zeros (a zip bomb's shape)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            target.writestr(item, source.read(item))
+        target.writestr("xl/media/padding.bin", b"\0" * padding)
+    return buffer.getvalue()
+
+
+def test_a_zip_bomb_faq_workbook_is_refused_before_it_is_parsed_and_is_no_faq_sheet() -> None:
+    bomb = _bombed(xlsx_bytes({"faq": [["question", "answer"], ["Hours?", "Nine to five."]]}), 64 * 1024 * 1024)
+    assert len(bomb) < 1024 * 1024
+    assert not is_faq_sheet(bomb, "faq.xlsx")
+    [(row, message)] = problems_of(bomb, "faq.xlsx")
+    assert row == 0
+    assert "over the limit" in message
