@@ -52,6 +52,27 @@ VPN_ANSWER = (
     "The VPN client is installed from the **Software Center** app on your laptop [1].\n\n"
     "1. Open the Software Center\n2. Search for `VPN`\n3. Press **Install**\n"
 )
+# An answer quoting rows of a table, as ragbot's extractive answers do: a table inside a quote.
+COMMANDS_ANSWER = (
+    "The handbook lists these commands [1]:\n\n"
+    "**Chat commands**\n"
+    "> | command | what it does |\n"
+    "> | --- | :-- |\n"
+    "> | `/kb list` | lists the **knowledge bases** this chat can search |\n"
+    "> | /new | starts a new conversation \\| forgets the history |\n"
+    "> | /sources | shows the [sources](https://example.com/sources) of the last answer, with the title and "
+    "the place in the document each one was quoted from |\n"
+    ">\n"
+    "> [1]\n"
+)
+COMMAND_CELLS = [
+    ["/kb list", "lists the knowledge bases this chat can search"],
+    ["/new", "starts a new conversation | forgets the history"],
+    [
+        "/sources",
+        "shows the sources of the last answer, with the title and the place in the document each one was quoted from",
+    ],
+]
 
 # Records, per assistant bubble (data-ref), each distinct (text, status) it showed, as the page changed it.
 RECORDER = """
@@ -316,6 +337,36 @@ async def test_an_answer_grows_as_it_is_written_and_ends_with_its_numbered_sourc
     await expect(answer.get_by_test_id("feedback-down")).to_be_visible()
 
     screenshot = Path(os.environ.get("WEB_CHAT_SCREENSHOT") or tmp_path / "web-chat.png")
+    await chat.page.screenshot(path=screenshot)
+    chat.assert_nothing_ran()
+
+
+async def test_an_answer_quoting_a_table_shows_a_table_with_its_cells(site: Site, chat: Chat, tmp_path: Path) -> None:
+    site.model.answer = lambda prompt: COMMANDS_ANSWER
+    await chat.open()
+
+    answer = await chat.ask("Which chat commands are there?")
+
+    text = answer.get_by_test_id("message-text")
+    table = text.locator("blockquote > table")
+    await expect(table.locator("thead th")).to_have_text(["command", "what it does"])
+    rows = table.locator("tbody tr")
+    await expect(rows).to_have_count(len(COMMAND_CELLS))
+    for row, cells in zip(await rows.all(), COMMAND_CELLS, strict=True):
+        await expect(row.locator("td")).to_have_text(cells)
+    await expect(table.locator("td code")).to_have_text("/kb list")
+    await expect(table.locator("td strong")).to_have_text("knowledge bases")
+    await expect(table.locator("td a")).to_have_attribute("href", "https://example.com/sources")
+    await expect(text.locator("blockquote > p")).to_have_text("[1]")
+    await expect(text).not_to_contain_text("| ---")
+    # The long cell wraps inside the bubble rather than widening it.
+    bubble = await answer.bounding_box()
+    box = await table.bounding_box()
+    assert bubble is not None
+    assert box is not None
+    assert box["x"] + box["width"] <= bubble["x"] + bubble["width"], (box, bubble)
+
+    screenshot = Path(os.environ.get("WEB_CHAT_TABLE_SCREENSHOT") or tmp_path / "web-chat-table.png")
     await chat.page.screenshot(path=screenshot)
     chat.assert_nothing_ran()
 

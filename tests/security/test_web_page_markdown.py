@@ -40,7 +40,23 @@ def _growing_backtick_runs(size: int) -> str:
     return "".join(runs)[:size]
 
 
-# Text built so that each delimiter in it is unmatched, which made the renderer read on to the end for each.
+def _wide_header_over_one_character_rows(size: int) -> str:
+    """A table as wide as a quarter of the text, then one-character rows: padded to the header's width, they would
+    make columns times rows cells (the quadratic blow-up cmark-gfm and markdown-it cap)."""
+    columns = size // 8
+    head = "|a" * columns + "|\n" + "|-" * columns + "|\n"
+    return head + _repeat("|\n")(size - len(head))
+
+
+def _table_rows(size: int) -> str:
+    """A table header, then thousands of rows with a code span, bold and a link in their cells."""
+    return (
+        "| command | what it does |\n| --- | :-: |\n" + _repeat("| `/kb` | **x** [a](https://a.example) |\n")(size)
+    )[:size]
+
+
+# Text built so that each delimiter in it is unmatched, which made the renderer read on to the end for each; and
+# text shaped like tables, which the renderer must read once however they are cut.
 CRAFTED = {
     "unclosed stars": _repeat("*a "),
     "unclosed underscores": _repeat("_a "),
@@ -52,6 +68,14 @@ CRAFTED = {
     "URL starts that are no URL": _repeat("http://["),
     "quotes nested on one line": _repeat(">"),
     "every delimiter in turn": _repeat("*_~`[<h"),
+    "one line of pipes": _repeat("|"),
+    "lines of pipes": _repeat("|\n"),
+    "thousands of table rows": _table_rows,
+    "delimiter rows without a header": _repeat("\n| --- | :-: |"),
+    "delimiter rows under one another": _repeat("| --- |\n"),
+    "header and delimiter rows of unequal width": _repeat("| a | b |\n| - |\n"),
+    "a wide header over one-character rows": _wide_header_over_one_character_rows,
+    "a row of escaped pipes": lambda size: ("| a | b |\n| - | - |\n" + _repeat("\\|")(size))[:size],
 }
 
 # Everyday Markdown renders as it did before the renderer was made linear (HTML from the renderer before).
@@ -99,6 +123,57 @@ EVERYDAY = [
     ("\\*not emphasis\\* and 2 * 3 * 4", "<p>*not emphasis* and 2 * 3 * 4</p>"),
     ("[click](javascript:alert(1)) stays as written", "<p>[click](javascript:alert(1)) stays as written</p>"),
     ("中文**粗体**文字与`代码`", "<p>中文<strong>粗体</strong>文字与<code>代码</code></p>"),
+    # Pipes with no delimiter row under them, or one of another width, are no table.
+    ("a | b and c | d\nmore | text", "<p>a | b and c | d<br>more | text</p>"),
+    ("| a | b |\n| --- |\n| 1 | 2 |", "<p>| a | b |<br>| --- |<br>| 1 | 2 |</p>"),
+    ("| a |\n\n| --- |", "<p>| a |</p><p>| --- |</p>"),
+]
+
+# GitHub-flavoured pipe tables (a header row, a delimiter row of as many cells, body rows), as GitHub renders them.
+TABLES = [
+    (
+        "| command | what it does |\n| --- | --- |\n| `/kb list` | lists **all** bases |\n"
+        "| /sources | [the sources](https://example.com/s) |",
+        "<table><thead><tr><th>command</th><th>what it does</th></tr></thead><tbody>"
+        "<tr><td><code>/kb list</code></td><td>lists <strong>all</strong> bases</td></tr>"
+        '<tr><td>/sources</td><td><a href="https://example.com/s" rel="noopener noreferrer" target="_blank">'
+        "the sources</a></td></tr></tbody></table>",
+    ),
+    (
+        "a | b | c | d\n:-- | :-: | --: | -\n1 | 2 | 3 | 4",
+        '<table><thead><tr><th align="left">a</th><th align="center">b</th><th align="right">c</th><th>d</th></tr>'
+        '</thead><tbody><tr><td align="left">1</td><td align="center">2</td><td align="right">3</td><td>4</td></tr>'
+        "</tbody></table>",
+    ),
+    (
+        "| a | b |\n|---|---|\n| only one |\n| one | two | three |",
+        "<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>only one</td><td></td></tr>"
+        "<tr><td>one</td><td>two</td></tr></tbody></table>",
+    ),
+    (
+        "| a \\| b | `c \\| d` |\n| - | - |\n| x\\|y | z |",
+        "<table><thead><tr><th>a | b</th><th><code>c | d</code></th></tr></thead><tbody>"
+        "<tr><td>x|y</td><td>z</td></tr></tbody></table>",
+    ),
+    (
+        "| a | b |\n| - | - |",
+        "<table><thead><tr><th>a</th><th>b</th></tr></thead></table>",
+    ),
+    (
+        "Commands:\n| a | b |\n| - | - |\n| 1 | 2 |\nno pipe ends it\n\n- after",
+        "<p>Commands:</p><table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr>"
+        "</tbody></table><p>no pipe ends it</p><ul><li>after</li></ul>",
+    ),
+    (
+        "**Chat commands**\n> | command | what it does |\n> | --- | --- |\n> | /new | starts over |\n>\n> [1]",
+        "<p><strong>Chat commands</strong></p><blockquote><table><thead><tr><th>command</th><th>what it does</th>"
+        "</tr></thead><tbody><tr><td>/new</td><td>starts over</td></tr></tbody></table><p>[1]</p></blockquote>",
+    ),
+    (
+        "- Commands:\n  | a | b |\n  | - | - |\n  | 1 | 2 |\n- next",
+        "<ul><li>Commands:<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr>"
+        "</tbody></table></li><li>next</li></ul>",
+    ),
 ]
 
 XSS = "window.__xss=1"
@@ -123,6 +198,12 @@ SMUGGLED = {
     "html in a code span": (f"`<img src=x onerror={XSS}>`", "<img src=x"),
     "html as a fence's language": (f'```"><img src=x onerror={XSS}>\ncode\n```', "<img src=x"),
     "html in a fenced block": (f"```\n<script>{XSS}</script>\n```", "<script>"),
+    "an img with onerror in a table cell": (f"| a |\n| - |\n| <img src=x onerror={XSS}> |", "<img src=x"),
+    "html in a table header": (f"| <img src=x onerror={XSS}> |\n| - |", "<img src=x"),
+    "a javascript: link in a table cell": (f"| a | b |\n| - | - |\n| [click](javascript:{XSS}) | b |", "javascript:"),
+    "a javascript: link split by an escaped pipe": (f"| a |\n| - |\n| [click](java\\|script:{XSS}) |", "script:"),
+    "an attribute through a delimiter row": (f'| a |\n| :-" onmouseover="{XSS} |\n| b |', "onmouseover"),
+    "html in a quoted table": (f"> | a |\n> | - |\n> | <script>{XSS}</script> |", "<script>"),
 }
 
 # Pieces of the attacks above, and of Markdown, for random texts.
@@ -165,6 +246,12 @@ FRAGMENTS = [
     "b",
     "\u2028",
     "\u0000",
+    "|",
+    " | ",
+    "\\|",
+    "| --- |",
+    ":-:",
+    "| a | b |\n| - | - |\n",
 ]
 
 
@@ -202,6 +289,13 @@ async def test_a_32_kb_answer_crafted_to_make_the_renderer_read_it_again_per_del
 
 @pytest.mark.parametrize(("markdown", "html"), EVERYDAY, ids=[markdown[:30] for markdown, _ in EVERYDAY])
 async def test_everyday_markdown_renders_as_it_did_before_the_renderer_was_made_linear(
+    tab: RendererPage, markdown: str, html: str
+) -> None:
+    assert await tab.render_html(markdown) == html
+
+
+@pytest.mark.parametrize(("markdown", "html"), TABLES, ids=[markdown[:30] for markdown, _ in TABLES])
+async def test_a_pipe_table_renders_as_a_table_with_markdown_in_its_cells(
     tab: RendererPage, markdown: str, html: str
 ) -> None:
     assert await tab.render_html(markdown) == html

@@ -66,8 +66,9 @@ WORK_PROBE = """
 INERT_CHECK = """
 (element) => {
   const tags = new Set(["P", "BR", "STRONG", "EM", "DEL", "CODE", "PRE", "A", "UL", "OL", "LI", "BLOCKQUOTE",
-                        "H3", "H4", "H5", "H6", "HR"]);
-  const attributes = { A: ["href", "rel", "target"], CODE: ["data-language"], OL: ["start"] };
+                        "H3", "H4", "H5", "H6", "HR", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+  const attributes = { A: ["href", "rel", "target"], CODE: ["data-language"], OL: ["start"], TH: ["align"],
+                       TD: ["align"] };
   const wrong = [];
   for (const node of element.querySelectorAll("*")) {
     if (!tags.has(node.tagName)) wrong.push("element " + node.tagName);

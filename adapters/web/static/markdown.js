@@ -5,8 +5,9 @@
  * for http:, https: and mailto: targets; any other link (javascript:, data:, relative) stays literal text.
  *
  * Supported: paragraphs (single newlines kept as line breaks), # headings, fenced code blocks, bullet and
- * numbered lists (nested by indentation), > quotes, --- rules, **bold**, __bold__, *italic*, _italic_,
- * ~~strike~~, `code`, [text](url), <url> and bare http(s) URLs. Citations like [1] stay as text.
+ * numbered lists (nested by indentation), > quotes, --- rules, GitHub-flavoured pipe tables (also in quotes and
+ * list items), **bold**, __bold__, *italic*, _italic_, ~~strike~~, `code`, [text](url), <url> and bare http(s)
+ * URLs. Citations like [1] stay as text.
  *
  * Linear time in the text, whatever it holds (an answer is re-rendered as it streams, so a long one must not
  * freeze the tab): each paragraph is read once up front to pair its code spans, brackets and parentheses;
@@ -41,6 +42,9 @@
   // A run of URL characters is tried as a bare URL this many times at most: text holding "http://" many times
   // in one run and no URL would otherwise be read to the run's end once per "http://".
   var URL_TRIES = 4;
+  // A table's delimiter row holds only these characters, and each of its cells is dashes between optional colons.
+  var DELIMITER_ROW = /^[ \t]*[|:-][ \t|:-]*$/;
+  var DELIMITER_CELL = /^(:?)-+(:?)$/;
 
   // Kinds of position in a paragraph, from its first reading.
   var TOKEN = 0; // read as itself
@@ -454,6 +458,119 @@
     new Paragraph(text, parent.ownerDocument).render(0, text.length, parent, false);
   }
 
+  // ---- tables ------------------------------------------------------------------------------------------
+
+  /**
+   * The cells of a table row, at most `limit`: split at each pipe without a backslash before it, the outer pipes
+   * dropped, every `\|` made a literal pipe (even in a code span, as GFM does) and each cell trimmed.
+   */
+  function rowCells(line, limit) {
+    var text = line.trim();
+    var start = text.charAt(0) === "|" ? 1 : 0;
+    var end = text.length;
+    if (end > start && text.charAt(end - 1) === "|" && text.charAt(end - 2) !== "\\") {
+      end--;
+    }
+    var cells = [];
+    var from = start;
+    var scan = start;
+    while (cells.length < limit) {
+      var pipe = scan < end ? text.indexOf("|", scan) : -1;
+      if (pipe < 0 || pipe >= end) {
+        cells.push(text.slice(from, end).replace(/\\\|/g, "|").trim());
+        break;
+      }
+      if (text.charAt(pipe - 1) !== "\\") {
+        cells.push(text.slice(from, pipe).replace(/\\\|/g, "|").trim());
+        from = pipe + 1;
+      }
+      scan = pipe + 1;
+    }
+    return cells;
+  }
+
+  /**
+   * The header cells and column alignments when lines[i] and lines[i + 1] open a table (a row, then a delimiter
+   * row of as many cells: `| --- | :-: |`), else null. Both lines must hold a pipe: `---` alone is a rule.
+   */
+  function tableHead(lines, i) {
+    var delimiter = lines[i + 1];
+    if (delimiter === undefined || !DELIMITER_ROW.test(delimiter) || delimiter.indexOf("|") < 0) {
+      return null;
+    }
+    if (lines[i].indexOf("|") < 0) {
+      return null;
+    }
+    var header = rowCells(lines[i], Infinity);
+    var rule = rowCells(delimiter, header.length + 1);
+    if (rule.length !== header.length) {
+      return null;
+    }
+    var align = [];
+    for (var c = 0; c < rule.length; c++) {
+      var colons = DELIMITER_CELL.exec(rule[c]);
+      if (!colons) {
+        return null;
+      }
+      align.push(colons[1] && colons[2] ? "center" : colons[2] ? "right" : colons[1] ? "left" : "");
+    }
+    return { header: header, align: align };
+  }
+
+  /** A row of `tag` cells, one per column: cells missing at the end are left empty, extra ones were never split. */
+  function tableRow(doc, tag, cells, align) {
+    var tr = doc.createElement("tr");
+    for (var c = 0; c < align.length; c++) {
+      var cell = doc.createElement(tag);
+      if (align[c]) {
+        cell.setAttribute("align", align[c]);
+      }
+      if (cells[c]) {
+        renderInline(cells[c], cell);
+      }
+      tr.appendChild(cell);
+    }
+    return tr;
+  }
+
+  /**
+   * Render the table opened at lines[i] (see tableHead) into `parent`; the index of the first line after it.
+   * Body rows run to a blank line, a line without a pipe or the start of another block. A row with fewer cells
+   * than the header is padded with empty ones (GFM), but only while the table has had at least one character of
+   * text per padded cell: a wide header over many one-character rows would otherwise make columns × rows cells
+   * (cmark-gfm and markdown-it cap the padded cells at a fixed count; here the cap grows with the text, so the
+   * work stays linear at any size). The row that would pass the cap ends the table.
+   */
+  function renderTable(lines, i, head, parent, depth) {
+    var doc = parent.ownerDocument;
+    var columns = head.align.length;
+    var table = doc.createElement("table");
+    var thead = doc.createElement("thead");
+    thead.appendChild(tableRow(doc, "th", head.header, head.align));
+    table.appendChild(thead);
+    var budget = lines[i].length + lines[i + 1].length;
+    var tbody = null;
+    var j = i + 2;
+    for (; j < lines.length; j++) {
+      var line = lines[j];
+      if (line.indexOf("|") < 0 || isBlockStart(line, depth)) {
+        break;
+      }
+      var cells = rowCells(line, columns);
+      budget += line.length - (columns - cells.length);
+      if (budget < 0) {
+        break;
+      }
+      if (!tbody) {
+        tbody = doc.createElement("tbody");
+        table.appendChild(tbody);
+      }
+      tbody.appendChild(tableRow(doc, "td", cells, head.align));
+    }
+    parent.appendChild(table);
+    return j;
+  }
+
   // ---- blocks ------------------------------------------------------------------------------------------
 
   function isQuote(line, depth) {
@@ -551,6 +668,12 @@
       // A non-item line: an indented continuation of the last item, else the list is over.
       if ((!blank || /^[ \t]{2,}/.test(line)) && !isBlockStart(line, depth)) {
         var last = stack[stack.length - 1].item;
+        var head = tableHead(lines, j);
+        if (head) {
+          j = renderTable(lines, j, head, last, depth) - 1;
+          blank = false;
+          continue;
+        }
         last.appendChild(doc.createElement("br"));
         renderInline(line.trim(), last);
         blank = false;
@@ -603,9 +726,14 @@
         parent.appendChild(blockquote);
         continue;
       }
+      var table = tableHead(lines, i);
+      if (table) {
+        i = renderTable(lines, i, table, parent, depth);
+        continue;
+      }
       var paragraph = [line];
       i++;
-      while (i < lines.length && lines[i].trim() && !isBlockStart(lines[i], depth)) {
+      while (i < lines.length && lines[i].trim() && !isBlockStart(lines[i], depth) && !tableHead(lines, i)) {
         paragraph.push(lines[i]);
         i++;
       }
