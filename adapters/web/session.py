@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from storage.private_files import private_dir
+
 SESSION_COOKIE: Final = "ragbot_session"
 ADMIN_COOKIE: Final = "ragbot_admin"
 ACCESS_COOKIE: Final = "ragbot_access"
@@ -33,7 +35,7 @@ def load_key(data_dir: Path) -> bytes:
         key = path.read_bytes()
         if len(key) >= 32:
             return key
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     key = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as file:

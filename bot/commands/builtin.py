@@ -198,12 +198,9 @@ async def _no_kb(context: CommandContext) -> UserFacingError:
 
 async def _kb_list(context: CommandContext) -> str:
     platform = context.message.key.platform
-    reading = {kb.id for kb in await _chat_kbs(context)}
-    names = [
-        (kb.name, kb.description, kb.id in reading)
-        for kb in await context.parts.knowledge.visible(_tenant(context))
-        if context.chat.may_read(platform, kb.name)
-    ]
+    visible = await context.parts.knowledge.visible(_tenant(context))
+    reading = set(await context.chat.readable_kb_ids(context.message.key))
+    names = [(kb.name, kb.description, kb.id in reading) for kb in visible if context.chat.may_read(platform, kb.name)]
     if not names:
         missing = await context.chat.missing_kb_names(context.message.key)
         return messages.kb_list_empty(missing, context.lang, admin=context.is_admin)

@@ -96,11 +96,7 @@ class KnowledgeBases:
 
         For chats: None says nothing of the knowledge bases of other tenants, even of one with this name.
         """
-        try:
-            return await self._repo.by_name(name, tenant)
-        except NotFound:
-            pass
-        return next((kb for kb in await self._repo.visible(tenant) if kb.name == name), None)
+        return await self._repo.visible_named(tenant, name)
 
     async def all(self) -> list[KnowledgeBaseRecord]:
         """Every knowledge base of every tenant (the terminal's view)."""

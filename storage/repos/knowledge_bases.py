@@ -90,6 +90,17 @@ class KnowledgeBaseRepo:
             rows = (await session.exec(statement)).all()
         return [_record(row) for row in rows]
 
+    async def visible_named(self, tenant: str, name: str) -> KnowledgeBaseRecord | None:
+        """The knowledge base `tenant` knows by `name`: its own first, else one it was granted; None otherwise."""
+        statement = (
+            select(KnowledgeBase)
+            .where(KnowledgeBase.name == name, _visible_to(tenant))
+            .order_by(col(KnowledgeBase.owner) != tenant, col(KnowledgeBase.created_at))
+        )
+        async with self._db.session() as session:
+            row = (await session.exec(statement)).first()
+        return None if row is None else _record(row)
+
     async def visible_ids(self, tenant: str, kb_ids: Sequence[str]) -> set[str]:
         """Those of `kb_ids` that `tenant` owns or was granted."""
         if not kb_ids:

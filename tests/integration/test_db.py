@@ -135,3 +135,22 @@ async def test_an_older_ragbots_cached_vectors_are_adopted_under_the_models_exac
     assert adopted == {"h1": [1.0, 0.0], "h2": [0.5, 0.5]}
     assert await cache.get_many("local", "minilm", ["h1"]) == {}
     assert await cache.get_many("openai", "minilm", ["h1"]) == {"h1": [9.0, 9.0]}
+
+
+async def test_a_tenant_knows_a_name_as_its_own_before_a_granted_one_and_never_another_tenants(db: Database) -> None:
+    from storage.repos.knowledge_bases import KnowledgeBaseRepo
+
+    repo = KnowledgeBaseRepo(db)
+    operators = await repo.create("handbook", chunking={})
+    theirs = await repo.create("secrets", chunking={}, owner="slack:T2")
+    assert await repo.visible_named("slack:T1", "handbook") is None
+    assert await repo.grant(operators.id, "slack:T1")
+    granted = await repo.visible_named("slack:T1", "handbook")
+    assert granted is not None
+    assert granted.id == operators.id
+    own = await repo.create("handbook", chunking={}, owner="slack:T1")
+    found = await repo.visible_named("slack:T1", "handbook")
+    assert found is not None
+    assert found.id == own.id
+    assert await repo.visible_named("slack:T1", "secrets") is None
+    assert await repo.visible_named("slack:T2", "secrets") == theirs
