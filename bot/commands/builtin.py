@@ -23,7 +23,6 @@ log = logging.getLogger(__name__)
 
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _LIST_LIMIT = 20
-_SAFE_NAME = re.compile(r"[^\w.\- ]+")
 _MODES = ("mention", "all")
 # The shortest FAQ id prefix /faq delete accepts: /faq list shows 8 characters, and 4 already tell ~65,000 apart.
 _FAQ_ID_PREFIX = 4
@@ -429,8 +428,7 @@ async def _save_upload(folder: Path, file: Attachment, limit: int, lang: str) ->
     data = await file.read()
     if len(data) > limit:
         raise _too_large(file.name, len(data), limit, lang)
-    name = _SAFE_NAME.sub("_", Path(file.name).name).strip(" .") or "upload"
-    path = folder / uuid.uuid4().hex / upload_name(name)
+    path = folder / uuid.uuid4().hex / upload_name(file.name)
 
     def write() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

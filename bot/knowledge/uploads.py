@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import shutil
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from storage.records import JobRecord
 from storage.repos.jobs import JobRepo
 
 log = logging.getLogger(__name__)
 
+_SAFE_NAME = re.compile(r"[^\w.\- ]+")
 # Linux, macOS and Windows file systems hold names of up to 255 bytes; a few are left for the suffix's dot.
 MAX_NAME_BYTES = 240
 # A suffix longer than this is no file type ("report.final-version-2"): it is cut with the rest of the name.
@@ -31,8 +33,10 @@ _RECENTLY_ENDED = 500
 
 
 def upload_name(name: str, max_bytes: int = MAX_NAME_BYTES) -> str:
-    """`name` cut to `max_bytes` of UTF-8 on a character boundary, its extension kept (85 Chinese characters
-    fill 255 bytes, so a longer name failed to save)."""
+    """The name an upload is saved under: its base name with only word characters, dots, dashes and spaces (no
+    path, nothing a shell or another system reads specially), cut to `max_bytes` of UTF-8 on a character boundary
+    with its extension kept (85 Chinese characters fill 255 bytes, so a longer name failed to save)."""
+    name = _SAFE_NAME.sub("_", PurePath(name).name).strip(" .") or "upload"
     if len(name.encode()) <= max_bytes:
         return name
     stem, dot, suffix = name.rpartition(".")
