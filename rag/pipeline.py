@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rag.types import Candidate, ChatMessage, Vector
+from storage.records import MessageRecord
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ class TurnContext:
     # Documents the asker pointed at; when they are small they are loaded whole ("direct" leg).
     document_ids: tuple[str, ...] = ()
     history: list[tuple[str, str]] = field(default_factory=list)
+    # The conversation's stored messages when the caller read them already (with the rest of its turn's read):
+    # LOAD_HISTORY uses them instead of reading the conversation again.
+    stored_history: tuple[MessageRecord, ...] | None = None
     # Ids of the sources the previous answer cited (chunks or FAQs): searched again as "history" matches.
     history_refs: tuple[str, ...] = ()
     rewritten: str = ""

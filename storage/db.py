@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
 _ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 
 
@@ -35,6 +36,13 @@ class DatabaseConfig:
 
     url: str
     echo: bool = False
+    # Connections kept open, and how many more may open under a burst. Each turn holds one only for its few short
+    # statements, so a pool much smaller than the turns at once serves them (Settings sizes it from the turn limit).
+    pool_size: int = 20
+    max_overflow: int = 10
+    # Seconds after which a pooled connection is replaced: a server or proxy closing idle connections then costs
+    # no failed statement, without the round trip a pre-ping adds to every checkout.
+    pool_recycle: int = 1800
 
     def async_url(self) -> URL:
         """The URL with the async driver this layer uses for its backend."""
@@ -65,7 +73,9 @@ def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    # A writer waits up to 30 s for the lock rather than failing at once: ingestion commits in short batches, so a
+    # chat's write waits milliseconds behind it, and only a stuck writer makes one fail.
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
@@ -133,11 +143,9 @@ class Database:
         path = self.config.sqlite_path()
         if path is not None:
             _private_sqlite_file(path)
-        # A pre-ping guards against PostgreSQL connections dropped by the server or a proxy; a SQLite file
-        # connection cannot be dropped, and the ping would be one more round trip on every checkout.
-        engine = create_async_engine(
-            self.config.async_url(), echo=self.config.echo, pool_pre_ping=not self.config.is_sqlite
-        )
+        # No pre-ping: it is one more round trip on every checkout. A connection the server dropped fails the one
+        # statement that meets it, and SQLAlchemy then replaces every connection opened before (a restart).
+        engine = create_async_engine(self.config.async_url(), echo=self.config.echo, **self._pool_options())
         if self.config.is_sqlite:
             event.listen(engine.sync_engine, "connect", _enable_sqlite_pragmas)
         try:
@@ -149,6 +157,15 @@ class Database:
         self._engine = engine
         self._sessions = async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
         log.info("db=open url=%s", self.config.redacted())
+
+    def _pool_options(self) -> dict[str, int]:
+        if self.config.is_sqlite and self.config.sqlite_path() is None:
+            return {}  # an in-memory database lives in its one connection (SQLAlchemy's StaticPool)
+        return {
+            "pool_size": self.config.pool_size,
+            "max_overflow": self.config.max_overflow,
+            "pool_recycle": self.config.pool_recycle,
+        }
 
     async def close(self) -> None:
         """Release every pooled connection."""

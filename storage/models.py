@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -311,3 +311,15 @@ class CommandEvent(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=300)
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class ConfigEpoch(SQLModel, table=True):
+    """One row counting changes to what chats read (bindings, chat settings, knowledge bases, grants).
+
+    Every such change moves it in its own transaction; a process that cached those finds them stale from one read.
+    """
+
+    __tablename__ = "config_epoch"
+
+    id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
+    value: int = Field(default=0, sa_type=BigInteger)

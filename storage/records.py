@@ -189,7 +189,7 @@ class ConversationRecord:
 
 
 MessageRole = Literal["user", "assistant"]
-MessageStatus = Literal["done", "streaming", "failed"]
+MessageStatus = Literal["done", "streaming", "failed", "undelivered"]
 """`streaming` while an answer is being written, `failed` when its turn broke; `done` otherwise."""
 
 

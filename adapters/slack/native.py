@@ -162,6 +162,10 @@ class NativeReplyStream:
                     self._flusher.cancel()
                     await asyncio.wait([self._flusher])
                 ref = await self._deliver(final, blocks)
+        except Exception:
+            # This ending broke before it was delivered: a later fail() must still be able to say sorry.
+            self._ended = None
+            raise
         finally:
             ended.set_result(ref)
         return ref

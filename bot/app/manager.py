@@ -12,6 +12,7 @@ from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.metrics import ChatMetrics
+from storage.repos.config_epoch import ConfigEpochRepo
 
 
 def chat_policy(settings: Settings) -> ChatPolicy:
@@ -26,6 +27,7 @@ def chat_policy(settings: Settings) -> ChatPolicy:
         group_answer_mode=settings.CHAT_ANSWER_MODE,
         rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
         max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,
+        history_limit=settings.HISTORY_MESSAGES,
     )
 
 
@@ -38,6 +40,7 @@ def chat_parts(services: Services) -> ChatParts:
         answerer=services.answerer,
         jobs=services.jobs,
         sources=SourceBook(services.documents, services.faqs),
+        epochs=ConfigEpochRepo(services.db),
     )
 
 

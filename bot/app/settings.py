@@ -53,6 +53,7 @@ class CoreSettings(BaseSettings):
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     DATABASE_URL: str | None = None
+    DATABASE_POOL_SIZE: int | None = Field(default=None, ge=1, le=1000)
 
     WEAVIATE_URL: str | None = None
     WEAVIATE_GRPC_URL: str | None = None
@@ -206,9 +207,16 @@ class CoreSettings(BaseSettings):
 
     def database(self) -> DatabaseConfig:
         """Relational store: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir."""
-        if self.DATABASE_URL:
-            return DatabaseConfig(url=self.DATABASE_URL)
-        return DatabaseConfig(url=f"sqlite:///{self.data_dir / 'ragbot.sqlite3'}")
+        url = self.DATABASE_URL or f"sqlite:///{self.data_dir / 'ragbot.sqlite3'}"
+        return DatabaseConfig(url=url, pool_size=self.database_pool_size())
+
+    def database_pool_size(self) -> int:
+        """DATABASE_POOL_SIZE, else sized from the turns at once: a turn holds a connection only for its three short
+        statements, so a quarter of them (at least 10, at most 40) plus 8 for jobs and commands serve a full burst,
+        and several instances stay under PostgreSQL's default 100 connections."""
+        if self.DATABASE_POOL_SIZE is not None:
+            return self.DATABASE_POOL_SIZE
+        return min(max(self.CHAT_MAX_CONCURRENT_TURNS // 4, 10), 40) + 8
 
     def weaviate(self) -> WeaviateConfig:
         """Vector index connection; `url=None` means ragbot runs the local server itself."""

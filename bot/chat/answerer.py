@@ -12,6 +12,7 @@ from rag.input_check import check_question, small_talk
 from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext, answer_once
 from rag.stages.stream_answer import StreamAnswer
+from storage.records import MessageRecord
 
 OnText = Callable[[str], Awaitable[None]]
 
@@ -44,13 +45,15 @@ class Answerer:
         stop: asyncio.Event | None = None,
         fallback_text: str = "",
         language: str | None = None,
+        stored_history: Sequence[MessageRecord] | None = None,
     ) -> TurnContext:
         """A new turn for `question`; a question that fails the input check carries its refusal as answer, and a
         greeting or thanks alone its short reply (outcome "smalltalk").
 
         With `conversation_id`, LOAD_HISTORY reads the earlier rounds of that stored conversation (replacing
-        `history`); store the question first, as it is not a round yet. The refusal and the "nothing found" apology
-        are in `language` (a bot.words code), else in the question's own.
+        `history`); store the question first, as it is not a round yet. `stored_history`, the conversation's
+        messages as the caller read them before storing the question, saves LOAD_HISTORY that read. The refusal
+        and the "nothing found" apology are in `language` (a bot.words code), else in the question's own.
         """
         check = check_question(question)
         lang = language or detect(question)
@@ -66,6 +69,7 @@ class Answerer:
             on_text=on_text,
             stop=stop,
             fallback_text=fallback_text,
+            stored_history=tuple(stored_history) if stored_history is not None else None,
         )
         if check.refusal is not None:
             turn.outcome = "refused"

@@ -12,6 +12,7 @@ from bot.chat.limits import RateLimit, RateLimiter, TurnGate
 from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
+from bot.chat.state import ChatConfig, ChatState
 from bot.chat.turn_log import turn_scope
 from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts
@@ -30,8 +31,8 @@ from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, J
 
 log = logging.getLogger(__name__)
 
-# How long knowledge-base names from the settings stay resolved to ids (a KB created later is seen after this).
-_KB_ID_TTL = 30.0
+# How a turn whose final text never reached the chat is counted (its stored answer's status too).
+UNDELIVERED = "undelivered"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,8 @@ class ChatPolicy:
     max_turns: int = 64
     # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
+    # How many of a conversation's newest messages a turn reads as its history (HistoryConfig.limit).
+    history_limit: int = 20
 
     def is_admin(self, platform: str, user: UserRef) -> bool:
         """Whether this user administers ragbot on this platform (listed, or proven to the adapter)."""
@@ -119,8 +122,8 @@ class ConversationManager:
         self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
-        # Names from the settings resolved a while ago: (when, their ids, the names that do not exist).
-        self._kb_ids: dict[tuple[str, ...], tuple[float, tuple[str, ...], tuple[str, ...]]] = {}
+        self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
+        self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         parts.jobs.subscribe(self._job_changed)
 
@@ -163,46 +166,71 @@ class ConversationManager:
         document_ids: Sequence[str],
     ) -> TurnResult | None:
         chat = message.key.chat_key
-        setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
-        # Decided once per message, here: every fixed text of this turn or command is in this language.
-        # A command's own words say its language; a file sent without one (an implied /ingest) has its caption.
-        command = message.command if message.command is not None and not message.command.implied else None
-        lang = language.turn_language(
-            command.raw if command is not None else message.text, setting.language, message.user.language
-        )
         if message.command is not None:
+            # Commands are rare and may change what chats read: their language comes from a fresh read.
+            setting = await self._parts.settings.setting(chat.platform, chat.workspace, chat.chat)
+            # A command's own words say its language; a file sent without one (an implied /ingest) has its caption.
+            command = message.command if not message.command.implied else None
+            lang = language.turn_language(
+                command.raw if command is not None else message.text, setting.language, message.user.language
+            )
             await self._command(message, target, lang)
             return None
-        if not self._answers_here(message, setting):
-            log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
-            return None
+        # Nothing before the turn gate reads the database for a message to the bot: the gate bounds how many turns
+        # do. One not addressed to it is answered only where the chat says so, which is checked fresh.
+        if not self._addressed(message):
+            await self._refresh()
+            if not self._answers_here(message, (await self._state.config(chat)).setting):
+                log.debug("turn=ignored reason=not_addressed platform=%s", message.key.platform)
+                return None
+        cached = self._state.cached_setting(chat)
+        # The language of what is said before the turn's read (a refusal, the queue notice); the turn decides anew.
+        lang = language.turn_language(message.text, cached.language if cached else "", message.user.language)
         user = self._user_key(message)
         if not self._rate.allow(user):
             if self._rate.first_refusal(user):
                 await self._say(target, messages.rate_limited(self._rate.retry_after(user), lang))
             return None
-        conversation = await self._parts.conversations.resolve(*_key_fields(message.key))
-        try:
-            opened = await self._recorder.begin(
-                conversation.id, message.text, author=message.user.id, event_key=_event_key(message)
-            )
-        except DuplicateEvent:
-            log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
-            return None
-        readable = list(kb_ids) if kb_ids is not None else await self.readable_kb_ids(message.key)
-        notice = ""
-        if not readable and kb_ids is None and (missing := await self.missing_kb_names(message.key)):
-            # The answer cannot come from the knowledge base the chat should read: say which, and how to make it.
-            admin = self.policy.is_admin(message.key.platform, message.user)
-            notice = messages.no_kb_bound(missing, lang, admin=admin)
 
         def queue_notice() -> QueueNotice:
             return QueueNotice(target, lang, self.policy.queue_notice_after, self._notices)
 
-        async with self._gate.turn(conversation.id, queue_notice):
-            return await self._turn(
-                message, target, conversation, opened, readable, document_ids, setting, lang, notice
+        async with self._gate.turn(_gate_key(message.key), queue_notice):
+            return await self._open_turn(message, target, kb_ids, document_ids)
+
+    async def _open_turn(
+        self,
+        message: IncomingMessage,
+        target: ReplyTarget,
+        kb_ids: Sequence[str] | None,
+        document_ids: Sequence[str],
+    ) -> TurnResult | None:
+        """Read the chat and its history (one statement), store the question with its answer's placeholder (one
+        write), then answer: the question is stored only once its turn has come, so turns keep their order."""
+        key = message.key
+        conversation = await self._state.conversation(key)
+        epoch, history = await self._parts.conversations.turn_view(conversation.id, self.policy.history_limit)
+        self._state.observe(epoch)
+        config = await self._state.config(key.chat_key)
+        if not self._answers_here(message, config.setting):
+            return None  # the chat's answer mode changed since it was cached
+        lang = language.turn_language(message.text, config.setting.language, message.user.language)
+        readable = list(kb_ids) if kb_ids is not None else await self._readable(key, config)
+        notice = ""
+        if not readable and kb_ids is None and (missing := await self._missing(key, config)):
+            # The answer cannot come from the knowledge base the chat should read: say which, and how to make it.
+            admin = self.policy.is_admin(key.platform, message.user)
+            notice = messages.no_kb_bound(missing, lang, admin=admin)
+        try:
+            opened = await self._recorder.open(
+                conversation.id, message.text, author=message.user.id, event_key=_event_key(message)
             )
+        except DuplicateEvent:
+            log.info("turn=duplicate platform=%s message=%s", key.platform, message.message_id)
+            return None
+        return await self._turn(
+            message, target, conversation, opened, readable, document_ids, config.setting, lang, history, notice
+        )
 
     async def _command(self, message: IncomingMessage, target: ReplyTarget, lang: str) -> None:
         """Run a command once per platform event (a redelivery, even after a restart, is dropped), within its limit."""
@@ -219,13 +247,21 @@ class ConversationManager:
                 log.info("command=duplicate platform=%s message=%s", message.key.platform, message.message_id)
                 return
         is_admin = self.policy.is_admin(message.key.platform, message.user)
-        await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
+        try:
+            await self.commands.dispatch(self, self._command_parts, message, target, lang=lang, is_admin=is_admin)
+        finally:
+            # A command may have changed what chats read: this process sees it at once, others by the epoch.
+            self._state.forget()
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
 
+    @staticmethod
+    def _addressed(message: IncomingMessage) -> bool:
+        return message.addressed or message.private
+
     def _answers_here(self, message: IncomingMessage, setting: ChatSettingRecord) -> bool:
-        if message.addressed or message.private:
+        if self._addressed(message):
             return True
         return (setting.answer_mode or self.policy.group_answer_mode) == "all"
 
@@ -239,15 +275,16 @@ class ConversationManager:
         document_ids: Sequence[str],
         setting: ChatSettingRecord,
         lang: str,
+        history: Sequence[MessageRecord],
         notice: str = "",
     ) -> TurnResult:
         started = time.perf_counter()
-        opened = await self._recorder.streaming(opened)
         stop = self._stops[conversation.id] = asyncio.Event()
         stream = target.open_stream()
         answerer = self._parts.answerer
         turn: TurnContext | None = None
         first_text: list[float] = []
+        outcome = ""
 
         async def show(piece: str) -> None:
             if not first_text:
@@ -265,28 +302,34 @@ class ConversationManager:
                 stop=stop,
                 fallback_text=setting.fallback_text,
                 language=lang,
+                stored_history=history,
             )
             pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
             await answerer.execute(turn, pipeline)
             answer = await self._answer(turn, opened, lang, notice)
             ref = await stream.finish(answer)
+            if ref is None:
+                # The chat never showed the final text (a 429 past the deadline, the bot removed): not an answer.
+                log.warning("turn=undelivered conversation=%s request=%s", conversation.id, opened.request_id)
+                outcome = UNDELIVERED
             await self._recorder.finish(
                 opened,
                 turn,
                 turn.text,
                 platform_message_id=ref.id if ref else "",
                 extra={"first_text_ms": round(first_text[0], 1)} if first_text else None,
+                delivered=ref is not None,
             )
         except Exception as exc:
             _log_failure(exc, conversation.id, opened.request_id)
             text = turn.text if turn is not None else ""
             await self._record_failure(opened, exc, turn, text)
-            ref = await stream.fail(apology(exc, lang))
+            await stream.fail(apology(exc, lang))
             answer = Answer(text=text, outcome="failed", message_id=opened.answer_id, language=lang)
         finally:
             if self._stops.get(conversation.id) is stop:
                 del self._stops[conversation.id]
-        self.metrics.turn(message.key.platform, answer.outcome, time.perf_counter() - started)
+        self.metrics.turn(message.key.platform, outcome or answer.outcome, time.perf_counter() - started)
         return TurnResult(turn, answer, conversation.id)
 
     async def _record_failure(self, opened: OpenTurn, exc: BaseException, turn: TurnContext | None, text: str) -> None:
@@ -314,59 +357,47 @@ class ConversationManager:
     async def readable_kb_ids(self, key: ConversationKey) -> list[str]:
         """The knowledge bases this chat reads: its bindings, else the defaults, within its platform's allowance
         and its tenant's knowledge bases (a grant taken back ends a binding's reading at once)."""
-        chat = key.chat_key
-        bound = await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat)
-        if not bound:
-            bound = await self._ids_of(self.policy.default_kbs)
+        await self._refresh()
+        return await self._readable(key, await self._state.config(key.chat_key))
+
+    async def _readable(self, key: ConversationKey, config: ChatConfig) -> list[str]:
+        bound = list(config.bound) or list((await self._state.resolve(self.policy.default_kbs)).ids)
         tenant = self.policy.tenant(key)
-        # The operator's chats bind only what they resolved among the operator's own: no query on their hot path.
+        # The operator's chats bind only what they resolved among the operator's own: nothing more to check.
         if tenant != OPERATOR:
-            visible = await self._parts.knowledge.visible_ids(tenant, bound)
+            visible = await self._state.visible(tenant, bound)
             bound = [kb_id for kb_id in bound if kb_id in visible]
         allowed = self.policy.allowed_kbs.get(key.platform)
         if allowed is None:
             return bound
-        allowed_ids = set(await self._ids_of(allowed))
+        allowed_ids = set((await self._state.resolve(allowed)).ids)
         return [kb_id for kb_id in bound if kb_id in allowed_ids]
 
     def tenant(self, key: ConversationKey) -> str:
         """The tenant the chat belongs to ('' for the operator)."""
         return self.policy.tenant(key)
 
-    async def _ids_of(self, names: Sequence[str]) -> list[str]:
-        return list((await self._resolve(names))[0])
-
-    async def _resolve(self, names: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        # The names come from the settings and are read on every turn: resolved once a while, not per turn.
-        key = tuple(names)
-        cached = self._kb_ids.get(key)
-        if cached is not None and self._clock() - cached[0] < _KB_ID_TTL:
-            return cached[1], cached[2]
-        ids, missing = [], []
-        for name in names:
-            kb = await self._parts.knowledge.named(name)
-            if kb is None:
-                log.warning("knowledge_base=missing name=%s (named in the settings)", name)
-                missing.append(name)
-            else:
-                ids.append(kb.id)
-        self._kb_ids[key] = (self._clock(), tuple(ids), tuple(missing))
-        return tuple(ids), tuple(missing)
-
     async def missing_kb_names(self, key: ConversationKey) -> list[str]:
         """The knowledge bases this chat reads by default (none bound to it) that do not exist."""
-        chat = key.chat_key
-        if await self._parts.settings.kb_ids(chat.platform, chat.workspace, chat.chat):
+        await self._refresh()
+        return await self._missing(key, await self._state.config(key.chat_key))
+
+    async def _missing(self, key: ConversationKey, config: ChatConfig) -> list[str]:
+        if config.bound:
             return []
         if self.policy.tenant(key) != OPERATOR:
             # The defaults are the operator's names: a workspace of its own reads them only when granted.
             return []
-        _, missing = await self._resolve(self.policy.default_kbs)
+        missing = (await self._state.resolve(self.policy.default_kbs)).missing
         return [name for name in missing if self.may_read(key.platform, name)]
 
+    async def _refresh(self) -> None:
+        """Outside a turn (a command asking): check the cached views against the epoch now."""
+        self._state.observe(await self._epochs.current())
+
     def knowledge_changed(self) -> None:
-        """Forget the resolved knowledge-base names: one created now is read at once, not after `_KB_ID_TTL`."""
-        self._kb_ids.clear()
+        """Forget this process's cached views at once (others see the change through the epoch on their next turn)."""
+        self._state.forget()
 
     async def readable_kb_names(self, key: ConversationKey) -> list[str]:
         """The names of the knowledge bases this chat reads."""
@@ -466,7 +497,7 @@ class ConversationManager:
 
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key` (created when new)."""
-        return await self._parts.conversations.resolve(*_key_fields(key))
+        return await self._state.conversation(key)
 
     async def _say(self, target: ReplyTarget, text: str) -> None:
         await deliver_text(target, text)
@@ -491,6 +522,11 @@ def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:
         )
     else:
         log.exception("turn=failed conversation=%s request=%s", conversation_id, request_id)
+
+
+def _gate_key(key: ConversationKey) -> str:
+    """The turn gate's name for a conversation: its key, so that waiting for a turn needs no database read."""
+    return "\x1f".join((key.platform, key.workspace, key.chat, key.thread))
 
 
 def _key_fields(key: ConversationKey) -> tuple[str, str, str, str]:

@@ -71,6 +71,22 @@ class Conversations(Protocol):
         """The newest messages since the last reset, oldest first."""
         ...
 
+    async def turn_view(self, conversation_id: str, limit: int) -> tuple[int, list[MessageRecord]]:
+        """The config epoch and the newest `limit` messages since the last reset, in one read."""
+        ...
+
+    async def open_turn(
+        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> tuple[MessageRecord, MessageRecord]:
+        """Store a question and its answer's placeholder in one write; DuplicateEvent for an event stored before."""
+        ...
+
+    async def complete_message(
+        self, message_id: str, *, text: str, status: MessageStatus, meta: Mapping[str, Any], platform_message_id: str
+    ) -> None:
+        """Write a placeholder's final text, status, meta and platform id."""
+        ...
+
     async def reset(self, conversation_id: str) -> None:
         """Start the conversation over."""
         ...
@@ -93,6 +109,14 @@ class ChatSettings(Protocol):
 
     async def setting(self, platform: str, workspace: str, chat: str) -> ChatSettingRecord:
         """The chat's stored behaviour (defaults when none)."""
+        ...
+
+
+class Epochs(Protocol):
+    """The config epoch, moved by every change to what chats read (met by storage.repos.config_epoch's repo)."""
+
+    async def current(self) -> int:
+        """The epoch now."""
         ...
 
 
@@ -137,6 +161,7 @@ class Answering(Protocol):
         stop: asyncio.Event | None = None,
         fallback_text: str = "",
         language: str | None = None,
+        stored_history: Sequence[MessageRecord] | None = None,
     ) -> TurnContext:
         """A new turn for the question."""
         ...
@@ -167,3 +192,4 @@ class ChatParts:
     answerer: Answering
     jobs: JobFeed
     sources: SourceBook
+    epochs: Epochs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from bot.chat.parts import Conversations
@@ -13,7 +13,7 @@ from bot.words import messages
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
 from rag.pipeline import TurnContext
 from rag.types import Candidate
-from storage.records import MessageRecord, MessageStatus
+from storage.records import MessageStatus
 
 _NO_SOURCES_SHOWN: Final = frozenset({"refused", "smalltalk", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
@@ -104,17 +104,16 @@ class TurnRecorder:
         await self._repo.add_message(conversation_id, request_id, "user", text, author=author, event_key=event_key)
         return OpenTurn(conversation_id, request_id)
 
-    async def streaming(self, opened: OpenTurn, *, platform_message_id: str = "") -> OpenTurn:
-        """Store the answer's message before its text exists (status `streaming`); finish or fail completes it."""
-        message = await self._repo.add_message(
-            opened.conversation_id,
-            opened.request_id,
-            "assistant",
-            "",
-            "streaming",
-            platform_message_id=platform_message_id,
+    async def open(
+        self, conversation_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> OpenTurn:
+        """Store the person's message and its answer's placeholder (status `streaming`) in one write;
+        DuplicateEvent for a retried delivery. Finish or fail completes the placeholder."""
+        request_id = self._new_request_id()
+        _, placeholder = await self._repo.open_turn(
+            conversation_id, request_id, text, author=author, event_key=event_key
         )
-        return replace(opened, answer_id=message.id)
+        return OpenTurn(conversation_id, request_id, placeholder.id)
 
     async def finish(
         self,
@@ -124,26 +123,33 @@ class TurnRecorder:
         *,
         platform_message_id: str = "",
         extra: dict[str, Any] | None = None,
-    ) -> MessageRecord:
-        """Store the answer as shown, with what its turn did (turn_meta, and `extra`) and its platform message id."""
-        return await self._answer(opened, answer, "done", {**turn_meta(turn), **(extra or {})}, platform_message_id)
+        delivered: bool = True,
+    ) -> None:
+        """Store the answer as shown, with what its turn did (turn_meta, and `extra`) and its platform message id.
+
+        An answer whose final text never reached the chat is stored `undelivered`: no round of the history, and
+        counted apart in the statistics.
+        """
+        status: MessageStatus = "done" if delivered else "undelivered"
+        await self._answer(opened, answer, status, {**turn_meta(turn), **(extra or {})}, platform_message_id)
 
     async def fail(
         self, opened: OpenTurn, error: BaseException, *, turn: TurnContext | None = None, answer: str = ""
-    ) -> MessageRecord:
+    ) -> None:
         """Store a broken turn: status `failed`, the text shown before it broke, the error and the stages that ran."""
         meta = turn_meta(turn) if turn is not None else {META_SOURCES: []}
         meta.update({META_OUTCOME: "failed", "error": _error(error)})
-        return await self._answer(opened, answer, "failed", meta)
+        await self._answer(opened, answer, "failed", meta)
 
     async def _answer(
         self, opened: OpenTurn, text: str, status: MessageStatus, meta: dict[str, Any], platform_message_id: str = ""
-    ) -> MessageRecord:
+    ) -> None:
         if opened.answer_id:
-            return await self._repo.finish_message(
-                opened.answer_id, text=text, status=status, meta=meta, platform_message_id=platform_message_id or None
+            await self._repo.complete_message(
+                opened.answer_id, text=text, status=status, meta=meta, platform_message_id=platform_message_id
             )
-        return await self._repo.add_message(
+            return
+        await self._repo.add_message(
             opened.conversation_id,
             opened.request_id,
             "assistant",

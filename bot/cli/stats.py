@@ -23,6 +23,7 @@ OUTCOME_GROUPS = {
     "failed": "failed",
     "model_error": "failed",
     "stopped": "stopped",
+    "undelivered": "undelivered",
 }
 _TOP = 10
 
@@ -54,6 +55,13 @@ def _percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))]
 
 
+def _outcome(answer: MessageRecord) -> str:
+    # An answer the chat never showed counts as undelivered, whatever the turn came to.
+    if answer.status == "undelivered":
+        return "undelivered"
+    return str(answer.meta.get("outcome") or ("failed" if answer.status == "failed" else "unknown"))
+
+
 def compute_stats(messages: Sequence[MessageRecord]) -> ChatStats:
     """Aggregate stored messages: each answer is paired with its question by request id."""
     questions = {m.request_id: m for m in messages if m.role == "user"}
@@ -65,7 +73,7 @@ def compute_stats(messages: Sequence[MessageRecord]) -> ChatStats:
     shown: dict[str, str] = {}
     helpful = unhelpful = 0
     for answer in (m for m in messages if m.role == "assistant"):
-        outcome = str(answer.meta.get("outcome") or ("failed" if answer.status == "failed" else "unknown"))
+        outcome = _outcome(answer)
         outcomes[OUTCOME_GROUPS.get(outcome, outcome)] += 1
         if isinstance(ms := answer.meta.get("first_text_ms"), int | float):
             first_text.append(float(ms))

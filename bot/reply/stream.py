@@ -169,6 +169,10 @@ class EditingReplyStream:
         ref: MessageRef | None = None
         try:
             ref = await self._close(final_text)
+        except Exception:
+            # This ending broke before it was delivered: a later fail() must still be able to say sorry.
+            self._ended = None
+            raise
         finally:
             # Later calls get the same result, even when this one was cancelled.
             ended.set_result(ref)

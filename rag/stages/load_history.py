@@ -7,7 +7,7 @@ from rag.pipeline import TurnContext
 
 
 class LoadHistory:
-    """Reads conversation_id; writes history, history_refs."""
+    """Reads conversation_id, stored_history; writes history, history_refs."""
 
     name = "LOAD_HISTORY"
 
@@ -18,7 +18,10 @@ class LoadHistory:
     async def run(self, turn: TurnContext) -> str:
         if not turn.conversation_id:
             return "skipped=no_conversation"
-        messages = await self._source.recent(turn.conversation_id, self._config.limit)
+        if turn.stored_history is not None:
+            messages = turn.stored_history[-self._config.limit :] if self._config.limit else ()
+        else:
+            messages = tuple(await self._source.recent(turn.conversation_id, self._config.limit))
         rounds = answered_rounds(messages, self._config.max_rounds)
         turn.history = [(done.question, done.answer) for done in rounds]
         # Only the latest answer's sources: a follow-up refers to what was just said.

@@ -12,6 +12,7 @@ from sqlmodel.sql.expression import SelectOfScalar
 from storage.db import Database
 from storage.models import ChannelBinding, ChatSetting, utcnow
 from storage.records import AnswerMode, ChatSettingRecord
+from storage.repos.config_epoch import bump_epoch
 
 
 def _setting(row: ChatSetting) -> ChatSettingRecord:
@@ -51,6 +52,8 @@ class BindingRepo:
             )
             for kb_id in dict.fromkeys(kb_ids):
                 session.add(ChannelBinding(platform=platform, workspace=workspace, chat=chat, kb_id=kb_id))
+            await session.flush()
+            await bump_epoch(session)
 
     async def setting(self, platform: str, workspace: str, chat: str) -> ChatSettingRecord:
         """The chat's stored behaviour; defaults (None, "") when nothing was stored."""
@@ -82,6 +85,8 @@ class BindingRepo:
                         row.language = language
                     row.updated_at = utcnow()
                     session.add(row)
+                    await session.flush()
+                    await bump_epoch(session)
                 return _setting(row)
             except IntegrityError:
                 continue  # created by the other writer between our read and write: update theirs

@@ -11,13 +11,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from sqlalchemy import delete
+from sqlalchemy import delete, true, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import aliased
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from storage.db import Database
 from storage.errors import DuplicateEvent, NotFound
-from storage.models import CommandEvent, Conversation, Message, utcnow
+from storage.models import CommandEvent, ConfigEpoch, Conversation, Message, utcnow
 from storage.records import ConversationRecord, MessageRecord, MessageRole, MessageStatus
 
 # PostgreSQL text cannot hold NUL, and lone surrogates (from bad JSON escapes) cannot be encoded for either
@@ -182,6 +184,83 @@ class ConversationRepo:
             raise NotFound("conversation", conversation_id) from exc
         return _message(row)
 
+    async def turn_view(self, conversation_id: str, limit: int) -> tuple[int, list[MessageRecord]]:
+        """The config epoch and the conversation's newest `limit` messages since its reset, oldest first: a turn's
+        whole read, in one statement (the epoch says whether the caller's cached chat settings still hold)."""
+        recent = self._recent_query(conversation_id, max(limit, 0)).subquery()
+        shown = aliased(Message, recent)
+        statement = (
+            select(ConfigEpoch.value, shown)
+            .select_from(ConfigEpoch)
+            .outerjoin(recent, true())
+            .where(ConfigEpoch.id == 1)
+            .order_by(col(shown.created_at).desc(), col(shown.id).desc())
+        )
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        if not rows:
+            raise NotFound("config_epoch", "1")
+        epoch = int(rows[0][0])
+        return epoch, [_message(row) for _, row in reversed(rows) if row is not None and limit > 0]
+
+    async def open_turn(
+        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> tuple[MessageRecord, MessageRecord]:
+        """Store a person's question and its answer's placeholder (status `streaming`) in one transaction.
+
+        Raises DuplicateEvent for an event stored before, NotFound without the conversation.
+        """
+        now = self._clock()
+        question = Message(
+            id=_next_message_id(),
+            conversation_id=conversation_id,
+            request_id=request_id,
+            role="user",
+            text=_storable(text),
+            author=author[:128],
+            event_key=event_key[:300] if event_key else None,
+            meta={},
+            created_at=now,
+        )
+        placeholder = Message(
+            id=_next_message_id(),
+            conversation_id=conversation_id,
+            request_id=request_id,
+            role="assistant",
+            text="",
+            status="streaming",
+            meta={},
+            created_at=now,
+        )
+        try:
+            async with self._db.session() as session:
+                session.add_all([question, placeholder])
+        except IntegrityError as exc:  # the event key's unique index, else the foreign key
+            if event_key and await self._event_stored(event_key):
+                raise DuplicateEvent(event_key) from exc
+            raise NotFound("conversation", conversation_id) from exc
+        return _message(question), _message(placeholder)
+
+    async def complete_message(
+        self, message_id: str, *, text: str, status: MessageStatus, meta: Mapping[str, Any], platform_message_id: str
+    ) -> None:
+        """Write a placeholder's final text, status, meta and platform id in one UPDATE (its meta is replaced)."""
+        statement = (
+            update(Message)
+            .where(col(Message.id) == message_id)
+            .values(
+                text=_storable(text),
+                status=status,
+                meta=_storable_json(meta),
+                platform_message_id=platform_message_id,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        async with self._db.session() as session:
+            result = await session.exec(statement)
+        if not result.rowcount:
+            raise NotFound("message", message_id)
+
     async def finish_message(
         self,
         message_id: str,
@@ -229,17 +308,20 @@ class ConversationRepo:
         """The conversation's newest `limit` messages since its last reset, oldest first, in the order stored."""
         if limit <= 0:
             return []
+        async with self._db.session() as session:
+            rows = (await session.exec(self._recent_query(conversation_id, limit))).all()
+        return [_message(row) for row in reversed(rows)]
+
+    @staticmethod
+    def _recent_query(conversation_id: str, limit: int) -> SelectOfScalar[Message]:
         reset_at = select(Conversation.reset_at).where(Conversation.id == conversation_id).scalar_subquery()
-        statement = (
+        return (
             select(Message)
             .where(Message.conversation_id == conversation_id)
             .where((reset_at.is_(None)) | (col(Message.created_at) > reset_at))
             .order_by(col(Message.created_at).desc(), col(Message.id).desc())
             .limit(limit)
         )
-        async with self._db.session() as session:
-            rows = (await session.exec(statement)).all()
-        return [_message(row) for row in reversed(rows)]
 
     async def reset(self, conversation_id: str) -> None:
         """Start the conversation over (`/new`): earlier messages stay stored but are no longer its history."""

@@ -23,6 +23,7 @@ from storage.models import (
     utcnow,
 )
 from storage.records import KnowledgeBaseRecord
+from storage.repos.config_epoch import bump_epoch
 
 
 def _record(row: KnowledgeBase) -> KnowledgeBaseRecord:
@@ -56,6 +57,8 @@ class KnowledgeBaseRepo:
         try:
             async with self._db.session() as session:
                 session.add(row)
+                await session.flush()
+                await bump_epoch(session)
         except IntegrityError as exc:
             raise DuplicateName("knowledge base", name) from exc
         return _record(row)
@@ -114,6 +117,8 @@ class KnowledgeBaseRepo:
         try:
             async with self._db.session() as session:
                 session.add(KnowledgeBaseGrant(kb_id=kb_id, tenant=tenant))
+                await session.flush()
+                await bump_epoch(session)
         except IntegrityError:
             return False
         return True
@@ -126,6 +131,7 @@ class KnowledgeBaseRepo:
                     col(KnowledgeBaseGrant.kb_id) == kb_id, col(KnowledgeBaseGrant.tenant) == tenant
                 )
             )
+            await bump_epoch(session)
         return bool(result.rowcount)
 
     async def grants(self) -> dict[str, list[str]]:
@@ -147,6 +153,8 @@ class KnowledgeBaseRepo:
                 row.name = new_name
                 row.updated_at = utcnow()
                 session.add(row)
+                await session.flush()
+                await bump_epoch(session)
         except IntegrityError as exc:
             raise DuplicateName("knowledge base", new_name) from exc
         return _record(row)
@@ -192,3 +200,4 @@ class KnowledgeBaseRepo:
             ):
                 await session.exec(delete(model).where(col(column) == kb_id))
             await session.exec(delete(KnowledgeBase).where(col(KnowledgeBase.id) == kb_id))
+            await bump_epoch(session)

@@ -21,12 +21,16 @@ from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
+from bot.cli.stats import compute_stats
 from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts, Uploads
 from bot.commands.registry import Asker
+from bot.errors import DeliveryFailed
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
-from bot.types import Attachment, Command, ConversationKey, IncomingMessage, UserRef
+from bot.ports import ReplyStream
+from bot.reply.stream import EditingReplyStream
+from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
 from bot.words import messages
 from bot.words.catalogue import catalogue
 from bot.words.messages import TURN_FAILED
@@ -34,11 +38,13 @@ from storage.db import Database
 from storage.errors import StorageError
 from storage.records import ChunkRecord, ConversationRecord, DocumentVersion
 from storage.repos.bindings import BindingRepo
+from storage.repos.config_epoch import ConfigEpochRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqDraft, FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from tests.integration.sql_count import count_statements
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
 
 ADMIN = UserRef("u-admin")
@@ -66,6 +72,7 @@ class ChatWorld:
     faqs: FaqRepo
     job_repo: JobRepo
     jobs: JobRunner
+    epochs: ConfigEpochRepo
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
@@ -80,6 +87,7 @@ class ChatWorld:
             answerer=self.answerer,
             jobs=self.jobs,
             sources=SourceBook(self.documents, self.faqs),
+            epochs=self.epochs,
         )
 
     def command_parts(self) -> CommandParts:
@@ -115,6 +123,7 @@ async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
         faqs=FaqRepo(db),
         job_repo=job_repo,
         jobs=JobRunner(job_repo, _no_work),
+        epochs=ConfigEpochRepo(db),
     )
 
 
@@ -771,3 +780,90 @@ async def test_reading_rating_stopping_or_starting_over_a_chat_never_spoken_in_s
     assert target.replies()[0] == messages.nothing_to_stop("en")
     for key in strangers:
         assert await world.conversations.find(key.platform, key.workspace, key.chat, key.thread) is None
+
+
+async def test_a_warm_turn_reads_once_and_writes_twice(world: ChatWorld, db: Database) -> None:
+    manager = _manager(world)
+    await manager.handle(_message("Which VPN client?", message_id="m1"), RecordingTarget())  # the chat is now known
+    with count_statements(db) as statements:
+        assert await manager.handle(_message("And on a Mac?", message_id="m2"), RecordingTarget()) is not None
+    kinds = [statement.split(None, 1)[0].upper() for statement in statements]
+    # One read (the config epoch beside the history), the question with its placeholder, the final answer; the
+    # sources' addresses are the answer's own read (none here: the scripted source is a chunk of no document).
+    assert kinds == ["SELECT", "INSERT", "SELECT", "UPDATE"], statements
+    assert "config_epoch" in statements[0]
+
+
+class _UndeliverableTarget(RecordingTarget):
+    """A chat the bot was removed from: every call is refused for good."""
+
+    def open_stream(self) -> ReplyStream:
+        return EditingReplyStream(self)
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        raise DeliveryFailed("bot was kicked from the group chat")
+
+
+async def test_an_answer_the_chat_never_showed_is_stored_undelivered_and_is_no_history(world: ChatWorld) -> None:
+    manager = _manager(world)
+    result = await manager.handle(_message("Which VPN client?"), _UndeliverableTarget())
+    assert result is not None
+    _, answer = await _stored(world, DM)
+    assert (answer.status, answer.text) == ("undelivered", "The VPN client.")
+    assert any('outcome="undelivered"' in line for line in manager.metrics.render())
+    await manager.handle(_message("And on a Mac?"), RecordingTarget())
+    history = world.answerer.histories[-1]
+    assert history is not None
+    assert [(m.role, m.status) for m in history] == [("user", "done"), ("assistant", "undelivered")]
+    stats = compute_stats(await _stored(world, DM))
+    assert stats.outcomes["undelivered"] == 1
+
+
+class _SlowFirstLookup(ConversationRepo):
+    """The store's first lookup of a conversation is slow (a cold cache, a busy database) until released."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.release = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def find(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord | None:
+        if not self.waiting.is_set():
+            self.waiting.set()
+            await asyncio.wait_for(self.release.wait(), 10)
+        return await super().find(platform, workspace, chat, thread)
+
+
+async def test_two_quick_messages_are_answered_in_the_order_they_were_sent(world: ChatWorld, db: Database) -> None:
+    slow = world.conversations = _SlowFirstLookup(db)
+    manager = _manager(world, queue_notice_after=0.0)
+    first_target, second_target = RecordingTarget(), RecordingTarget()
+    first = asyncio.create_task(manager.handle(_message("one?"), first_target))
+    await asyncio.wait_for(slow.waiting.wait(), 10)
+    second = asyncio.create_task(manager.handle(_message("two?"), second_target))
+    # The second waits behind the first (and is told so), or, wrongly, overtakes it.
+    await wait_until(lambda: bool(second_target.sent) or second.done(), second_target.changed)
+    slow.release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 10)
+    assert [q for q, _ in world.answerer.asked] == ["one?", "two?"]
+    assert [m.text for m in await _stored(world, DM) if m.role == "user"] == ["one?", "two?"]
+
+
+async def test_a_default_knowledge_base_made_anew_is_read_on_the_next_turn(world: ChatWorld, db: Database) -> None:
+    manager = _manager(world)
+    await manager.handle(_message("Which VPN client?"), RecordingTarget())
+    old = await world.knowledge.named("handbook")
+    assert old is not None
+    await KnowledgeBaseRepo(db).delete(old.id)
+    new = await world.knowledge.create("handbook", {})
+    await manager.handle(_message("Which VPN client?"), RecordingTarget())
+    assert [kb_ids for _, kb_ids in world.answerer.asked] == [(old.id,), (new.id,)]
+
+
+async def test_a_binding_made_on_another_instance_is_read_on_the_next_turn(world: ChatWorld, db: Database) -> None:
+    here = _manager(world)
+    await here.handle(_message("Which VPN client?"), RecordingTarget())
+    manual = await world.knowledge.create("manual", {})
+    await BindingRepo(db).bind(DM.platform, DM.workspace, DM.chat, [manual.id])  # another process's /kb use
+    await here.handle(_message("Which VPN client?"), RecordingTarget())
+    assert world.answerer.asked[-1][1] == (manual.id,)

@@ -133,7 +133,7 @@ async def test_a_turn_failing_before_its_pipeline_returned_is_stored_too(repo: C
 async def test_an_answer_stored_while_streaming_is_completed_in_place(repo: ConversationRepo) -> None:
     conversation = await repo.resolve("slack", "T1", "C1", "1.2")
     recorder = TurnRecorder(repo)
-    opened = await recorder.streaming(await recorder.begin(conversation.id, "What is the VPN client?"))
+    opened = await recorder.open(conversation.id, "What is the VPN client?")
     in_flight = await _next_turn(repo, conversation.id)
     assert in_flight.history == []
     await recorder.finish(opened, _answered("What is the VPN client?", "generated", [VPN], conversation.id), "It is.")

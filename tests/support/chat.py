@@ -11,6 +11,7 @@ from bot.types import Answer, MessageRef
 from rag.pipeline import Pipeline, TurnContext
 from rag.stages.stream_answer import StreamAnswer
 from rag.types import Candidate
+from storage.records import MessageRecord
 
 
 @dataclass
@@ -131,6 +132,8 @@ class ScriptedAnswerer:
         self.asked: list[tuple[str, tuple[str, ...]]] = []
         self.fallback_texts: list[str] = []
         self.languages: list[str | None] = []
+        # The stored messages each turn was handed as its history (read before its question was stored).
+        self.histories: list[tuple[MessageRecord, ...] | None] = []
         self.release = asyncio.Event()
         self.holding = asyncio.Event()
         self.rag_stream = Pipeline("rag_stream", [_Scripted(self), StreamAnswer()])
@@ -148,8 +151,10 @@ class ScriptedAnswerer:
         stop: asyncio.Event | None = None,
         fallback_text: str = "",
         language: str | None = None,
+        stored_history: Sequence[MessageRecord] | None = None,
     ) -> TurnContext:
         self.asked.append((question, tuple(kb_ids)))
+        self.histories.append(None if stored_history is None else tuple(stored_history))
         self.fallback_texts.append(fallback_text)
         self.languages.append(language)
         return TurnContext(

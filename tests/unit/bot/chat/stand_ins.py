@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -41,6 +41,8 @@ class Conversations:
         self.messages: list[MessageRecord] = []
         self._events: set[str] = set()
         self.commands: set[str] = set()
+        # What the config epoch reads now (Parts ties it to the settings and knowledge stand-ins).
+        self.epoch: Callable[[], int] = lambda: 0
 
     async def resolve(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord:
         key = (platform, workspace, chat, thread)
@@ -111,6 +113,22 @@ class Conversations:
     async def recent(self, conversation_id: str, limit: int) -> list[MessageRecord]:
         return [message for message in self.messages if message.conversation_id == conversation_id][-limit:]
 
+    async def turn_view(self, conversation_id: str, limit: int) -> tuple[int, list[MessageRecord]]:
+        return self.epoch(), await self.recent(conversation_id, limit)
+
+    async def open_turn(
+        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+    ) -> tuple[MessageRecord, MessageRecord]:
+        question = await self.add_message(conversation_id, request_id, "user", text, author=author, event_key=event_key)
+        return question, await self.add_message(conversation_id, request_id, "assistant", "", "streaming")
+
+    async def complete_message(
+        self, message_id: str, *, text: str, status: MessageStatus, meta: Mapping[str, Any], platform_message_id: str
+    ) -> None:
+        await self.finish_message(
+            message_id, text=text, status=status, meta=meta, platform_message_id=platform_message_id
+        )
+
     async def reset(self, conversation_id: str) -> None:
         self.messages = [message for message in self.messages if message.conversation_id != conversation_id]
 
@@ -163,6 +181,21 @@ class KnowledgeNames:
         return {kb_id for kb_id in kb_ids if kb_id in owned}
 
 
+class Epochs:
+    """The config epoch as a fingerprint of the settings and knowledge stand-ins: it moves whenever they change."""
+
+    def __init__(self, settings: ChatSettings, knowledge: KnowledgeNames) -> None:
+        self._settings = settings
+        self._knowledge = knowledge
+
+    def now(self) -> int:
+        state = (sorted(self._settings.bound.items()), sorted(self._settings.settings.items()))
+        return hash((repr(state), repr(sorted(self._knowledge.bases.items()))))
+
+    async def current(self) -> int:
+        return self.now()
+
+
 class JobFeed:
     """Job changes nobody makes here."""
 
@@ -197,6 +230,8 @@ class Parts:
     jobs: JobFeed = dataclasses.field(default_factory=JobFeed)
 
     def chat_parts(self) -> ChatParts:
+        epochs = Epochs(self.settings, self.knowledge)
+        self.conversations.epoch = epochs.now
         return ChatParts(
             conversations=self.conversations,
             settings=self.settings,
@@ -204,6 +239,7 @@ class Parts:
             answerer=self.answerer,
             jobs=self.jobs,
             sources=SourceBook(_Texts(), _Texts()),
+            epochs=epochs,
         )
 
 

@@ -14,15 +14,22 @@ from tests.unit.bot.chat.stand_ins import ADMIN, ALICE, DM, KnowledgeNames, Part
 WEB = ConversationKey("web", "", "s1")
 
 
-async def test_a_default_knowledge_base_created_later_is_read_once_the_manager_is_told() -> None:
+async def test_a_default_knowledge_base_created_later_is_read_on_the_next_turn() -> None:
     parts = Parts()
     chat = manager(parts, clock=lambda: 0.0, default_kbs=("handbook",))
     await chat.handle(message("Which VPN client?"), RecordingTarget())
-    kb = parts.knowledge.add("handbook")
-    assert await chat.readable_kb_ids(DM) == []  # names are resolved once a while, not on every turn
-    chat.knowledge_changed()
+    kb = parts.knowledge.add("handbook")  # wherever it was created, the config epoch moved
     await chat.handle(message("Which VPN client?"), RecordingTarget())
     assert [kb_ids for _, kb_ids in parts.answerer.asked] == [(), (kb.id,)]
+    assert await chat.readable_kb_ids(DM) == [kb.id]
+
+
+async def test_names_are_resolved_once_while_nothing_changes() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"))
+    chat = manager(parts, default_kbs=("handbook",))
+    for _ in range(3):
+        await chat.handle(message("Which VPN client?"), RecordingTarget())
+    assert parts.knowledge.lookups == 1
 
 
 @pytest.mark.parametrize(

@@ -559,3 +559,17 @@ async def test_an_abandoned_stream_stops_showing_text_and_delivers_nothing_more(
     assert len(target.calls) == shown
     assert await stream.finish(Answer(text="ignored")) is None
     assert len(target.calls) == shown
+
+
+async def test_a_finish_that_broke_before_delivering_still_lets_fail_say_sorry(
+    target: RecordingTarget, clock: FakeClock
+) -> None:
+    def broken(answer: Answer) -> str:
+        raise ValueError("a source the composer cannot format")
+
+    stream = EditingReplyStream(target, clock=clock, sleep=clock.sleep, compose=broken)
+    await write(stream, clock, ["Hello"])
+    with pytest.raises(ValueError, match="composer"):
+        await stream.finish(Answer("Hello!"))
+    assert await stream.fail("Sorry, something broke.") == MessageRef("m1")
+    assert target.texts() == ["Hello\n\nSorry, something broke."]
