@@ -80,15 +80,65 @@ class _Line:
     watcher: QueueWatcher | None = None
 
 
+class _Slots:
+    """At most `size` holders at once; the rest wait first come, first served, each told how many are ahead of it."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiting: deque[tuple[asyncio.Future[None], QueueWatcher | None]] = deque()
+
+    async def acquire(self, watcher: Callable[[], QueueWatcher] | None = None) -> None:
+        """Take a slot, waiting in line when none is free; `watcher` (made only when this waits) hears the place."""
+        if self._free and not self._waiting:
+            self._free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heard = watcher() if watcher is not None else None
+        self._waiting.append((turn, heard))
+        if heard is not None:
+            heard.queued(len(self._waiting))
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # handed a slot just as this waiter was cancelled: pass it on
+            else:
+                place = next(i for i, entry in enumerate(self._waiting) if entry[0] is turn)
+                del self._waiting[place]
+                self._tell_places(since=place)
+            raise
+        finally:
+            if heard is not None:
+                heard.queued(0)
+
+    def release(self) -> None:
+        """Give the slot to the first in line, else free it."""
+        while self._waiting:
+            turn, _ = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                self._tell_places()
+                return
+        self._free += 1
+
+    def _tell_places(self, since: int = 0) -> None:
+        """Tell the waiters from index `since` on their new place (those before it did not move)."""
+        for index in range(since, len(self._waiting)):
+            heard = self._waiting[index][1]
+            if heard is not None:
+                heard.queued(index + 1)
+
+
 class TurnGate:
     """One turn at a time per conversation (the next waits its turn, in order) and a global cap on turns.
 
     Each conversation's queue has at most one watcher, made by the first turn that had to wait: it hears every
     change of the number waiting, so one notice per conversation can follow the queue instead of one per turn.
+    A turn that waits for one of the global slots has a watcher of its own, told its place in that line.
     """
 
     def __init__(self, max_turns: int) -> None:
-        self._global = asyncio.Semaphore(max_turns)
+        self._global = _Slots(max_turns)
         self._lines: dict[str, _Line] = {}
 
     def waiting(self, conversation_id: str) -> int:
@@ -98,11 +148,15 @@ class TurnGate:
 
     @asynccontextmanager
     async def turn(
-        self, conversation_id: str, watcher: Callable[[], QueueWatcher] | None = None
+        self,
+        conversation_id: str,
+        watcher: Callable[[], QueueWatcher] | None = None,
+        place_watcher: Callable[[], QueueWatcher] | None = None,
     ) -> AsyncIterator[None]:
         """Hold the conversation's slot (and a global one) for the body; a turn that waits is counted in its queue.
 
-        `watcher` makes the conversation's queue watcher when this turn is the first to wait and none hears it yet.
+        `watcher` makes the conversation's queue watcher when this turn is the first to wait and none hears it yet;
+        `place_watcher` makes this turn's own watcher when it waits for a global slot, told its place in line.
         """
         line = self._lines.setdefault(conversation_id, _Line())
         # Counted, not read off the lock: a turn just woken holds no lock yet, and a newcomer still waits behind it.
@@ -112,7 +166,7 @@ class TurnGate:
             if waits:
                 self._queue(line, 1, watcher)
             try:
-                await self._acquire(line.lock)
+                await self._acquire(line.lock, place_watcher)
             finally:
                 if waits:
                     self._queue(line, -1, None)
@@ -135,10 +189,10 @@ class TurnGate:
             if not line.queued:
                 line.watcher = None
 
-    async def _acquire(self, lock: asyncio.Lock) -> None:
+    async def _acquire(self, lock: asyncio.Lock, place_watcher: Callable[[], QueueWatcher] | None) -> None:
         await lock.acquire()
         try:
-            await self._global.acquire()
+            await self._global.acquire(place_watcher)
         except BaseException:
             lock.release()
             raise

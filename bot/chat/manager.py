@@ -56,6 +56,8 @@ class ChatPolicy:
     max_turns: int = 64
     # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
+    # Seconds a question waits for a free answer slot (every one of max_turns busy) before it is told its place.
+    line_notice_after: float = 5.0
     # How many of a conversation's newest messages a turn reads as its history (HistoryConfig.limit).
     history_limit: int = 20
 
@@ -195,7 +197,11 @@ class ConversationManager:
         def queue_notice() -> QueueNotice:
             return QueueNotice(target, lang, self.policy.queue_notice_after, self._notices)
 
-        async with self._gate.turn(_gate_key(message.key), queue_notice):
+        def place_notice() -> QueueNotice:
+            after = self.policy.line_notice_after
+            return QueueNotice(target, lang, after, self._notices, waiting=messages.busy_place, done=messages.busy_done)
+
+        async with self._gate.turn(_gate_key(message.key), queue_notice, place_notice):
             return await self._open_turn(message, target, kb_ids, document_ids)
 
     async def _open_turn(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from bot.errors import PlatformError
 from bot.ports import ReplyTarget
@@ -14,14 +15,28 @@ log = logging.getLogger(__name__)
 
 
 class QueueNotice:
-    """A conversation's queue watcher (bot.chat.limits.QueueWatcher): one message, edited as the queue moves.
+    """A queue watcher (bot.chat.limits.QueueWatcher): one message, edited as the queue moves.
+
+    By default it follows a conversation's own queue; given `waiting` and `done` texts, one question's place in the
+    line for a free answer slot.
 
     Nothing is shown unless a question has waited `delay` seconds; then one message in `target` says how many
     wait, is edited as each starts, and says it is done when the last one starts. It works in its own task (kept in
     `tasks`), so no turn waits for the notice's sends and edits.
     """
 
-    def __init__(self, target: ReplyTarget, lang: str, delay: float, tasks: set[asyncio.Task[None]]) -> None:
+    def __init__(
+        self,
+        target: ReplyTarget,
+        lang: str,
+        delay: float,
+        tasks: set[asyncio.Task[None]],
+        *,
+        waiting: Callable[[int, str], str] = messages.queued,
+        done: Callable[[str], str] = messages.queue_done,
+    ) -> None:
+        self._waiting = waiting
+        self._done = done
         self._target = target
         self._lang = lang
         self._delay = delay
@@ -47,10 +62,10 @@ class QueueNotice:
             while self._count:
                 self._changed.clear()
                 # Each count is delivered (waiting out the edit interval and 429s); whatever it is by then is next.
-                await status.final(messages.queued(self._count, self._lang))
+                await status.final(self._waiting(self._count, self._lang))
                 if self._count:
                     await self._changed.wait()
-            await status.final(messages.queue_done(self._lang))
+            await status.final(self._done(self._lang))
         except PlatformError as exc:
             # A notice is a courtesy: the questions are answered all the same.
             log.warning("queue_notice=undelivered reason=%s", exc)

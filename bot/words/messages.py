@@ -95,6 +95,16 @@ def queue_done(lang: str) -> str:
     return catalogue(lang).text("queue.done")
 
 
+def busy_place(place: int, lang: str) -> str:
+    """The notice of a question waiting for a free answer slot: its `place` in line."""
+    return catalogue(lang).plural("busy.waiting", place)
+
+
+def busy_done(lang: str) -> str:
+    """That notice once the question's answer has started."""
+    return catalogue(lang).text("busy.done")
+
+
 def sources_heading(lang: str) -> str:
     """The heading of the sources under an answer."""
     return catalogue(lang).text("turn.sources")

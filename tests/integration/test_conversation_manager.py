@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from sqlalchemy import text as sql_text
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 from bot.app.settings import Settings
 from bot.chat.limits import RateLimit
@@ -867,3 +870,43 @@ async def test_a_binding_made_on_another_instance_is_read_on_the_next_turn(world
     await BindingRepo(db).bind(DM.platform, DM.workspace, DM.chat, [manual.id])  # another process's /kb use
     await here.handle(_message("Which VPN client?"), RecordingTarget())
     assert world.answerer.asked[-1][1] == (manual.id,)
+
+
+async def _drop_every_connection(db: Database) -> int:
+    """What a PostgreSQL restart does to the pool: every connection of this database ends, server side."""
+    killer = create_async_engine(db.config.async_url(), poolclass=NullPool)
+    try:
+        async with killer.connect() as connection:
+            ended = await connection.execute(
+                sql_text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+            return len(ended.all())
+    finally:
+        await killer.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_turn_in_flight_when_postgresql_drops_its_connections_apologises_and_later_ones_succeed(
+    world: ChatWorld, db: Database
+) -> None:
+    world.answerer = ScriptedAnswerer(["The VPN ", "|", "client."])
+    manager = _manager(world)
+    in_flight_target = RecordingTarget()
+    in_flight = asyncio.create_task(manager.handle(_message("Which VPN client?"), in_flight_target))
+    await asyncio.wait_for(world.answerer.holding.wait(), 10)
+    assert await _drop_every_connection(db) >= 1
+    world.answerer.release.set()
+    await asyncio.wait_for(in_flight, 30)
+    # Its next statement met a dead connection (no pre-ping spends a round trip on every checkout to avoid that).
+    (shown,) = in_flight_target.replies()
+    assert shown in (TURN_FAILED, "The VPN client.")
+    for question in ("And on a Mac?", "And on Linux?"):
+        later = RecordingTarget()
+        assert await asyncio.wait_for(manager.handle(_message(question), later), 30) is not None
+        assert later.replies() == ["The VPN client."]
+    stored = await _stored(world, DM)
+    first = "failed" if shown == TURN_FAILED else "done"
+    assert [m.status for m in stored if m.role == "assistant"] == [first, "done", "done"]

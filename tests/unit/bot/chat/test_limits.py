@@ -40,8 +40,8 @@ class _Turns:
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def run(self, name: str, conversation: str = "c1") -> None:
-        async with self.gate.turn(conversation, self.watchers.make):
+    async def run(self, name: str, conversation: str = "c1", places: _Watchers | None = None) -> None:
+        async with self.gate.turn(conversation, self.watchers.make, places.make if places else None):
             self.started.append(name)
             if name == "hold":
                 self.holding.set()
@@ -95,6 +95,49 @@ async def test_another_conversation_does_not_queue_behind_a_running_turn() -> No
     assert turns.watchers.heard == []
     turns.release.set()
     await asyncio.wait_for(first, 10)
+
+
+async def test_turns_waiting_for_a_free_slot_start_in_order_each_told_its_place() -> None:
+    places = _Watchers()
+    turns = _Turns(TurnGate(1), _Watchers())
+    first = asyncio.create_task(turns.run("hold", conversation="c0"))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    rest = [asyncio.create_task(turns.run(name, conversation=name, places=places)) for name in ("b", "c", "d")]
+    await wait_until(lambda: places.heard == [[1], [2], [3]], places.changed)
+    rest[1].cancel()  # "c" gives up: "d" moves up
+    await wait_until(lambda: places.heard == [[1], [2, 0], [3, 2]], places.changed)
+    turns.release.set()
+    await asyncio.wait_for(asyncio.gather(first, rest[0], rest[2]), 10)
+    assert turns.started == ["hold", "b", "d"]
+    assert places.heard == [[1, 0], [2, 0], [3, 2, 1, 0]]
+
+
+async def test_a_slot_handed_to_a_turn_cancelled_meanwhile_passes_to_the_next() -> None:
+    turns = _Turns(TurnGate(1), _Watchers())
+    first = asyncio.create_task(turns.run("hold", conversation="c0"))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    places = _Watchers()
+    waiting = asyncio.create_task(turns.run("b", conversation="b", places=places))
+    await wait_until(lambda: places.heard == [[1]], places.changed)
+
+    class CancelsB(_Heard):
+        def queued(self, count: int) -> None:
+            super().queued(count)
+            if count == 1:  # "hold" just handed its slot to "b", which has not run yet: cancel it now
+                waiting.cancel()
+
+    places.heard.append([])
+    after = asyncio.create_task(_run_with(turns, "c", CancelsB(places, places.heard[-1])))
+    await wait_until(lambda: places.heard[1] == [2], places.changed)
+    turns.release.set()
+    await asyncio.wait_for(asyncio.gather(first, after), 10)
+    assert turns.started == ["hold", "c"]
+    assert waiting.cancelled()
+
+
+async def _run_with(turns: _Turns, name: str, heard: _Heard) -> None:
+    async with turns.gate.turn(name, turns.watchers.make, lambda: heard):
+        turns.started.append(name)
 
 
 def test_a_person_over_the_limit_is_told_once_until_the_window_lets_them_in_again() -> None:

@@ -111,3 +111,18 @@ async def test_a_question_that_waits_less_than_the_notice_delay_sees_no_notice()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
     assert _notice(waiting) == []
     assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
+
+
+async def test_a_question_waiting_for_a_free_answer_slot_is_told_its_place_then_that_it_started() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), max_turns=1, line_notice_after=0.0)
+    busy = asyncio.create_task(chat.handle(message("one?"), RecordingTarget()))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    other = ConversationKey("test", "team", "dm-bob")
+    waiting = RecordingTarget()
+    second = asyncio.create_task(chat.handle(message("two?", key=other), waiting))
+    await wait_until(lambda: _notice(waiting) == [messages.busy_place(1, "en")], waiting.changed)
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(busy, second), 10)
+    await wait_until(lambda: _notice(waiting)[-1:] == [messages.busy_done("en")], waiting.changed)
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
