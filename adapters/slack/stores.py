@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from logging import Logger
@@ -41,6 +42,9 @@ _BOT_CREDENTIALS: Final = (
     "bot_refresh_token",
     "bot_token_expires_at",
 )
+# How long a workspace's installation, once read, answers bolt's lookup on every event from memory. Another
+# instance's reinstall or revocation is seen after this; a revoked token is refused by Slack meanwhile anyway.
+INSTALL_CACHE_SECONDS: Final = 10.0
 # Bolt's OAuthSettings default (state_expiration_seconds=600).
 _STATE_SECONDS: Final = 600
 # Installs under way at once: far more than people installing in ten minutes, few enough rows for anonymous visits.
@@ -91,10 +95,20 @@ def _key(enterprise_id: str | None, team_id: str | None, is_enterprise_install: 
 class DatabaseInstallationStore(AsyncInstallationStore):
     """slack_sdk's AsyncInstallationStore for one app (`client_id`) over SlackInstallRepo."""
 
-    def __init__(self, repo: SlackInstallRepo, client_id: str, *, logger: Logger | None = None) -> None:
+    def __init__(
+        self,
+        repo: SlackInstallRepo,
+        client_id: str,
+        *,
+        logger: Logger | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._repo = repo
         self.client_id = client_id
         self._logger = logger or log
+        self._clock = clock
+        # Installations read lately, by (enterprise, team): bolt looks one up for every event it authorizes.
+        self._read: dict[tuple[str, str], tuple[float, SlackInstallRecord | None]] = {}
 
     @property
     def logger(self) -> Logger:
@@ -105,7 +119,7 @@ class DatabaseInstallationStore(AsyncInstallationStore):
         """Store an installation, replacing the workspace's previous one; a bot it lacks is kept from that one."""
         if installation.bot_token is None:
             stored = await self._find(
-                installation.enterprise_id, installation.team_id, installation.is_enterprise_install
+                installation.enterprise_id, installation.team_id, installation.is_enterprise_install, fresh=True
             )
             if stored is not None and stored.bot_token:
                 # slack_sdk would still find the earlier bot (its newest row with a token), and bolt use it.
@@ -116,7 +130,7 @@ class DatabaseInstallationStore(AsyncInstallationStore):
 
     async def async_save_bot(self, bot: Bot) -> None:
         """Store a bot (a rotated token, say) into the workspace's installation, or on its own when there is none."""
-        stored = await self._find(bot.enterprise_id, bot.team_id, bot.is_enterprise_install)
+        stored = await self._find(bot.enterprise_id, bot.team_id, bot.is_enterprise_install, fresh=True)
         await self._save(_bot_installation(stored.installation if stored is not None else {}, bot))
 
     async def async_find_bot(
@@ -150,7 +164,7 @@ class DatabaseInstallationStore(AsyncInstallationStore):
 
     async def async_delete_bot(self, *, enterprise_id: str | None, team_id: str | None) -> None:
         """Forget the bot's credentials; the installer's user token, if any, stays."""
-        stored = await self._find(enterprise_id, team_id)
+        stored = await self._find(enterprise_id, team_id, fresh=True)
         if stored is None:
             return
         installation = Installation(**stored.installation)
@@ -163,7 +177,7 @@ class DatabaseInstallationStore(AsyncInstallationStore):
         self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
     ) -> None:
         """Forget the installation (only if `user_id` installed it, when given); its bot, if any, stays."""
-        stored = await self._find(enterprise_id, team_id)
+        stored = await self._find(enterprise_id, team_id, fresh=True)
         if stored is None or not stored.installer_user_id:
             return
         if user_id is not None and user_id != stored.installer_user_id:
@@ -175,19 +189,34 @@ class DatabaseInstallationStore(AsyncInstallationStore):
 
     async def async_delete_all(self, *, enterprise_id: str | None, team_id: str | None) -> None:
         """Forget everything about this app in the workspace (the app was uninstalled)."""
-        stored = await self._find(enterprise_id, team_id)
+        stored = await self._find(enterprise_id, team_id, fresh=True)
         if stored is not None:
             await self._delete(stored)
 
     async def _find(
-        self, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None = False
+        self,
+        enterprise_id: str | None,
+        team_id: str | None,
+        is_enterprise_install: bool | None = False,
+        *,
+        fresh: bool = False,
     ) -> SlackInstallRecord | None:
-        return await self._repo.find(self.client_id, *_key(enterprise_id, team_id, is_enterprise_install))
+        """The stored installation; read lately is good enough for bolt's lookups, a change reads it `fresh`."""
+        key = _key(enterprise_id, team_id, is_enterprise_install)
+        cached = self._read.get(key)
+        if not fresh and cached is not None and self._clock() - cached[0] < INSTALL_CACHE_SECONDS:
+            return cached[1]
+        stored = await self._repo.find(self.client_id, *key)
+        if len(self._read) >= 10_000:  # workspaces gone quiet are read again when they speak
+            self._read.clear()
+        self._read[key] = (self._clock(), stored)
+        return stored
 
     async def _save(self, installation: Installation) -> None:
         enterprise_id, team_id = _key(
             installation.enterprise_id, installation.team_id, installation.is_enterprise_install
         )
+        self._read.pop((enterprise_id, team_id), None)
         await self._repo.save(
             SlackInstall(
                 client_id=self.client_id,
@@ -202,6 +231,7 @@ class DatabaseInstallationStore(AsyncInstallationStore):
                 installation=_installation_json(installation),
             )
         )
+        self._read.pop((enterprise_id, team_id), None)  # a lookup during the write may have cached the old one
         self._logger.info(
             "slack_install=saved enterprise=%s team=%s bot=%s installer=%s",
             enterprise_id,
@@ -211,7 +241,9 @@ class DatabaseInstallationStore(AsyncInstallationStore):
         )
 
     async def _delete(self, stored: SlackInstallRecord) -> None:
+        self._read.pop((stored.enterprise_id, stored.team_id), None)
         await self._repo.delete(stored.client_id, stored.enterprise_id, stored.team_id)
+        self._read.pop((stored.enterprise_id, stored.team_id), None)
         self._logger.info("slack_install=deleted enterprise=%s team=%s", stored.enterprise_id, stored.team_id)
 
 

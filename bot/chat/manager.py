@@ -472,8 +472,10 @@ class ConversationManager:
         return await self.existing(key) is not None
 
     async def existing(self, key: ConversationKey) -> ConversationRecord | None:
-        """The stored conversation for `key`, or None: reading never creates one (a stranger's request costs no row)."""
-        return await self._parts.conversations.find(*_key_fields(key))
+        """The stored conversation for `key`, or None: reading never creates one (a stranger's request costs no row).
+
+        Remembered once found (a conversation's id never changes), so a Slack thread's every reply asks no query."""
+        return await self._state.existing(key)
 
     async def seed_history(self, key: ConversationKey, earlier: Sequence[EarlierMessage]) -> int:
         """Store messages written before the bot joined (a thread it is mentioned in late) as the history.

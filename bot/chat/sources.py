@@ -17,6 +17,8 @@ from rag.units import split_units
 from storage.records import ChunkRecord, FaqRecord, MessageRecord
 
 SNIPPET_CHARS: Final = 240
+# Document addresses remembered: a document's address never changes (it is what names the document).
+_URIS_KEPT: Final = 50_000
 
 
 class DocumentTexts(Protocol):
@@ -45,14 +47,24 @@ class SourceBook:
     def __init__(self, documents: DocumentTexts, faqs: FaqTexts) -> None:
         self._documents = documents
         self._faqs = faqs
+        self._uris: dict[str, str] = {}
 
     async def of_turn(self, candidates: Sequence[Candidate], answer: str = "") -> list[SourceLink]:
         """The numbered sources of `answer` as it ends, with links for documents fetched from URLs."""
-        uris = await self._documents.source_uris([c.document_id for c in candidates if c.document_id])
+        uris = await self._source_uris([c.document_id for c in candidates if c.document_id])
         return [
             _live_link(number, candidate, uris.get(candidate.document_id or "", ""), answer)
             for number, candidate in enumerate(candidates, start=1)
         ]
+
+    async def _source_uris(self, document_ids: Sequence[str]) -> dict[str, str]:
+        """Addresses by document id, read once per document: an answer's last read before its final text."""
+        missing = [document_id for document_id in document_ids if document_id not in self._uris]
+        if missing:
+            if len(self._uris) >= _URIS_KEPT:
+                self._uris.clear()
+            self._uris.update(await self._documents.source_uris(missing))
+        return {document_id: self._uris[document_id] for document_id in document_ids if document_id in self._uris}
 
     async def of_answers(self, answers: Sequence[MessageRecord]) -> dict[str, list[SourceLink]]:
         """The sources each stored answer showed, by message id, their snippets read back from the database."""

@@ -125,6 +125,15 @@ class ChatState:
             _bounded(self._visible)[key] = cached
         return cached
 
+    async def existing(self, key: ConversationKey) -> ConversationRecord | None:
+        """The stored conversation for `key`, or None (then read again next time: it may be made meanwhile)."""
+        known = self._known.get(key)
+        if known is None:
+            known = await self._conversations.find(key.platform, key.workspace, key.chat, key.thread)
+            if known is not None:
+                _bounded(self._known)[key] = known
+        return known
+
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key`, created when new; remembered, as its id never changes."""
         known = self._known.get(key)

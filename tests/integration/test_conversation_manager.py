@@ -786,15 +786,22 @@ async def test_reading_rating_stopping_or_starting_over_a_chat_never_spoken_in_s
 
 
 async def test_a_warm_turn_reads_once_and_writes_twice(world: ChatWorld, db: Database) -> None:
+    kb = await world.knowledge.named("handbook")
+    assert kb is not None
+    vpn = DocumentVersion(kb.id, "https://intranet.example/vpn", "VPN", "text/html", "h", "r", "The VPN", (), ())
+    await world.documents.store_versions([(vpn, "doc-vpn")])  # the scripted answer's source
     manager = _manager(world)
     await manager.handle(_message("Which VPN client?", message_id="m1"), RecordingTarget())  # the chat is now known
     with count_statements(db) as statements:
-        assert await manager.handle(_message("And on a Mac?", message_id="m2"), RecordingTarget()) is not None
+        target = RecordingTarget()
+        assert await manager.handle(_message("And on a Mac?", message_id="m2"), target) is not None
     kinds = [statement.split(None, 1)[0].upper() for statement in statements]
-    # One read (the config epoch beside the history), the question with its placeholder, the final answer; the
-    # sources' addresses are the answer's own read (none here: the scripted source is a chunk of no document).
-    assert kinds == ["SELECT", "INSERT", "SELECT", "UPDATE"], statements
+    # One read (the config epoch beside the history), the question with its placeholder, the final answer.
+    assert kinds == ["SELECT", "INSERT", "UPDATE"], statements
     assert "config_epoch" in statements[0]
+    (stream,) = target.streams
+    assert stream.finished is not None
+    assert [source.url for source in stream.finished.sources] == ["https://intranet.example/vpn"]
 
 
 class _UndeliverableTarget(RecordingTarget):

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from slack_sdk.oauth.installation_store import Bot, Installation
 
-from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
+from adapters.slack.stores import INSTALL_CACHE_SECONDS, DatabaseInstallationStore, DatabaseOAuthStateStore
 from storage.db import Database
 from storage.records import SlackInstall
 from storage.repos.slack_installs import SlackInstallRepo
 from storage.secret_box import KeyRing, SecretBox
+from tests.integration.sql_count import count_statements
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CLIENT = "1111.2222"
@@ -348,3 +349,32 @@ async def test_oauth_state_is_good_once(repo: SlackInstallRepo, clock: FakeClock
     assert await states.async_consume("forged") is False
     clock.advance(1)
     assert await states.async_consume(second) is False
+
+
+class _Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_bolts_lookup_on_every_event_reads_the_installation_once_a_while(
+    repo: SlackInstallRepo, db: Database
+) -> None:
+    ticks = _Ticks()
+    store = DatabaseInstallationStore(repo, CLIENT, clock=ticks)
+    await store.async_save(_installation())
+    with count_statements(db) as statements:
+        for _ in range(20):  # twenty events from one workspace, each authorized by bolt
+            assert await store.async_find_bot(enterprise_id="E1", team_id="T1") is not None
+    assert len(statements) == 1
+    await store.async_save(_installation(bot_token="xoxe.xoxb-2-new"))  # a reinstall here is seen at once
+    bot = await store.async_find_bot(enterprise_id="E1", team_id="T1")
+    assert bot is not None
+    assert bot.bot_token == "xoxe.xoxb-2-new"
+    await repo.delete(CLIENT, "E1", "T1")  # another instance's uninstall, behind this store's back
+    ticks.now += INSTALL_CACHE_SECONDS
+    assert await store.async_find_bot(enterprise_id="E1", team_id="T1") is None
