@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from bot.types import ConversationKey, UserRef
+from bot.types import ConversationKey, MessageRef, UserRef
 from bot.words import messages
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
 from tests.unit.bot.chat.stand_ins import ADMIN, ALICE, DM, KnowledgeNames, Parts, manager, message
@@ -126,3 +126,31 @@ async def test_a_question_waiting_for_a_free_answer_slot_is_told_its_place_then_
     await asyncio.wait_for(asyncio.gather(busy, second), 10)
     await wait_until(lambda: _notice(waiting)[-1:] == [messages.busy_done("en")], waiting.changed)
     assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
+
+
+class _StuckNoticeTarget(RecordingTarget):
+    """A chat whose queue notice never gets through (its send hangs, as behind a long 429)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notice_tried = asyncio.Event()
+
+    async def send(self, text: str, *, markup: bool = True) -> MessageRef:
+        self.notice_tried.set()
+        await asyncio.Event().wait()  # never returns; the turn must not wait for it
+        raise AssertionError("unreachable")
+
+
+async def test_a_queue_notice_that_cannot_be_sent_does_not_hold_up_the_question_it_is_about() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), queue_notice_after=0.0)
+    first = asyncio.create_task(chat.handle(message("one?"), RecordingTarget()))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    stuck = _StuckNoticeTarget()
+    second = asyncio.create_task(chat.handle(message("two?"), stuck))
+    await asyncio.wait_for(stuck.notice_tried.wait(), 10)
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), 10)
+    (stream,) = stuck.streams
+    assert stream.finished is not None
+    assert stream.finished.text == "first answer"
