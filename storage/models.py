@@ -72,6 +72,8 @@ class Document(SQLModel, table=True):
     content_hash: str = Field(default="", max_length=64, index=True)
     rule_hash: str = Field(default="", max_length=16)
     status: str = Field(default="pending", max_length=16)
+    # The version whose segments and chunks are live; rows of any other version are being written or removed.
+    version: str = Field(default="", max_length=64)
     text: str = ""
     segment_count: int = 0
     chunk_count: int = 0
@@ -95,6 +97,7 @@ class Segment(SQLModel, table=True):
     end_offset: int
     child_ids: list[str] = _json_list_column()
     meta: dict[str, Any] = _json_column()
+    version: str = Field(default="", max_length=64)
 
 
 class Chunk(SQLModel, table=True):
@@ -113,6 +116,7 @@ class Chunk(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     token_count: int = 0
     meta: dict[str, Any] = _json_column()
+    version: str = Field(default="", max_length=64)
 
 
 class IndexWrite(SQLModel, table=True):
@@ -128,6 +132,8 @@ class IndexWrite(SQLModel, table=True):
     # host:pid of the writing process, so a restart on the same host repairs a dead writer's rows at once.
     owner: str = Field(max_length=128)
     chunk_ids: list[str] = _json_list_column()
+    # The documents whose index objects the owner writes or removes: while its note lasts, no other owner may.
+    document_ids: list[str] = _json_list_column()
     expires_at: datetime
     created_at: datetime = Field(default_factory=utcnow)
 
