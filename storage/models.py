@@ -123,7 +123,9 @@ class IndexWrite(SQLModel, table=True):
     """Chunks being written to the vector index before their SQL commit: what a crash in between leaves behind.
 
     Written before the upsert and removed once the SQL transaction committed (or the index was cleaned up), so a
-    row still here after its owner died names index objects that may have no committed chunk behind them.
+    row still here after its owner died names index objects that may have no committed chunk behind them. While it
+    lasts and its owner may be running, it also claims its documents: no other writer writes or removes their index
+    objects (a delete's note claims its document the same way, with no chunks).
     """
 
     __tablename__ = "index_write"
