@@ -357,8 +357,9 @@ class DocumentIngestor:
                 log.warning("ingest=failed kb=%s source=%s reason=%s", kb.id, done.source_uri, done.reason)
                 outcomes[index] = done
                 continue
-            # The replaced version's rows and index objects, and anything a crash left of older ones.
-            await settle(self._documents, self._store, done.id)
+            if prepared.existed:
+                # The replaced version's rows and index objects, and anything a crash left of older ones.
+                await settle(self._documents, self._store, done.id)
             outcomes[index] = prepared.result()
         return outcomes
 

@@ -233,11 +233,15 @@ class DocumentWriter:
                     rows[document_id] = row
                 pending = tuple(row.meta.get(PENDING_DELETE, ()))
                 outcomes.append(StagedVersion(version, document_id, version_key(version), row.version, pending))
-        for outcome in outcomes:
-            if isinstance(outcome, StagedVersion) and outcome.key != outcome.replaces:
+        staged = [item for item in outcomes if isinstance(item, StagedVersion) and item.key != item.replaces]
+        async with self._db.session() as session:
+            # Read apart from the writes above: SQLite would hold its write lock through the scan.
+            leftover = await _versions_held(session, [item.document_id for item in staged])
+        for item in staged:
+            if (item.document_id, item.key) in leftover:
                 # Rows of this very version, left by a writer that died before its switch: the same ids again.
                 for model in (Chunk, Segment):
-                    while await self._delete_batch(model, outcome.document_id, key=outcome.key):
+                    while await self._delete_batch(model, item.document_id, key=item.key):
                         pass
         return outcomes
 
@@ -372,6 +376,17 @@ async def _rows_by_id(session: Any, document_ids: Sequence[str]) -> dict[str, Do
     for first in range(0, len(unique), _IN_BATCH):
         statement = select(Document).where(col(Document.id).in_(unique[first : first + _IN_BATCH]))
         found.update((row.id, row) for row in (await session.exec(statement)).all())
+    return found
+
+
+async def _versions_held(session: Any, document_ids: Sequence[str]) -> set[tuple[str, str]]:
+    """The (document, version) pairs of which some segment or chunk row exists."""
+    found: set[tuple[str, str]] = set()
+    for first in range(0, len(document_ids), _IN_BATCH):
+        batch = list(document_ids[first : first + _IN_BATCH])
+        for model in (Chunk, Segment):
+            statement = select(model.document_id, model.version).where(col(model.document_id).in_(batch)).distinct()
+            found.update((await session.exec(statement)).all())
     return found
 
 
