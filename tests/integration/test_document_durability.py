@@ -15,6 +15,7 @@ from rag.lexical import LexicalAnalyzer
 from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 from storage.db import Database
+from storage.models import Document
 from storage.records import ChunkRecord, FaqQuestionRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
@@ -281,3 +282,23 @@ async def test_a_document_deleted_during_its_reingestion_leaves_nothing_behind(
     assert await store.count(Collection.CHUNKS, [kb.id]) == 0
     hits = await store.search_bm25(Collection.CHUNKS, [kb.id], lexical.bm25_text(_EVERY_CHUNK), limit=100)
     assert hits == []
+
+
+async def test_the_repair_never_removes_chunks_a_live_version_holds_even_when_a_pending_list_names_them(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, lexical: LexicalAnalyzer, encoding: tiktoken.Encoding
+) -> None:
+    kb = await KnowledgeBaseRepo(db).create("listed", chunking={})
+    result = await _ingestor(db, store, embedder, lexical, encoding).ingest(kb, _source())
+    documents = DocumentRepo(db)
+    live = [chunk.chunk_id for chunk in await documents.document_chunks(result.document_id)]
+    # What the previous version left in a database after storing a version twice: its own ids listed for deletion.
+    async with db.session() as session:
+        row = await session.get(Document, result.document_id)
+        assert row is not None
+        row.meta = {**row.meta, "pending_index_delete": live}
+        session.add(row)
+
+    await _restart(db, store)
+
+    await _assert_whole(db, store, lexical, kb)
+    assert await documents.pending_index_deletes() == {}
