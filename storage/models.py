@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -87,6 +87,8 @@ class Segment(SQLModel, table=True):
     """A parent chunk: the context handed to the model around matching children."""
 
     __tablename__ = "segment"
+    # A version's rows found without reading the document's others (a replaced version is removed in batches).
+    __table_args__ = (Index("ix_segment_document_id_version", "document_id", "version"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     document_id: str = Field(foreign_key="document.id", index=True, max_length=36)
@@ -104,6 +106,7 @@ class Chunk(SQLModel, table=True):
     """A child chunk: the unit that is embedded and indexed in Weaviate."""
 
     __tablename__ = "chunk"
+    __table_args__ = (Index("ix_chunk_document_id_version", "document_id", "version"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     segment_id: str | None = Field(default=None, foreign_key="segment.id", index=True, max_length=36)

@@ -56,11 +56,13 @@ async def settle(documents: DocumentRepo, store: VectorStore, document_id: str) 
 async def _drop_unlive(documents: DocumentRepo, store: VectorStore, document_id: str) -> int:
     removed = 0
     writer = documents.writer
-    # The index first: a crash in between leaves rows that name what to remove, never index objects nothing names.
-    while chunk_ids := await writer.unlive_chunk_ids(document_id, ROWS_PER_TRANSACTION):
-        removed += await store.delete_ids(Collection.CHUNKS, chunk_ids)
-        await writer.drop_chunks(document_id, chunk_ids)
-    await writer.drop_unlive_segments(document_id)
+    for version in await writer.unlive_versions(document_id):
+        # The index first: a crash in between leaves rows that name what to remove, never index objects nothing names.
+        while chunk_ids := await writer.chunk_ids(document_id, version, ROWS_PER_TRANSACTION):
+            removed += await store.delete_ids(Collection.CHUNKS, chunk_ids)
+            if not await writer.drop_chunks(document_id, version, chunk_ids):
+                break  # the version went live meanwhile: nothing of it is to go
+        await writer.drop_segments(document_id, version)
     return removed
 
 

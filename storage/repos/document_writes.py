@@ -7,7 +7,9 @@ transaction writes more than `rows_per_transaction` rows, so SQLite's one write 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import time
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,8 @@ NO_VERSION = "-"
 # Rows a transaction writes or deletes at most: a few thousand rows take SQLite tens of milliseconds
 # (bench/ingest_lock.py), short enough for a chat write to wait on, big enough to keep round trips few.
 ROWS_PER_TRANSACTION = 2000
+# The longest pause after a bulk transaction on SQLite: the longest sleep of its busy handler between retries.
+_MOST_BREATH = 0.1
 # Documents whose rows a statement names at most (bound parameters stay far under SQLite's limits).
 _IN_BATCH = 500
 
@@ -144,33 +148,45 @@ class DocumentWriter:
                     )
                 )
 
-    async def unlive_chunk_ids(self, document_id: str, limit: int) -> list[str]:
-        """Up to `limit` ids of the document's chunks that no live version holds (replaced, or left by a crash)."""
+    async def unlive_versions(self, document_id: str) -> list[str]:
+        """The versions of which the document holds segment or chunk rows, other than its live one."""
+        async with self._db.session() as session:
+            held = await _versions_held(session, [document_id])
+            row = await session.get(Document, document_id)
+        live = row.version if row is not None else None
+        return sorted({version for _, version in held if version != live})
+
+    async def chunk_ids(self, document_id: str, version: str, limit: int) -> list[str]:
+        """Up to `limit` ids of the document's chunks of `version`."""
         async with self._db.session() as session:
             statement = (
                 select(Chunk.id)
-                .join(Document, col(Chunk.document_id) == col(Document.id))
-                .where(col(Chunk.document_id) == document_id, col(Chunk.version) != col(Document.version))
+                .where(col(Chunk.document_id) == document_id, col(Chunk.version) == version)
                 .limit(limit)
             )
             return list((await session.exec(statement)).all())
 
-    async def drop_chunks(self, document_id: str, chunk_ids: Sequence[str]) -> None:
-        """Remove these chunk rows of the document, unless one is live."""
-        async with self._db.session() as session:
-            live = select(Document.version).where(col(Document.id) == document_id).scalar_subquery()
-            for first in range(0, len(chunk_ids), _IN_BATCH):
-                await session.exec(
-                    delete(Chunk).where(
-                        col(Chunk.id).in_(list(chunk_ids[first : first + _IN_BATCH])),
-                        col(Chunk.document_id) == document_id,
-                        col(Chunk.version) != live,
+    async def drop_chunks(self, document_id: str, version: str, chunk_ids: Sequence[str]) -> int:
+        """Remove these chunk rows of the document's `version`, unless that version is live; how many went."""
+        dropped = 0
+        for first in range(0, len(chunk_ids), self._rows):
+            began = time.monotonic()
+            async with self._db.session() as session:
+                connection = await session.connection()
+                for start in range(first, min(first + self._rows, len(chunk_ids)), _IN_BATCH):
+                    batch = list(chunk_ids[start : min(start + _IN_BATCH, first + self._rows)])
+                    result = await connection.execute(
+                        delete(Chunk).where(
+                            col(Chunk.id).in_(batch), col(Chunk.version) == version, _not_live(document_id, version)
+                        )
                     )
-                )
+                    dropped += result.rowcount
+            await self._breathe(began)
+        return dropped
 
-    async def drop_unlive_segments(self, document_id: str) -> None:
-        """Remove the document's segments of versions that are not live, a bounded batch per transaction."""
-        while await self._delete_batch(Segment, document_id):
+    async def drop_segments(self, document_id: str, version: str) -> None:
+        """Remove the document's segments of `version`, unless it is live, a bounded batch per transaction."""
+        while await self._delete_batch(Segment, document_id, key=version):
             pass
 
     async def mark_deleting(self, document_id: str) -> Document | None:
@@ -265,6 +281,7 @@ class DocumentWriter:
         documents = [item.document_id for item in group]
         try:
             for first in range(0, len(rows), self._rows):
+                began = time.monotonic()
                 async with self._db.session() as session:
                     connection = await session.connection()
                     for model, values in _by_table(rows[first : first + self._rows]):
@@ -275,22 +292,40 @@ class DocumentWriter:
                     )
                     if deleting.first() is not None:
                         raise _Deleted
+                await self._breathe(began)
         except (_Deleted, SQLAlchemyError):
             return False
         return True
 
-    async def _delete_batch(self, model: Any, document_id: str, *, key: str | None = None) -> bool:
-        """Delete up to `rows_per_transaction` of the document's rows not live (of version `key` only, when given);
-        whether any were."""
+    async def _delete_batch(self, model: Any, document_id: str, *, key: str) -> bool:
+        """Delete up to `rows_per_transaction` of the document's rows of version `key`, unless it is live; whether
+        any were."""
+        began = time.monotonic()
         async with self._db.session() as session:
-            live = select(Document.version).where(col(Document.id) == document_id).scalar_subquery()
-            condition = [col(model.document_id) == document_id, col(model.version) != live]
-            if key is not None:
-                condition.append(col(model.version) == key)
-            batch = select(model.id).where(*condition).limit(self._rows)
+            batch = (
+                select(model.id)
+                .where(col(model.document_id) == document_id, col(model.version) == key)
+                .limit(self._rows)
+                .scalar_subquery()
+            )
             connection = await session.connection()
-            result = await connection.execute(delete(model).where(col(model.id).in_(batch.scalar_subquery())))
-            return bool(result.rowcount)
+            result = await connection.execute(
+                delete(model).where(col(model.id).in_(batch), _not_live(document_id, key))
+            )
+        await self._breathe(began)
+        return bool(result.rowcount)
+
+    async def _breathe(self, began: float) -> None:
+        """On SQLite, leave the write lock free a while after a bulk transaction: a chat write waiting in SQLite's
+        busy handler retries at most every 100 ms, and would otherwise find the next bulk transaction holding it."""
+        if self._db.config.is_sqlite:
+            await asyncio.sleep(min(_MOST_BREATH, time.monotonic() - began))
+
+
+def _not_live(document_id: str, version: str) -> Any:
+    """`version` is not the document's live one (true too when the document row is gone)."""
+    live = select(Document.version).where(col(Document.id) == document_id).scalar_subquery()
+    return or_(live.is_(None), live != version)
 
 
 def _going() -> Any:

@@ -163,7 +163,7 @@ class DocumentRepo:
         one short transaction, each atomically: readers see the old version or the new one, whole. A version the
         database refuses, or whose document was deleted meanwhile (one of `existing`, which the caller read as
         stored, is never made again), fails alone as a DocumentNotStored, leaving its document as it was. The
-        replaced version's rows stay, invisible, until `unlive_chunk_ids`/`drop_chunks` clear them.
+        replaced version's rows stay, invisible, until rag.ingest.cleanup.settle clears them.
         """
         staged = await self.writer.stage(versions, existing)
         ready = [item for item in staged if not isinstance(item, DocumentNotStored)]

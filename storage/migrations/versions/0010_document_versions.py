@@ -26,11 +26,17 @@ def upgrade() -> None:
             batch_op.add_column(sa.Column(
                 'version', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False, server_default=''
             ))
+    for table in ('segment', 'chunk'):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.create_index(f'ix_{table}_document_id_version', ['document_id', 'version'], unique=False)
     with op.batch_alter_table('index_write', schema=None) as batch_op:
         batch_op.add_column(sa.Column('document_ids', sa.JSON(), nullable=False, server_default='[]'))
 
 
 def downgrade() -> None:
+    for table in ('segment', 'chunk'):
+        with op.batch_alter_table(table, schema=None) as batch_op:
+            batch_op.drop_index(f'ix_{table}_document_id_version')
     with op.batch_alter_table('index_write', schema=None) as batch_op:
         batch_op.drop_column('document_ids')
     for table in ('chunk', 'segment', 'document'):
