@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -72,6 +72,8 @@ class Document(SQLModel, table=True):
     content_hash: str = Field(default="", max_length=64, index=True)
     rule_hash: str = Field(default="", max_length=16)
     status: str = Field(default="pending", max_length=16)
+    # The version whose segments and chunks are live; rows of any other version are being written or removed.
+    version: str = Field(default="", max_length=64)
     text: str = ""
     segment_count: int = 0
     chunk_count: int = 0
@@ -85,6 +87,8 @@ class Segment(SQLModel, table=True):
     """A parent chunk: the context handed to the model around matching children."""
 
     __tablename__ = "segment"
+    # A version's rows found without reading the document's others (a replaced version is removed in batches).
+    __table_args__ = (Index("ix_segment_document_id_version", "document_id", "version"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     document_id: str = Field(foreign_key="document.id", index=True, max_length=36)
@@ -95,12 +99,14 @@ class Segment(SQLModel, table=True):
     end_offset: int
     child_ids: list[str] = _json_list_column()
     meta: dict[str, Any] = _json_column()
+    version: str = Field(default="", max_length=64)
 
 
 class Chunk(SQLModel, table=True):
     """A child chunk: the unit that is embedded and indexed in Weaviate."""
 
     __tablename__ = "chunk"
+    __table_args__ = (Index("ix_chunk_document_id_version", "document_id", "version"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     segment_id: str | None = Field(default=None, foreign_key="segment.id", index=True, max_length=36)
@@ -113,13 +119,16 @@ class Chunk(SQLModel, table=True):
     content_hash: str = Field(max_length=64)
     token_count: int = 0
     meta: dict[str, Any] = _json_column()
+    version: str = Field(default="", max_length=64)
 
 
 class IndexWrite(SQLModel, table=True):
     """Chunks being written to the vector index before their SQL commit: what a crash in between leaves behind.
 
     Written before the upsert and removed once the SQL transaction committed (or the index was cleaned up), so a
-    row still here after its owner died names index objects that may have no committed chunk behind them.
+    row still here after its owner died names index objects that may have no committed chunk behind them. While it
+    lasts and its owner may be running, it also claims its documents: no other writer writes or removes their index
+    objects (a delete's note claims its document the same way, with no chunks).
     """
 
     __tablename__ = "index_write"
@@ -128,6 +137,8 @@ class IndexWrite(SQLModel, table=True):
     # host:pid of the writing process, so a restart on the same host repairs a dead writer's rows at once.
     owner: str = Field(max_length=128)
     chunk_ids: list[str] = _json_list_column()
+    # The documents whose index objects the owner writes or removes: while its note lasts, no other owner may.
+    document_ids: list[str] = _json_list_column()
     expires_at: datetime
     created_at: datetime = Field(default_factory=utcnow)
 

@@ -74,12 +74,14 @@ class LeaseRecord:
 
 @dataclass(frozen=True, slots=True)
 class IndexWriteRecord:
-    """Chunks written to the vector index whose SQL commit was not yet confirmed."""
+    """Chunks written to the vector index whose SQL commit was not yet confirmed, and the documents whose index
+    objects its owner alone may write or remove meanwhile."""
 
     id: str
     owner: str
     chunk_ids: tuple[str, ...]
     expires_at: datetime
+    document_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

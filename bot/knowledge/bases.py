@@ -3,27 +3,29 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.tenancy import OPERATOR, is_qualified, split_qualified
 from rag.errors import InvalidRule
+from rag.ingest.cleanup import discard_uncommitted, settle, shielded
 from rag.ingest.rules import parse_rule
 from rag.ports import VectorStore
 from storage.errors import DuplicateName, NotFound
-from storage.process import may_be_running
+from storage.process import may_be_running, this_process
 from storage.records import DocumentRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
-from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 
 MAX_NAME_LENGTH = 64
+# How long a delete's or a repair's hold on a document lasts should its process stall: far beyond the batches' seconds.
+_NOTE_EXPIRY = timedelta(minutes=30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ class KnowledgeBases:
         self._documents = documents
         self._store = store
         self._index_lock = index_lock
+        self._owner = this_process()
 
     async def _ensure_writable(self) -> None:
         if self._index_lock is not None:
@@ -154,7 +157,12 @@ class KnowledgeBases:
         return await self._documents.in_kb((await self.find(name)).id)
 
     async def delete_document(self, name: str, document_id: str) -> DocumentRecord:
-        """Remove one document from the index and SQL."""
+        """Remove one document from SQL and the index.
+
+        It is hidden at once and claimed for this delete, so an ingestion of it already under way is refused at its
+        switch (and removes what it wrote), and a later one waits; its rows and index objects then go in bounded
+        batches. Should this process die meanwhile, the next start's repair finishes the delete.
+        """
         kb = await self.find(name)
         try:
             document = await self._documents.get(document_id)
@@ -163,29 +171,67 @@ class KnowledgeBases:
         if document.kb_id != kb.id:
             raise UserFacingError(f"No document {document_id!r} in {name!r}.")
         await self._ensure_writable()
-        await self._store.delete_document(kb.id, document.id)
-        await self._documents.delete(document.id)
+        try:
+            _, note = await self._documents.begin_delete(
+                document.id, owner=self._owner, expires_at=datetime.now(UTC) + _NOTE_EXPIRY
+            )
+        except NotFound as exc:
+            raise UserFacingError(f"No document {document_id!r} in {name!r}.") from exc
+        try:
+            await settle(self._documents, self._store, document.id)
+        except BaseException:
+            # Still hidden and marked: a retry of the delete, or the next start's repair, finishes it.
+            await shielded(self._documents.expire_index_write(note, datetime.now(UTC)))
+            raise
+        await self._documents.end_index_write(note)
         return document
 
     async def repair_index(self) -> int:
-        """Remove from the index what a crash left there without a committed chunk behind it; returns how many.
+        """Remove from the index, and from SQL, what a crash or a failed clean-up left there without a live version
+        behind it; returns how many index objects went.
 
-        Two leftovers: chunks of versions that were replaced (their ids wait under the document), and chunks
-        written by an ingestion that died before its SQL commit (an unfinished index write whose writer is gone).
+        Leftovers: chunk ids of replaced versions listed under a document (by versions before rows carried theirs);
+        index writes whose writer is gone before it committed or cleaned up; and documents with rows of versions
+        that are not live, left mid-delete, or whose first version never went live. Ids a live version holds are
+        never removed, and a document another live writer holds is left to it.
         """
         removed = 0
         for document_id, chunk_ids in (await self._documents.pending_index_deletes()).items():
-            removed += await self._store.delete_ids(Collection.CHUNKS, chunk_ids)
-            await self._documents.forget_pending(document_id, chunk_ids)
+            removed += await self._holding([document_id], self._drop_pending(document_id, chunk_ids))
         now = datetime.now(UTC)
         for write in await self._documents.unfinished_index_writes():
             if write.expires_at > now and may_be_running(write.owner):
                 continue
-            committed = await self._documents.committed_chunk_ids(write.chunk_ids)
-            removed += await self._store.delete_ids(
-                Collection.CHUNKS, [chunk_id for chunk_id in write.chunk_ids if chunk_id not in committed]
+            taken = await self._documents.take_over_index_write(
+                write.id, owner=self._owner, expires_at=now + _NOTE_EXPIRY, now=now
             )
-            await self._documents.end_index_write(write.id)
+            if taken is None:
+                continue
+            removed += await discard_uncommitted(self._documents, self._store, taken.chunk_ids)
+            for document_id in taken.document_ids:
+                removed += await settle(self._documents, self._store, document_id)
+            await self._documents.end_index_write(taken.id)
+        for document_id in await self._documents.writer.unsettled():
+            removed += await self._holding([document_id], settle(self._documents, self._store, document_id))
         if removed:
             log.warning("repair=index removed=%d", removed)
         return removed
+
+    async def _drop_pending(self, document_id: str, chunk_ids: Sequence[str]) -> int:
+        removed = await discard_uncommitted(self._documents, self._store, chunk_ids)
+        await self._documents.forget_pending(document_id, chunk_ids)
+        return removed
+
+    async def _holding(self, document_ids: Sequence[str], work: Coroutine[Any, Any, int]) -> int:
+        """Run `work` while holding the documents' claim; 0 without running it when another live owner holds one."""
+        now = datetime.now(UTC)
+        note = await self._documents.claim_index_write(
+            [], document_ids, owner=self._owner, expires_at=now + _NOTE_EXPIRY, now=now
+        )
+        if note is None:
+            work.close()
+            return 0
+        try:
+            return await work
+        finally:
+            await self._documents.end_index_write(note)

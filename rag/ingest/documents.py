@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from tiktoken import Encoding
 
 from rag.errors import NoTextFound, RagError
+from rag.ingest.cleanup import discard_uncommitted, settle, shielded
 from rag.ingest.extract import ExtractLimits, extract
 from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
 from rag.ingest.rules import ChunkingRule, parse_rule
@@ -23,8 +24,8 @@ from rag.ports import Embedder, Progress, VectorStore, no_progress
 from storage.errors import DocumentNotStored, IndexWriteError, StorageError
 from storage.process import this_process
 from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
+from storage.repos.document_writes import DELETING, version_key
 from storage.repos.documents import DocumentRepo
-from storage.weaviate.collections import Collection
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,9 @@ _IDS = uuid.UUID("6f1c1a52-7f0e-4c55-9d0f-3b8f2a9e5d10")
 # How long another host waits before it repairs an unfinished index write of ours; a batch's upsert and
 # commit take seconds, so only a dead writer's note gets this old. This host repairs a dead pid's at once.
 _WRITE_EXPIRY = timedelta(minutes=30)
+# While another ingestion or a delete holds a document, its next writer asks again after these waits (seconds).
+_CLAIM_FIRST_WAIT = 0.05
+_CLAIM_LONGEST_WAIT = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,8 @@ class _Prepared:
     document_id: str
     version: DocumentVersion
     progress: Progress
+    # Whether the document had a stored version when this one was read: then it is never made again if deleted since.
+    existed: bool
 
     @property
     def chunks(self) -> tuple[ChunkRecord, ...]:
@@ -214,7 +220,8 @@ class DocumentIngestor:
             raise NoTextFound(
                 "no text left after cleaning: the document is empty or only whitespace", reason="blank_after_cleaning"
             )
-        document_id = existing.id if existing else _stable_id(kb.id, source.source_uri)
+        existed = existing is not None and existing.status == "indexed"
+        document_id = existing.id if existing and existing.status != DELETING else _stable_id(kb.id, source.source_uri)
         version_key = (kb.id, source.source_uri, content_hash, rule_hash)
         # jieba runs inside _records: a few ms a chunk, kept off the event loop.
         segments, chunks = await asyncio.to_thread(
@@ -232,7 +239,7 @@ class DocumentIngestor:
             chunks=tuple(chunks),
             meta={"filename": source.filename or "", **dict(extracted.metadata)},
         )
-        return _Prepared(document_id, version, progress)
+        return _Prepared(document_id, version, progress, existed)
 
     async def _index(self, kb: KnowledgeBaseRecord, batch: dict[int, _Prepared]) -> dict[int, IngestOutcome]:
         """Embed, upsert and store one batch; a document the index or the database refuses fails alone."""
@@ -240,63 +247,127 @@ class DocumentIngestor:
         vectors = await self._embed(list(batch.values()))
         for prepared in batch.values():
             await prepared.progress("index", 0, len(prepared.chunks))
-        chunks = [replace(c, title=prepared.version.title) for prepared in batch.values() for c in prepared.chunks]
         # Hits are answered from the index alone: should this process die before the SQL commit, the note lets
-        # the next start remove chunks that no committed version holds (KnowledgeBases.repair_index).
-        write_id = await self._documents.begin_index_write(
-            [chunk.chunk_id for chunk in chunks], owner=self._owner, expires_at=datetime.now(UTC) + _WRITE_EXPIRY
+        # the next start remove chunks that no committed version holds (KnowledgeBases.repair_index). It also
+        # claims the documents, so another writer of one of them waits instead of undoing this one's work.
+        note = await self._claim(
+            [chunk.chunk_id for prepared in batch.values() for chunk in prepared.chunks],
+            [prepared.document_id for prepared in batch.values()],
         )
+        settled = False
         try:
-            await self._store.upsert_chunks(chunks, [vectors[chunk.chunk_id] for chunk in chunks])
-        except IndexWriteError as exc:
-            failed = {
-                index for index, prepared in batch.items() if any(c.chunk_id in exc.errors for c in prepared.chunks)
-            }
-            if len(failed) == len(batch):
-                raise
-            # Only those documents lose: what the index did take of them is removed again.
-            await self._store.delete_ids(
-                Collection.CHUNKS, [chunk.chunk_id for index in failed for chunk in batch[index].chunks]
+            needed = await self._still_needed(kb, batch, outcomes)
+            if needed:
+                outcomes.update(await self._write(kb, needed, vectors))
+            settled = True
+        finally:
+            await shielded(self._release(note, settled=settled))
+        for index, prepared in batch.items():
+            if isinstance(outcomes[index], IngestResult):
+                await prepared.progress("index", len(prepared.chunks), len(prepared.chunks))
+        log.info("ingest=batch kb=%s documents=%d", kb.id, len(batch))
+        return outcomes
+
+    async def _claim(self, chunk_ids: Sequence[str], document_ids: Sequence[str]) -> str:
+        """Note the index write and claim its documents, waiting while another writer or a delete holds one."""
+        wait = _CLAIM_FIRST_WAIT
+        while True:
+            now = datetime.now(UTC)
+            note = await self._documents.claim_index_write(
+                chunk_ids, document_ids, owner=self._owner, expires_at=now + _WRITE_EXPIRY, now=now
             )
-            outcomes.update((index, exc) for index in failed)
-            batch = {index: prepared for index, prepared in batch.items() if index not in failed}
+            if note is not None:
+                return note
+            if wait == _CLAIM_FIRST_WAIT:
+                log.info("ingest=waiting reason=document_held documents=%d", len(document_ids))
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, _CLAIM_LONGEST_WAIT)
+
+    async def _release(self, note: str, *, settled: bool) -> None:
+        # A note whose clean-up did not finish stays for the next start's repair, but no longer holds its documents.
+        if settled:
+            await self._documents.end_index_write(note)
+        else:
+            await self._documents.expire_index_write(note, datetime.now(UTC))
+
+    async def _still_needed(
+        self, kb: KnowledgeBaseRecord, batch: dict[int, _Prepared], outcomes: dict[int, IngestOutcome]
+    ) -> dict[int, _Prepared]:
+        """The batch less what changed while it was prepared: a version another writer has stored since is
+        unchanged; a document deleted since is not made again."""
+        current = await self._documents.find_many(kb.id, [prepared.version.source_uri for prepared in batch.values()])
+        needed: dict[int, _Prepared] = {}
+        for index, prepared in batch.items():
+            version, document = prepared.version, current.get(prepared.version.source_uri)
+            same = document is not None and document.id == prepared.document_id
+            if (
+                same
+                and document
+                and (document.content_hash, document.rule_hash, document.status)
+                == (
+                    version.content_hash,
+                    version.rule_hash,
+                    "indexed",
+                )
+            ):
+                outcomes[index] = IngestResult(
+                    document.id, document.title, True, document.segment_count, document.chunk_count, document.char_count
+                )
+            elif prepared.existed and (not same or (document and document.status == DELETING)):
+                outcomes[index] = DocumentNotStored(version.source_uri, "it was deleted while being ingested")
+            else:
+                needed[index] = prepared
+        return needed
+
+    async def _write(
+        self, kb: KnowledgeBaseRecord, batch: dict[int, _Prepared], vectors: dict[str, list[float]]
+    ) -> dict[int, IngestOutcome]:
+        """Upsert the batch's chunks and store its versions; what fails is removed again, as far as no live
+        version holds it."""
+        outcomes: dict[int, IngestOutcome] = {}
+        chunks = [replace(c, title=prepared.version.title) for prepared in batch.values() for c in prepared.chunks]
         try:
+            try:
+                await self._store.upsert_chunks(chunks, [vectors[chunk.chunk_id] for chunk in chunks])
+            except IndexWriteError as exc:
+                failed = {
+                    index for index, prepared in batch.items() if any(c.chunk_id in exc.errors for c in prepared.chunks)
+                }
+                if len(failed) == len(batch):
+                    raise
+                # Only those documents lose: what the index did take of them is removed again.
+                await self._discard([batch[index] for index in failed])
+                outcomes.update((index, exc) for index in failed)
+                batch = {index: prepared for index, prepared in batch.items() if index not in failed}
             stored = await self._documents.store_versions(
-                [(prepared.version, prepared.document_id) for prepared in batch.values()]
+                [(prepared.version, prepared.document_id) for prepared in batch.values()],
+                existing={prepared.document_id for prepared in batch.values() if prepared.existed},
             )
         except BaseException:
-            # SQL still points at the previous versions: drop what was just indexed for these.
-            await self._store.delete_ids(
-                Collection.CHUNKS, [chunk.chunk_id for p in batch.values() for chunk in p.chunks]
-            )
-            await self._documents.end_index_write(write_id)
+            # SQL still points at the previous versions: drop what was just written for these.
+            await shielded(self._discard(list(batch.values())))
             raise
         refused = [
             batch[index] for index, done in zip(batch, stored, strict=True) if isinstance(done, DocumentNotStored)
         ]
         if refused:
-            await self._store.delete_ids(Collection.CHUNKS, [chunk.chunk_id for p in refused for chunk in p.chunks])
-        await self._documents.end_index_write(write_id)
-        replaced: dict[str, list[str]] = {}
+            await shielded(self._discard(refused))
         for (index, prepared), done in zip(batch.items(), stored, strict=True):
             if isinstance(done, DocumentNotStored):
                 log.warning("ingest=failed kb=%s source=%s reason=%s", kb.id, done.source_uri, done.reason)
                 outcomes[index] = done
                 continue
-            document, old_ids = done
-            kept = {chunk.chunk_id for chunk in prepared.chunks}
-            if old_ids:
-                replaced[document.id] = [chunk_id for chunk_id in old_ids if chunk_id not in kept]
+            if prepared.existed:
+                # The replaced version's rows and index objects, and anything a crash left of older ones.
+                await settle(self._documents, self._store, done.id)
             outcomes[index] = prepared.result()
-        if replaced:
-            await self._store.delete_ids(Collection.CHUNKS, [i for ids in replaced.values() for i in ids])
-            for document_id, old_ids in replaced.items():
-                await self._documents.forget_pending(document_id, old_ids)
-        for index, prepared in batch.items():
-            if isinstance(outcomes[index], IngestResult):
-                await prepared.progress("index", len(prepared.chunks), len(prepared.chunks))
-        log.info("ingest=batch kb=%s documents=%d chunks=%d", kb.id, len(batch), len(chunks))
         return outcomes
+
+    async def _discard(self, prepared: Sequence[_Prepared]) -> None:
+        """Remove what these versions wrote and did not make live: their staged rows, then their index objects
+        that no live version holds (another writer's identical version may be live by now)."""
+        await self._documents.writer.discard([(p.document_id, version_key(p.version)) for p in prepared])
+        await discard_uncommitted(self._documents, self._store, [c.chunk_id for p in prepared for c in p.chunks])
 
     def _records(
         self,

@@ -1,21 +1,25 @@
-"""Documents with their segments (parents) and chunks (children); versions replace each other atomically."""
+"""Documents with their segments (parents) and chunks (children); versions replace each other atomically.
+
+Only the rows of a document's live version are read (storage.repos.document_writes explains why others exist).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, and_, delete, func, literal, or_, union_all
+from sqlalchemy import String, and_, delete, false, func, literal, or_, union_all
 from sqlalchemy import select as sql_select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import text as sql_text
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, NotFound
-from storage.models import Chunk, Document, IndexWrite, Segment, utcnow
+from storage.models import Chunk, Document, IndexWrite, Segment
+from storage.process import may_be_running
 from storage.records import (
     ChunkRecord,
     DocumentRecord,
@@ -24,11 +28,21 @@ from storage.records import (
     SegmentRecord,
     TextSpan,
 )
+from storage.repos.document_writes import (
+    PENDING_DELETE,
+    ROWS_PER_TRANSACTION,
+    DocumentWriter,
+    live_chunk,
+    live_segment,
+)
 
 log = logging.getLogger(__name__)
 
-PENDING_DELETE = "pending_index_delete"
+__all__ = ["PENDING_DELETE", "DocumentRepo", "chunk_record", "segment_record"]
+
 _IN_BATCH = 500
+# Any fixed number: the advisory lock PostgreSQL transactions on index notes take, so they run one at a time.
+_NOTES_LOCK = 0x7261_6762_6F74
 # Spans per statement: each adds an OR term or a UNION arm, and SQLite caps expression depth at 1000.
 _SPAN_BATCH = 100
 
@@ -91,8 +105,9 @@ def segment_record(
 class DocumentRepo:
     """The document, segment and chunk tables."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, rows_per_transaction: int = ROWS_PER_TRANSACTION) -> None:
         self._db = db
+        self.writer = DocumentWriter(db, rows_per_transaction)
 
     async def find(self, kb_id: str, source_uri: str) -> DocumentRecord | None:
         """The document ingested from `source_uri` into the knowledge base, if any."""
@@ -132,38 +147,43 @@ class DocumentRepo:
             ).all()
         return [_record(row) for row in rows]
 
-    async def store_version(self, version: DocumentVersion, document_id: str) -> tuple[DocumentRecord, list[str]]:
-        """Make `version` the document's content in one transaction (`document_id` names a new document).
-
-        Returns the document and the chunk ids of the version it replaced; those ids stay listed
-        under the document's `pending_index_delete` until `forget_pending` confirms the index
-        no longer holds them, so a crash in between is repaired on the next start.
-        """
-        async with self._db.session() as session:
-            (stored,) = await _write_versions(session, [(version, document_id)])
+    async def store_version(self, version: DocumentVersion, document_id: str) -> DocumentRecord:
+        """Make `version` the document's content (`document_id` names a new document); raises DocumentNotStored."""
+        (stored,) = await self.store_versions([(version, document_id)])
+        if isinstance(stored, DocumentNotStored):
+            raise stored
         return stored
 
     async def store_versions(
-        self, versions: Sequence[tuple[DocumentVersion, str]]
-    ) -> list[tuple[DocumentRecord, list[str]] | DocumentNotStored]:
-        """`store_version` for many documents in one transaction; one outcome per version, in order.
+        self, versions: Sequence[tuple[DocumentVersion, str]], *, existing: Collection[str] = ()
+    ) -> list[DocumentRecord | DocumentNotStored]:
+        """Make each version its document's content; one outcome per version, in order.
 
-        When that transaction fails, each version is stored in its own, so a row the database refuses
-        fails only its own document (as a DocumentNotStored); the others are stored all the same.
+        The rows are written in transactions of bounded size beside the live ones, then every document switches in
+        one short transaction, each atomically: readers see the old version or the new one, whole. A version the
+        database refuses, or whose document was deleted meanwhile (one of `existing`, which the caller read as
+        stored, is never made again), fails alone as a DocumentNotStored, leaving its document as it was. The
+        replaced version's rows stay, invisible, until rag.ingest.cleanup.settle clears them.
         """
-        if not versions:
-            return []
-        try:
-            async with self._db.session() as session:
-                return list(await _write_versions(session, versions))
-        except SQLAlchemyError as exc:
-            log.warning("documents=batch_write_failed versions=%d reason=%s", len(versions), _first_line(exc))
-        outcomes: list[tuple[DocumentRecord, list[str]] | DocumentNotStored] = []
-        for version, document_id in versions:
-            try:
-                outcomes.append(await self.store_version(version, document_id))
-            except SQLAlchemyError as exc:
-                outcomes.append(DocumentNotStored(version.source_uri, _first_line(exc)))
+        staged = await self.writer.stage(versions, existing)
+        ready = [item for item in staged if not isinstance(item, DocumentNotStored)]
+        switched = iter(await self.writer.switch(ready))
+        outcomes: list[DocumentRecord | DocumentNotStored] = []
+        refused: list[tuple[str, str]] = []
+        for item in staged:
+            if isinstance(item, DocumentNotStored):
+                outcomes.append(item)
+                continue
+            done = next(switched)
+            if isinstance(done, DocumentNotStored):
+                refused.append((item.document_id, item.key))
+                outcomes.append(done)
+            else:
+                outcomes.append(_record(done))
+        for outcome in outcomes:
+            if isinstance(outcome, DocumentNotStored):
+                log.warning("documents=not_stored source=%s reason=%s", outcome.source_uri, outcome.reason)
+        await self.writer.discard(refused)
         return outcomes
 
     async def forget_pending(self, document_id: str, chunk_ids: Sequence[str]) -> None:
@@ -189,24 +209,100 @@ class DocumentRepo:
             session.add(row)
         return row.id
 
+    async def claim_index_write(
+        self, chunk_ids: Sequence[str], document_ids: Sequence[str], *, owner: str, expires_at: datetime, now: datetime
+    ) -> str | None:
+        """Note chunks about to be written to the index, and claim their documents: None, with nothing noted, while
+        another owner that may still be running holds an unexpired note on any of them.
+
+        While the note lasts, only its owner (and a delete) writes or removes these documents' index objects, so no
+        writer's clean-up can remove what another writer of the same document just stored.
+        """
+        row = IndexWrite(
+            owner=owner, chunk_ids=list(chunk_ids), document_ids=sorted(set(document_ids)), expires_at=expires_at
+        )
+        async with self._db.session() as session:
+            await self._one_at_a_time(session)
+            if await self._claimed(session, set(document_ids), now, but=""):
+                return None
+            session.add(row)
+        return row.id
+
+    async def take_over_index_write(
+        self, write_id: str, *, owner: str, expires_at: datetime, now: datetime
+    ) -> IndexWriteRecord | None:
+        """Make a note whose owner is gone or whose time is up `owner`'s, so no writer claims its documents while
+        `owner` repairs it; None when it is gone, still live, or another live note claims one of its documents."""
+        async with self._db.session() as session:
+            await self._one_at_a_time(session)
+            row = await session.get(IndexWrite, write_id)
+            if row is None or _live(row.owner, row.expires_at, now):
+                return None
+            if await self._claimed(session, set(row.document_ids), now, but=write_id):
+                return None
+            row.owner = owner
+            row.expires_at = expires_at
+            session.add(row)
+            return _note(row)
+
+    async def begin_delete(self, document_id: str, *, owner: str, expires_at: datetime) -> tuple[DocumentRecord, str]:
+        """Hide the document and its rows at once, mark it as being deleted and note the delete (which claims the
+        document for its owner); returns the document as it was and the note's id. Raises NotFound.
+
+        A writer already holding the document finds it deleted at its switch and removes what it wrote.
+        """
+        found = await self.writer.mark_deleting(document_id)
+        if found is None:
+            raise NotFound("document", document_id)
+        row = IndexWrite(owner=owner, chunk_ids=[], document_ids=[document_id], expires_at=expires_at)
+        async with self._db.session() as session:
+            session.add(row)
+        return _record(found), row.id
+
+    async def _one_at_a_time(self, session: AsyncSession) -> None:
+        """Serialize the transactions that read notes to write one: without it two could both see no claim."""
+        if self._db.config.is_sqlite:
+            # SQLite takes its one write lock at a transaction's first write; a write that changes nothing will do.
+            await session.exec(delete(IndexWrite).where(false()))
+        else:
+            await session.exec(sql_text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=_NOTES_LOCK))  # type: ignore[call-overload]
+
+    async def _claimed(self, session: AsyncSession, document_ids: set[str], now: datetime, *, but: str) -> bool:
+        if not document_ids:
+            return False
+        statement = select(IndexWrite.id, IndexWrite.owner, IndexWrite.expires_at, IndexWrite.document_ids)
+        for note_id, owner, expires_at, claimed in (await session.exec(statement)).all():
+            if note_id != but and _live(owner, expires_at, now) and document_ids & set(claimed):
+                return True
+        return False
+
     async def end_index_write(self, write_id: str) -> None:
         """Drop the note: the chunks it names are committed, or were removed from the index again."""
         async with self._db.session() as session:
             await session.exec(delete(IndexWrite).where(col(IndexWrite.id) == write_id))
 
+    async def expire_index_write(self, write_id: str, now: datetime) -> None:
+        """End the note's hold on its documents but keep it for the repair: its clean-up did not finish."""
+        async with self._db.session() as session:
+            row = await session.get(IndexWrite, write_id)
+            if row is not None:
+                row.expires_at = now
+                session.add(row)
+
     async def unfinished_index_writes(self) -> list[IndexWriteRecord]:
         """Every index write whose end was not recorded (in flight, or left by a crash)."""
         async with self._db.session() as session:
             rows = (await session.exec(select(IndexWrite))).all()
-        return [IndexWriteRecord(row.id, row.owner, tuple(row.chunk_ids), row.expires_at) for row in rows]
+        return [_note(row) for row in rows]
 
     async def committed_chunk_ids(self, chunk_ids: Sequence[str]) -> set[str]:
-        """Those of `chunk_ids` that a committed document version holds."""
+        """Those of `chunk_ids` that a document's live version holds."""
         found: set[str] = set()
         async with self._db.session() as session:
             for first in range(0, len(chunk_ids), _IN_BATCH):
                 batch = list(chunk_ids[first : first + _IN_BATCH])
-                found.update((await session.exec(select(Chunk.id).where(col(Chunk.id).in_(batch)))).all())
+                statement = select(Chunk.id).join(Document, live_chunk()).where(col(Chunk.id).in_(batch))
+                found.update((await session.exec(statement)).all())
         return found
 
     async def titles(self, document_ids: Sequence[str]) -> dict[str, str]:
@@ -235,11 +331,7 @@ class DocumentRepo:
         async with self._db.session() as session:
             for start in range(0, len(unique), _IN_BATCH):
                 batch = unique[start : start + _IN_BATCH]
-                statement = (
-                    select(Chunk, Document.title)
-                    .join(Document, col(Chunk.document_id) == col(Document.id))
-                    .where(col(Chunk.id).in_(batch))
-                )
+                statement = select(Chunk, Document.title).join(Document, live_chunk()).where(col(Chunk.id).in_(batch))
                 rows = (await session.exec(statement)).all()
                 found.extend((chunk_record(chunk), title) for chunk, title in rows)
         return found
@@ -248,7 +340,12 @@ class DocumentRepo:
         """Every chunk of a document, in position order."""
         async with self._db.session() as session:
             rows = (
-                await session.exec(select(Chunk).where(Chunk.document_id == document_id).order_by(col(Chunk.position)))
+                await session.exec(
+                    select(Chunk)
+                    .join(Document, live_chunk())
+                    .where(Chunk.document_id == document_id)
+                    .order_by(col(Chunk.position))
+                )
             ).all()
         return [chunk_record(row) for row in rows]
 
@@ -257,7 +354,10 @@ class DocumentRepo:
         async with self._db.session() as session:
             rows = (
                 await session.exec(
-                    select(Segment).where(Segment.document_id == document_id).order_by(col(Segment.position))
+                    select(Segment)
+                    .join(Document, live_segment())
+                    .where(Segment.document_id == document_id)
+                    .order_by(col(Segment.position))
                 )
             ).all()
         return [segment_record(row) for row in rows]
@@ -269,7 +369,8 @@ class DocumentRepo:
         async with self._db.session() as session:
             for start in range(0, len(unique), _IN_BATCH):
                 batch = unique[start : start + _IN_BATCH]
-                rows = (await session.exec(select(Segment).where(col(Segment.id).in_(batch)))).all()
+                statement = select(Segment).join(Document, live_segment()).where(col(Segment.id).in_(batch))
+                rows = (await session.exec(statement)).all()
                 found.extend(segment_record(row) for row in rows)
         return found
 
@@ -288,7 +389,7 @@ class DocumentRepo:
                     )
                     for span in unique[first : first + _SPAN_BATCH]
                 ]
-                rows = (await session.exec(select(Chunk).where(or_(*overlaps)))).all()
+                rows = (await session.exec(select(Chunk).join(Document, live_chunk()).where(or_(*overlaps)))).all()
                 found.update((row.id, chunk_record(row)) for row in rows)
         return sorted(found.values(), key=lambda chunk: (chunk.document_id, chunk.position))
 
@@ -329,89 +430,11 @@ class DocumentRepo:
             raise NotFound("document", document_id)
         return row.text
 
-    async def delete(self, document_id: str) -> None:
-        """Remove the document and its segments and chunks."""
-        async with self._db.session() as session:
-            if await session.get(Document, document_id) is None:
-                raise NotFound("document", document_id)
-            await session.exec(delete(Chunk).where(col(Chunk.document_id) == document_id))
-            await session.exec(delete(Segment).where(col(Segment.document_id) == document_id))
-            await session.exec(delete(Document).where(col(Document.id) == document_id))
+
+def _live(owner: str, expires_at: datetime, now: datetime) -> bool:
+    """Whether a note's owner may still be at work: its time is not up and its process may be running."""
+    return expires_at > now and may_be_running(owner)
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-async def _write_versions(
-    session: AsyncSession, versions: Sequence[tuple[DocumentVersion, str]]
-) -> list[tuple[DocumentRecord, list[str]]]:
-    """Write each version over its document's previous one inside `session` (three flushes, however many)."""
-    rows: dict[tuple[str, str], Document] = {}
-    for kb_id in {version.kb_id for version, _ in versions}:
-        uris = [version.source_uri for version, _ in versions if version.kb_id == kb_id]
-        for first in range(0, len(uris), _IN_BATCH):
-            statement = select(Document).where(
-                Document.kb_id == kb_id, col(Document.source_uri).in_(uris[first : first + _IN_BATCH])
-            )
-            rows.update(((row.kb_id, row.source_uri), row) for row in (await session.exec(statement)).all())
-    stored: list[tuple[Document, list[str]]] = []
-    for version, document_id in versions:
-        row = rows.get((version.kb_id, version.source_uri))
-        old_ids: list[str] = []
-        if row is None:
-            row = Document(id=document_id, kb_id=version.kb_id, source_uri=version.source_uri)
-        else:
-            old_ids = list((await session.exec(select(Chunk.id).where(Chunk.document_id == row.id))).all())
-            await session.exec(delete(Chunk).where(col(Chunk.document_id) == row.id))
-            await session.exec(delete(Segment).where(col(Segment.document_id) == row.id))
-        pending = sorted(set(row.meta.get(PENDING_DELETE, [])) | set(old_ids))
-        row.title = version.title
-        row.mime_type = version.mime_type
-        row.content_hash = version.content_hash
-        row.rule_hash = version.rule_hash
-        row.text = version.text
-        row.status = "indexed"
-        row.segment_count = len(version.segments)
-        row.chunk_count = len(version.chunks)
-        row.char_count = len(version.text)
-        row.meta = {**version.meta, PENDING_DELETE: pending}
-        row.updated_at = utcnow()
-        session.add(row)
-        stored.append((row, pending))
-    # Parents before children: segments reference documents, chunks reference segments.
-    await session.flush()
-    session.add_all(
-        Segment(
-            id=segment.segment_id,
-            document_id=row.id,
-            kb_id=version.kb_id,
-            position=segment.position,
-            text=segment.text,
-            start_offset=segment.start,
-            end_offset=segment.end,
-            child_ids=list(segment.child_ids),
-            meta=dict(segment.metadata),
-        )
-        for (version, _), (row, _) in zip(versions, stored, strict=True)
-        for segment in version.segments
-    )
-    await session.flush()
-    session.add_all(
-        Chunk(
-            id=chunk.chunk_id,
-            segment_id=chunk.segment_id,
-            document_id=row.id,
-            kb_id=version.kb_id,
-            position=chunk.position,
-            text=chunk.text,
-            start_offset=chunk.start,
-            end_offset=chunk.end,
-            content_hash="",
-            meta={**chunk.metadata, "chunk_type": chunk.chunk_type},
-        )
-        for (version, _), (row, _) in zip(versions, stored, strict=True)
-        for chunk in version.chunks
-    )
-    await session.flush()
-    return [(_record(row), pending) for row, pending in stored]
+def _note(row: IndexWrite) -> IndexWriteRecord:
+    return IndexWriteRecord(row.id, row.owner, tuple(row.chunk_ids), row.expires_at, tuple(row.document_ids))

@@ -8,6 +8,7 @@ from sqlmodel import col, select
 from storage.db import Database
 from storage.models import Chunk, Document
 from storage.records import ChunkRecord
+from storage.repos.document_writes import live_chunk
 from storage.repos.documents import chunk_record
 
 
@@ -18,9 +19,10 @@ class IndexSourceRepo:
         self._db = db
 
     async def chunk_count(self, kb_id: str) -> int:
-        """How many chunks the knowledge base holds."""
+        """How many chunks the knowledge base's live document versions hold."""
         async with self._db.session() as session:
-            count = (await session.exec(select(func.count()).select_from(Chunk).where(Chunk.kb_id == kb_id))).one()
+            statement = select(func.count()).select_from(Chunk).join(Document, live_chunk()).where(Chunk.kb_id == kb_id)
+            count = (await session.exec(statement)).one()
         return int(count)
 
     async def chunk_page(self, kb_id: str, after: str, limit: int) -> list[ChunkRecord]:
@@ -29,7 +31,7 @@ class IndexSourceRepo:
         async with self._db.session() as session:
             statement = (
                 select(Chunk, Document.title)
-                .join(Document, col(Chunk.document_id) == col(Document.id))
+                .join(Document, live_chunk())
                 .where(Chunk.kb_id == kb_id, col(Chunk.id) > after)
                 .order_by(col(Chunk.id))
                 .limit(limit)

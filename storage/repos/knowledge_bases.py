@@ -24,6 +24,7 @@ from storage.models import (
 )
 from storage.records import KnowledgeBaseRecord
 from storage.repos.config_epoch import bump_epoch
+from storage.repos.document_writes import live_chunk, live_segment
 
 
 def _record(row: KnowledgeBase) -> KnowledgeBaseRecord:
@@ -174,15 +175,14 @@ class KnowledgeBaseRepo:
         """Counts of what the knowledge base holds."""
         counts: dict[str, int] = {}
         async with self._db.session() as session:
-            for name, column in (
-                ("documents", Document.kb_id),
-                ("chunks", Chunk.kb_id),
-                ("segments", Segment.kb_id),
-                ("faqs", Faq.kb_id),
-            ):
+            for name, column in (("documents", Document.kb_id), ("faqs", Faq.kb_id)):
                 statement = select(func.count()).where(col(column) == kb_id)
                 counts[name] = int((await session.exec(statement)).one())
-        return counts
+            # Only live versions' rows: one being written, or replaced and not yet removed, is not held yet or still.
+            for name, model, live in (("chunks", Chunk, live_chunk()), ("segments", Segment, live_segment())):
+                statement = select(func.count()).select_from(model).join(Document, live).where(model.kb_id == kb_id)
+                counts[name] = int((await session.exec(statement)).one())
+        return {name: counts[name] for name in ("documents", "chunks", "segments", "faqs")}
 
     async def delete(self, kb_id: str) -> None:
         """Remove the knowledge base and every row it owns, in one transaction."""

@@ -15,6 +15,7 @@ from sqlmodel import col
 from storage.db import Database
 from storage.models import Chunk, Document, Segment
 from storage.records import ChunkRecord, MergeReads, SegmentRecord, TextSpan
+from storage.repos.document_writes import live_chunk, live_segment
 from storage.repos.documents import chunk_record, segment_record
 
 # Spans per statement: each adds an OR term and a UNION arm, and SQLite caps expression depth at 1000.
@@ -30,20 +31,24 @@ def _text(value: Any) -> Any:
 
 
 def _segments_arm() -> Select[Any]:
-    return sql_select(
-        literal("segment", String).label("kind"),
-        literal(-1, Integer).label("slot"),
-        col(Segment.id),
-        col(Segment.document_id),
-        col(Segment.kb_id),
-        _text(null()).label("segment_id"),
-        col(Segment.position),
-        col(Segment.start_offset),
-        col(Segment.end_offset),
-        col(Segment.text),
-        _text(col(Segment.child_ids)).label("child_ids"),
-        _text(col(Segment.meta)).label("meta"),
-    ).where(col(Segment.id).in_(bindparam("segment_ids", expanding=True)))
+    return (
+        sql_select(
+            literal("segment", String).label("kind"),
+            literal(-1, Integer).label("slot"),
+            col(Segment.id),
+            col(Segment.document_id),
+            col(Segment.kb_id),
+            _text(null()).label("segment_id"),
+            col(Segment.position),
+            col(Segment.start_offset),
+            col(Segment.end_offset),
+            col(Segment.text),
+            _text(col(Segment.child_ids)).label("child_ids"),
+            _text(col(Segment.meta)).label("meta"),
+        )
+        .join(Document, live_segment())
+        .where(col(Segment.id).in_(bindparam("segment_ids", expanding=True)))
+    )
 
 
 def _chunks_arm(count: int) -> Select[Any]:
@@ -55,20 +60,24 @@ def _chunks_arm(count: int) -> Select[Any]:
         )
         for n in range(count)
     ]
-    return sql_select(
-        literal("chunk", String).label("kind"),
-        literal(-1, Integer).label("slot"),
-        col(Chunk.id),
-        col(Chunk.document_id),
-        col(Chunk.kb_id),
-        _text(col(Chunk.segment_id)).label("segment_id"),
-        col(Chunk.position),
-        col(Chunk.start_offset),
-        col(Chunk.end_offset),
-        col(Chunk.text),
-        _text(null()).label("child_ids"),
-        _text(col(Chunk.meta)).label("meta"),
-    ).where(or_(*overlaps))
+    return (
+        sql_select(
+            literal("chunk", String).label("kind"),
+            literal(-1, Integer).label("slot"),
+            col(Chunk.id),
+            col(Chunk.document_id),
+            col(Chunk.kb_id),
+            _text(col(Chunk.segment_id)).label("segment_id"),
+            col(Chunk.position),
+            col(Chunk.start_offset),
+            col(Chunk.end_offset),
+            col(Chunk.text),
+            _text(null()).label("child_ids"),
+            _text(col(Chunk.meta)).label("meta"),
+        )
+        .join(Document, live_chunk())
+        .where(or_(*overlaps))
+    )
 
 
 def _slice_arm(slot: int) -> Select[Any]:

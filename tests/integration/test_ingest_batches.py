@@ -98,15 +98,15 @@ class CountingDocuments(DocumentRepo):
         super().__init__(db)
         self.transactions: list[int] = []
 
-    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]]) -> Any:
+    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]], **kwargs: Any) -> Any:
         self.transactions.append(len(versions))
-        return await super().store_versions(versions)
+        return await super().store_versions(versions, **kwargs)
 
 
 class CrashingDocuments(DocumentRepo):
     """The real repository whose version write dies, as a crash between the upsert and the commit would."""
 
-    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]]) -> Any:
+    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]], **kwargs: Any) -> Any:
         raise ConnectionError("database went away")
 
 
@@ -114,10 +114,10 @@ class RefusingDocuments(DocumentRepo):
     """The real repository, except that the database refuses the rows of sources named refused*."""
 
     async def store_versions(
-        self, versions: Sequence[tuple[DocumentVersion, str]]
-    ) -> list[tuple[DocumentRecord, list[str]] | DocumentNotStored]:
+        self, versions: Sequence[tuple[DocumentVersion, str]], **kwargs: Any
+    ) -> list[DocumentRecord | DocumentNotStored]:
         accepted = [item for item in versions if "refused" not in item[0].source_uri]
-        stored = iter(await super().store_versions(accepted))
+        stored = iter(await super().store_versions(accepted, **kwargs))
         return [
             DocumentNotStored(version.source_uri, "value too long") if "refused" in version.source_uri else next(stored)
             for version, _ in versions
@@ -322,7 +322,7 @@ async def test_a_row_the_database_refuses_fails_its_own_version_and_the_rest_of_
     assert isinstance(outcomes[0], DocumentNotStored)
     assert outcomes[0].source_uri == "upload:clash.txt"
     assert not isinstance(outcomes[1], DocumentNotStored)
-    assert outcomes[1][0].id == "doc-fine"
+    assert outcomes[1].id == "doc-fine"
     assert sorted(document.source_uri for document in await repo.in_kb(kb.id)) == [
         "upload:fine.txt",
         "upload:first.txt",

@@ -223,7 +223,8 @@ async def test_a_changed_document_replaces_its_old_chunks(
     assert not second.unchanged
     assert await store.count(Collection.CHUNKS, [kb.id]) == len(new_chunks)
     assert {chunk.chunk_id for chunk in new_chunks}.isdisjoint(old_ids)
-    assert (await DocumentRepo(db).get(second.document_id)).meta["pending_index_delete"] == []
+    assert "pending_index_delete" not in (await DocumentRepo(db).get(second.document_id)).meta
+    assert await DocumentRepo(db).writer.unsettled() == []
 
 
 @pytest.mark.parametrize("failure", ["index", "sql"])

@@ -30,7 +30,7 @@ KILLED = 137
 
 
 class DiesBeforeCommit(DocumentRepo):
-    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]]) -> Any:
+    async def store_versions(self, versions: Sequence[tuple[DocumentVersion, str]], **kwargs: Any) -> Any:
         os._exit(KILLED)
 
 

@@ -2,7 +2,7 @@
 moves, so each process knows from one read when its cached view of them is stale
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0010
 Create Date: 2026-11-26
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0012'
-down_revision = '0009'
+down_revision = '0010'
 branch_labels = None
 depends_on = None
 
