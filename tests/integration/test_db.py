@@ -38,6 +38,7 @@ EXPECTED_TABLES = {
     "slack_installation",
     "slack_oauth_state",
     "command_event",
+    "config_epoch",
     "alembic_version",
 }
 
