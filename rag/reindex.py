@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from collections.abc import Collection as Container
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 # Chunks read, cut and embedded per step: one SQL page, one cache lookup, one index insert.
 PAGE = 500
+
+
+async def _no_fence() -> None:
+    return None
 
 
 class Rebuild(Protocol):
@@ -116,13 +120,19 @@ class Reindexer:
         self._lexical = lexical
 
     async def reindex(
-        self, kb: KnowledgeBaseRecord, every_kb: Sequence[KnowledgeBaseRecord], progress: Progress = no_progress
+        self,
+        kb: KnowledgeBaseRecord,
+        every_kb: Sequence[KnowledgeBaseRecord],
+        progress: Progress = no_progress,
+        *,
+        before_switch: Callable[[], Awaitable[None]] = _no_fence,
     ) -> ReindexResult:
         """Rebuild `kb` from SQL, copying other knowledge bases' objects as they are; when the index predates this
         version (it lacks properties, or an older analyzer cut its BM25 text) or holds another embedding model's
         vectors, every one of `every_kb` is rebuilt from SQL instead, since copies would be outdated too. BM25 text
         is always cut afresh by this analyzer. On any failure or interruption the new generation is dropped and the
-        old one keeps answering.
+        old one keeps answering. `before_switch` is awaited once the new generation is full: raising there (the
+        caller lost its hold on the index, so writes went to the live generation meanwhile) drops it instead.
         """
         index = self._index
         outdated = bool(index.missing_properties() or index.stale_terms() or index.foreign_vectors())
@@ -151,6 +161,7 @@ class Reindexer:
                 await faq_rebuild.insert_faq_questions(batch, await self._embedder.embed([v.text for v in batch]))
                 done += len(batch)
                 await progress("index", done, total)
+            await before_switch()
             for rebuild in rebuilds:
                 await rebuild.switch()
         except BaseException:

@@ -7,6 +7,7 @@ from typing import TextIO
 
 from bot.app.services import Services
 from bot.errors import UserFacingError
+from bot.knowledge.index_lock import HeldIndex
 from bot.words import messages
 from rag.reindex import Reindexer, ReindexResult
 from storage.records import KnowledgeBaseRecord
@@ -53,14 +54,15 @@ async def run_reindex(services: Services, kb_name: str, out: TextIO = sys.stderr
     Interrupted, it leaves the old index answering as before (and the next run drops what this one built).
     """
     kb = await services.knowledge.find(kb_name)
-    async with services.index_lock.hold():
-        result = await _rebuild(services, kb, out)
+    async with services.index_lock.hold() as held:
+        result = await _rebuild(services, kb, out, held)
     out.write(messages.reindexed(result.rebuilt, result.chunks, result.faq_questions) + "\n")
     return 0
 
 
-async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO) -> ReindexResult:
-    """The rebuild proper, run while this process holds the reindex lease (no job starts meanwhile)."""
+async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO, held: HeldIndex) -> ReindexResult:
+    """The rebuild proper, run while this process holds the reindex lease (no job starts meanwhile); it switches
+    generations only once the lease is confirmed still held."""
     busy = await services.job_repo.count(statuses=UNFINISHED)
     if busy:
         # What they write would land in the old generation only, and be gone after the switch. Counted once the
@@ -69,14 +71,14 @@ async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO) -> 
     missing, stale = services.store.missing_properties(), services.store.stale_terms()
     if missing or stale:
         out.write(messages.index_rebuild_all(missing, stale) + "\n")
-    for held in sorted(set(services.store.foreign_vectors().values())):
-        out.write(messages.reembedding_all(held, services.vector_model) + "\n")
+    for model in sorted(set(services.store.foreign_vectors().values())):
+        out.write(messages.reembedding_all(model, services.vector_model) + "\n")
     reindexer = Reindexer(
         services.store, IndexSourceRepo(services.db), services.faqs, services.embedder, services.lexical
     )
     bar = _ProgressBar(out, kb.name)
     try:
-        result = await reindexer.reindex(kb, await services.knowledge.all(), bar)
+        result = await reindexer.reindex(kb, await services.knowledge.all(), bar, before_switch=held.confirm)
     finally:
         bar.end()
     return result

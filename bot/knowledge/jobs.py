@@ -9,8 +9,8 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+import time
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 from bot.errors import UserFacingError
@@ -30,9 +30,13 @@ BatchWork = Callable[
 ]
 """Runs several jobs at once, given each job's progress reporter; one result or error per job, in order."""
 Listener = Callable[[JobRecord], Awaitable[None]]
-Clock = Callable[[], datetime]
+Clock = Callable[[], float]
+"""A monotonic clock in seconds: the runner's own reckoning of when a lease must have lapsed."""
+Wait = Callable[[float], Awaitable[None]]
 MAX_ATTEMPTS = 3
 FINISHED = ("succeeded", "failed")
+# The first retry after the database failed a worker or the heartbeat, doubled on each failure up to renew_every.
+_FIRST_RETRY = 1.0
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -68,27 +72,35 @@ def failure_data(exc: BaseException) -> dict[str, Any]:
     return {"failure": {"reason": "internal"}}
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def runner_id() -> str:
     """A name for this runner that says where it runs: host, process id and a random tag."""
     return f"{socket.gethostname()[:80]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class _LeaseLost(Exception):
-    """Another runner took over the job (this one stalled past its lease): stop working on it."""
+    """This runner no longer holds the job (its lease lapsed, or another runner took it over): stop working on it."""
+
+
+class _NotStarted(Exception):
+    """The database failed while starting jobs: those not started stay held here and are queued again later."""
 
 
 class JobRunner:
     """Runs jobs with bounded concurrency, holding each through a lease it renews while alive.
 
     A job this runner submits is held by it from the start. Every `renew_every` seconds a heartbeat
-    renews the leases, stops work whose lease another runner took, settles jobs waited on but run
-    elsewhere and, when started with `adopt=True` (the service), claims queued jobs nobody holds and
-    running jobs whose runner died (its lease expired), as far as free workers allow. Given a `batch` work,
-    a worker takes every job queued by then (up to `batch_size`) and runs them together.
+    renews the leases of the jobs it holds, stops work whose lease another runner took or that must have
+    lapsed, settles jobs waited on but run elsewhere and, when started with `adopt=True` (the service),
+    claims queued jobs nobody holds and running jobs whose runner died (its lease expired), as far as free
+    workers allow. Given a `batch` work, a worker takes every job queued by then (up to `batch_size`) and
+    runs them together.
+
+    Leases are set and compared by the database's clock. This runner's own monotonic `clock` only tells it
+    when a lease it could not renew must have lapsed (a whole lease after the last renewal it sent): its work
+    on that job stops then, and the job's progress and outcome are written only while the lease is live in
+    SQL, so a stalled runner and the one that took over never both finish a job. A database error never ends
+    a worker or the heartbeat: each logs it, waits (`wait`, doubling from one second up to `renew_every`)
+    and tries again, as long as the lease allows.
     """
 
     def __init__(
@@ -99,7 +111,8 @@ class JobRunner:
         concurrency: int = 2,
         lease: float = 30.0,
         renew_every: float = 10.0,
-        clock: Clock = _utcnow,
+        clock: Clock = time.monotonic,
+        wait: Wait = asyncio.sleep,
         owner: str | None = None,
         batch: BatchWork | None = None,
         batch_size: int = 64,
@@ -114,9 +127,10 @@ class JobRunner:
         # Awaited before jobs start: the service waits out a reindex here, which would lose what they write.
         self._before_start = before_start
         self._concurrency = concurrency
-        self._lease = timedelta(seconds=lease)
+        self._lease = lease
         self._renew_every = renew_every
         self._clock = clock
+        self._wait = wait
         self.owner = owner or runner_id()
         self._adopt = False
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -124,7 +138,8 @@ class JobRunner:
         self._heartbeat: asyncio.Task[None] | None = None
         self._listeners: list[Listener] = []
         self._finished: dict[str, asyncio.Event] = {}
-        self._held: set[str] = set()
+        # The jobs this runner holds and renews, each with the moment (by `clock`) its lease must have lapsed.
+        self._held: dict[str, float] = {}
         self._running: dict[str, asyncio.Task[dict[str, Any]]] = {}
         self._lost: set[str] = set()
         self._watched: set[str] = set()
@@ -165,10 +180,17 @@ class JobRunner:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._workers, self._heartbeat = [], None
-        released = await self._jobs.release(self.owner)
+        self._held.clear()
+        try:
+            released = await self._jobs.release(self.owner)
+        except Exception:
+            # Part of the job boundary: the database out of reach at shutdown; the leases lapse by themselves.
+            log.exception(
+                "jobs=release_failed owner=%s; other runners take them over once their leases lapse", self.owner
+            )
+            return
         if released:
             log.info("jobs=released owner=%s count=%d", self.owner, released)
-        self._held.clear()
 
     async def submit(
         self,
@@ -192,7 +214,7 @@ class JobRunner:
                 if stored != source:
                     self._given[existing.id] = source
                 return await self._resume(existing)
-        now = self._clock()
+        sent = self._clock()
         job = await self._jobs.create(
             kb_id,
             kind,
@@ -200,11 +222,11 @@ class JobRunner:
             requested_by=requested_by,
             requested_from=requested_from,
             owner=self.owner,
-            lease_until=now + self._lease,
+            lease=self._lease,
         )
         if stored != source:
             self._given[job.id] = source
-        self._enqueue(job.id)
+        self._enqueue(job.id, sent)
         await self._notify(job)
         return job
 
@@ -220,15 +242,13 @@ class JobRunner:
         return await self._jobs.get(job_id)
 
     async def heartbeat(self) -> None:
-        """One round: renew leases, drop work another runner took, settle watched jobs, claim waiting ones."""
+        """One round: renew leases, drop work another runner took or whose lease must have lapsed, settle watched
+        jobs, claim waiting ones. Raises what the database raises (after dropping what it must)."""
         async with self._round:
-            now = self._clock()
-            if self._held:
-                # Only jobs held before the renewal can be missing from it: one submitted meanwhile is not lost.
-                before = set(self._held)
-                held = await self._jobs.renew(self.owner, until=now + self._lease)
-                for job_id in (before - held) & self._held:
-                    self._lose(job_id)
+            try:
+                await self._renew()
+            finally:
+                self._drop_lapsed()
             for job_id in list(self._watched):
                 await self._settle(job_id)
             if self._adopt:
@@ -240,8 +260,8 @@ class JobRunner:
         if free <= 0:
             return 0
         claimed = 0
-        for job in await self._jobs.claimable(self._clock(), limit=free):
-            claimed += await self._take(job) is not None
+        for job in await self._jobs.claimable(limit=free):
+            claimed += await self._take(job, lapsed_only=True) is not None
         return claimed
 
     async def run_jobs(self, job_ids: Sequence[str]) -> list[JobRecord]:
@@ -250,59 +270,81 @@ class JobRunner:
         With a batch work, the jobs run together (one folder's small files share the embedding call, the
         upsert and the transaction), each still succeeding or failing on its own; should the batch as a
         whole break, each job runs again alone. Returns each job as it stands; one another runner holds
-        is only watched from here.
+        is only watched from here. Raises _NotStarted, after running the others, when the database failed to
+        start some: those stay held, for the worker to queue again.
         """
         if self._before_start is not None:
             await self._before_start()
-        started: list[JobRecord] = []
-        for job_id in dict.fromkeys(job_ids):
-            now = self._clock()
-            try:
-                job = await self._jobs.start(job_id, self.owner, now=now, until=now + self._lease)
-            except NotFound:
-                log.info("job=deleted id=%s", job_id)
-                continue
-            if job is None:
-                if job_id not in self._running:
-                    self._held.discard(job_id)
-                continue
-            self._held.add(job_id)
-            await self._notify(job)
-            started.append(job)
-
-        outcomes: dict[str, dict[str, Any] | BaseException] = {}
-        if started:
-            # Its own task, so that losing the lease can stop this work without stopping the worker.
-            task = asyncio.create_task(self._perform(started), name=f"ingest-job-{started[0].id}")
-            for job in started:
-                self._running[job.id] = task
-            try:
-                outcomes = await task
-            except asyncio.CancelledError:
-                if not any(job.id in self._lost for job in started) or self._cancelling():
-                    raise
-            finally:
-                for job in started:
-                    self._running.pop(job.id, None)
-                    self._lost.discard(job.id)
-                    self._held.discard(job.id)
-
+        started, unstarted = await self._start_all(job_ids)
+        outcomes = await self._perform_held(started)
         results: list[JobRecord] = []
         ran = {job.id: job for job in started}
         for job_id in dict.fromkeys(job_ids):
+            if job_id in unstarted:
+                continue
             try:
                 finished = await self._record(ran[job_id], outcomes.get(job_id)) if job_id in ran else None
                 if finished is None:
-                    if job_id in ran:
-                        log.warning("job=taken_over id=%s owner=%s", job_id, self.owner)
                     results.append(await self._follow(job_id))
                     continue
             except NotFound:
                 log.info("job=deleted id=%s", job_id)
+                self._held.pop(job_id, None)
                 continue
             await self._finish(finished)
             results.append(finished)
+        if unstarted:
+            raise _NotStarted(unstarted)
         return results
+
+    async def _start_all(self, job_ids: Sequence[str]) -> tuple[list[JobRecord], list[str]]:
+        """Mark the jobs running for this runner: those started, and those the database failed to start."""
+        started: list[JobRecord] = []
+        unstarted: list[str] = []
+        for job_id in dict.fromkeys(job_ids):
+            if unstarted:
+                unstarted.append(job_id)  # the database just failed: the rest waits for the retry too
+                continue
+            sent = self._clock()
+            try:
+                job = await self._jobs.start(job_id, self.owner, lease=self._lease)
+            except NotFound:
+                log.info("job=deleted id=%s", job_id)
+                self._held.pop(job_id, None)
+                continue
+            except Exception:
+                # Part of the job boundary: the database out of reach must not end the worker (nor leave the
+                # job held here and renewed for ever with nobody running it).
+                log.warning("job=start_failed id=%s owner=%s", job_id, self.owner, exc_info=True)
+                unstarted.append(job_id)
+                continue
+            if job is None:
+                if job_id not in self._running:
+                    self._held.pop(job_id, None)
+                continue
+            self._hold(job_id, sent)
+            await self._notify(job)
+            started.append(job)
+        return started, unstarted
+
+    async def _perform_held(self, started: list[JobRecord]) -> dict[str, dict[str, Any] | BaseException]:
+        """The outcome of each started job's work; none for work stopped because its lease was lost."""
+        if not started:
+            return {}
+        # Its own task, so that losing the lease can stop this work without stopping the worker.
+        task = asyncio.create_task(self._perform(started), name=f"ingest-job-{started[0].id}")
+        for job in started:
+            self._running[job.id] = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not any(job.id in self._lost for job in started) or self._cancelling():
+                raise
+            return {}
+        finally:
+            for job in started:
+                self._running.pop(job.id, None)
+                self._lost.discard(job.id)
 
     async def _perform(self, jobs: list[JobRecord]) -> dict[str, dict[str, Any] | BaseException]:
         """Each job's result or error: all at once through the batch work, else one by one."""
@@ -319,6 +361,8 @@ class JobRunner:
         return {job.id: await self._perform_one(job) for job in jobs}
 
     async def _perform_one(self, job: JobRecord) -> dict[str, Any] | BaseException:
+        if job.id not in self._held:
+            return _LeaseLost(job.id)
         try:
             return await self._work(self._as_given(job), self._progress(job))
         except Exception as exc:
@@ -333,6 +377,8 @@ class JobRunner:
         """Where `job`'s work reports its stage: the job row, then the listeners; raises once the lease is lost."""
 
         async def progress(stage: str, done: int, total: int) -> None:
+            if not self._holds(job.id):
+                raise _LeaseLost(job.id)
             current = await self._jobs.progress(job.id, self.owner, stage, done, total)
             if current is None:
                 raise _LeaseLost(job.id)
@@ -341,14 +387,39 @@ class JobRunner:
         return progress
 
     async def _record(self, job: JobRecord, outcome: dict[str, Any] | BaseException | None) -> JobRecord | None:
-        """Store how the job ended; None when it did not end here (its lease was lost, or it was taken over)."""
+        """Store how the job ended, retrying while its lease lasts; None when it did not end here (its lease was lost
+        or lapsed, or it was taken over): the job is then watched instead, and run again by whoever takes it."""
         if outcome is None or isinstance(outcome, _LeaseLost):
+            self._lose(job.id)
             return None
         if isinstance(outcome, BaseException):
             if not isinstance(outcome, RagError | UserFacingError):
                 log.error("job=failed id=%s kind=%s", job.id, job.kind, exc_info=outcome)
             else:
                 log.warning("job=failed id=%s kind=%s reason=%s", job.id, job.kind, failure_reason(outcome))
+        failures = 0
+        while self._holds(job.id):
+            try:
+                recorded = await self._store_outcome(job, outcome)
+            except NotFound:
+                raise
+            except Exception:
+                # Part of the job boundary: the work is done; losing its outcome to a database blip would run it again.
+                failures += 1
+                log.warning("job=record_failed id=%s attempt=%d", job.id, failures, exc_info=True)
+                await self._wait(self._backoff(failures))
+                continue
+            if recorded is None:
+                log.warning("job=taken_over id=%s owner=%s", job.id, self.owner)
+                break
+            self._held.pop(job.id, None)
+            return recorded
+        log.warning("job=outcome_not_recorded id=%s owner=%s: no longer held here", job.id, self.owner)
+        self._lose(job.id)
+        return None
+
+    async def _store_outcome(self, job: JobRecord, outcome: dict[str, Any] | BaseException) -> JobRecord | None:
+        if isinstance(outcome, BaseException):
             return await self._jobs.fail(job.id, self.owner, failure_reason(outcome), failure_data(outcome))
         return await self._jobs.succeed(job.id, self.owner, outcome)
 
@@ -361,28 +432,30 @@ class JobRunner:
             return await self._follow(job.id)
         return taken
 
-    async def _take(self, job: JobRecord) -> JobRecord | None:
-        """Hold `job` (queued nobody holds, or orphaned) and queue it here; fail it if it keeps killing runners."""
+    async def _take(self, job: JobRecord, *, lapsed_only: bool = False) -> JobRecord | None:
+        """Hold `job` (queued nobody holds, or orphaned) and queue it here; fail it if it keeps killing runners.
+
+        With `lapsed_only`, a job whose lease this runner itself still has in SQL (but let go of) is not taken.
+        """
         if job.id in self._held:
             return None
-        now = self._clock()
         if job.status == "running" and job.attempts >= MAX_ATTEMPTS:
             failed = await self._jobs.abandon(
                 job.id,
                 f"interrupted {job.attempts} times (the process stopped while running it); giving up",
-                now=now,
                 result={"failure": {"reason": "interrupted", "details": {"attempts": job.attempts}}},
             )
             if failed is not None:
                 log.warning("job=abandoned id=%s attempts=%d", job.id, job.attempts)
                 await self._finish(failed)
             return failed
-        taken = await self._jobs.reserve(job.id, self.owner, now=now, until=now + self._lease)
+        sent = self._clock()
+        taken = await self._jobs.reserve(job.id, self.owner, lease=self._lease, lapsed_only=lapsed_only)
         if taken is None:
             return None
         if job.status == "running":
             log.warning("job=taken_over id=%s from=%s attempts=%d", job.id, job.lease_owner or "-", job.attempts)
-        self._enqueue(job.id)
+        self._enqueue(job.id, sent)
         await self._notify(taken)
         return taken
 
@@ -394,7 +467,7 @@ class JobRunner:
         return await self._jobs.get(job_id)
 
     async def _settle(self, job_id: str) -> None:
-        """A job waited on but not run here: finish the wait when it ended, take it when its runner died."""
+        """A job waited on but not run here: finish the wait when it ended, take it once its lease lapsed."""
         try:
             job = await self._jobs.get(job_id)
         except NotFound:
@@ -406,47 +479,103 @@ class JobRunner:
             self._watched.discard(job_id)
             await self._finish(job)
             return
-        lapsed = not job.lease_owner or job.lease_expires_at is None or job.lease_expires_at < self._clock()
-        if lapsed and await self._take(job) is not None:
+        if job_id in self._held or await self._take(job, lapsed_only=True) is not None:
             self._watched.discard(job_id)
 
+    async def _renew(self) -> None:
+        """Extend the leases of the jobs held here (no other: a job let go of lapses, for any runner to take)."""
+        if not self._held:
+            return
+        # Only jobs held before the renewal can be missing from it: one taken meanwhile is not lost.
+        before = set(self._held)
+        sent = self._clock()
+        async with asyncio.timeout(self._renew_every):
+            renewed = await self._jobs.renew(self.owner, before, lease=self._lease)
+        for job_id in before:
+            if job_id not in self._held:
+                continue
+            if job_id in renewed:
+                self._hold(job_id, sent)
+            else:
+                log.warning("job=lease_lost id=%s owner=%s", job_id, self.owner)
+                self._lose(job_id)
+
+    def _drop_lapsed(self) -> None:
+        """Let go of the jobs whose lease must have lapsed by now (renewals failed for a whole lease)."""
+        now = self._clock()
+        for job_id, deadline in list(self._held.items()):
+            if deadline <= now:
+                log.warning("job=lease_lapsed id=%s owner=%s: renewals failed for a whole lease", job_id, self.owner)
+                self._lose(job_id)
+
+    def _holds(self, job_id: str) -> bool:
+        """Whether this runner holds the job and, by its own clock, the lease cannot have lapsed yet."""
+        deadline = self._held.get(job_id)
+        return deadline is not None and self._clock() < deadline
+
+    def _hold(self, job_id: str, sent: float) -> None:
+        """Hold the job, its lease live for a whole term from `sent` (taken before the statement that set it)."""
+        self._held[job_id] = max(self._held.get(job_id, sent), sent + self._lease)
+
     def _lose(self, job_id: str) -> None:
-        """Another runner took `job_id`: stop its work here (if running) and follow it instead."""
-        task = self._running.get(job_id)
-        if task is not None and task.done():
-            return  # the work is over and run_jobs is recording the outcome, or learning that it cannot
-        self._held.discard(job_id)
+        """This runner no longer holds `job_id`: stop its work here (when nothing else shares it) and follow it."""
+        self._held.pop(job_id, None)
         self._watched.add(job_id)
-        # A batch goes on for its other jobs; this one's outcome is then not recorded here (its lease is gone).
-        if task is not None and sum(other is task for other in self._running.values()) == 1:
-            self._lost.add(job_id)
+        task = self._running.get(job_id)
+        if task is None or task.done():
+            return
+        # A batch goes on while it holds another job; this one's outcome is then not recorded here.
+        if not any(self._holds(other) for other, running in self._running.items() if running is task):
+            self._lost.update(other for other, running in self._running.items() if running is task)
             task.cancel()
+
+    def _backoff(self, failures: int) -> float:
+        return float(min(self._renew_every, _FIRST_RETRY * 2 ** min(failures - 1, 16)))
 
     @staticmethod
     def _cancelling() -> bool:
         current = asyncio.current_task()
         return current is not None and current.cancelling() > 0
 
-    def _enqueue(self, job_id: str) -> None:
-        self._held.add(job_id)
+    def _enqueue(self, job_id: str, sent: float) -> None:
+        self._hold(job_id, sent)
         self._finished.setdefault(job_id, asyncio.Event())
         self._queue.put_nowait(job_id)
 
+    def _requeue(self, job_ids: Collection[str]) -> None:
+        """Queue again the jobs still held here that no worker runs (the database failed before they started)."""
+        for job_id in job_ids:
+            if job_id in self._held and job_id not in self._running:
+                self._queue.put_nowait(job_id)
+
     async def _finish(self, job: JobRecord) -> None:
+        event = self._finished.setdefault(job.id, asyncio.Event())
+        if event.is_set():
+            return  # told already (by the worker that recorded it, or a heartbeat that saw it end)
         self._given.pop(job.id, None)
         await self._notify(job)
-        self._finished.setdefault(job.id, asyncio.Event()).set()
+        event.set()
 
     async def _worker(self) -> None:
+        failures = 0
         while True:
             taken = [await self._queue.get()]
             # Jobs queued meanwhile (the rest of a folder or an upload) run together when the work batches.
             while self._batch is not None and len(taken) < self._batch_size and not self._queue.empty():
                 taken.append(self._queue.get_nowait())
+            held: list[str] = []
             try:
                 held = [job_id for job_id in taken if job_id in self._held]
                 if held:
                     await self.run_jobs(held)
+                failures = 0
+            except Exception:
+                # Part of the job boundary: a database error (PostgreSQL restarting) must not end this worker.
+                # The jobs it could not start stay held (renewed) and run once the database answers again.
+                failures += 1
+                log.warning("jobs=worker_failed owner=%s attempt=%d", self.owner, failures, exc_info=True)
+                await self._wait(self._backoff(failures))
+                self._requeue(held)
             finally:
                 for _ in taken:
                     self._queue.task_done()
@@ -454,20 +583,32 @@ class JobRunner:
                 self._wake.set()
 
     async def _beat(self) -> None:
+        failures = 0
         while True:
             # A worker that went idle wakes the heartbeat early, so an adopting runner claims the next job now.
             # (asyncio.timeout, not wait_for: 3.11's wait_for swallows a cancel that lands as the event is set,
             # and stop() would then wait forever for this task.)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._renew_every):
+                async with asyncio.timeout(self._next_beat(failures)):
                     await self._wake.wait()
             self._wake.clear()
             try:
                 await self.heartbeat()
             except Exception:
                 # Part of the job boundary: one failed round (the database briefly away) must not end
-                # lease renewal for good, or every job here would soon be taken over.
-                log.exception("jobs=heartbeat_failed owner=%s", self.owner)
+                # lease renewal for good, or every job here would soon be taken over; retried sooner.
+                failures += 1
+                log.warning("jobs=heartbeat_failed owner=%s attempt=%d", self.owner, failures, exc_info=True)
+            else:
+                failures = 0
+
+    def _next_beat(self, failures: int) -> float:
+        """Seconds to the next round: sooner after a failure, and no later than a held lease must lapse."""
+        pause = self._backoff(failures) if failures else self._renew_every
+        if self._held:
+            # Floored, so a lease about to lapse does not spin the loop: it is dropped at the next round.
+            pause = min(pause, max(min(self._held.values()) - self._clock(), self._renew_every / 10))
+        return pause
 
     async def _notify(self, job: JobRecord) -> None:
         for listener in self._listeners:

@@ -727,6 +727,14 @@ def reindex_running(owner: str) -> str:
     return f"another reindex is running ({owner}): wait for it to finish, then run this again"
 
 
+def reindex_lease_lost() -> str:
+    """Why a reindex stopped before its switch: its hold on the index lapsed (the database was out of reach)."""
+    return (
+        "the reindex lost its hold on the index (the database was out of reach too long, or another process "
+        "took it over): it stopped before switching, the old index keeps answering; run it again"
+    )
+
+
 def index_rebuilding(lang: str = DEFAULT_LANGUAGE) -> str:
     """Said to a chat that tries to change the index while `ragbot reindex` rebuilds it."""
     return catalogue(lang).text("command.index_rebuilding")

@@ -2,25 +2,29 @@
 
 A runner holds a job through a lease (owner id, expiry). Every change of hands is one conditional UPDATE
 whose WHERE clause re-checks the status and the lease, so on SQLite and PostgreSQL alike two runners
-never both take a job: the second UPDATE matches no row.
+never both take a job: the second UPDATE matches no row. Leases are set and compared in the database's
+own time (storage.clock), never a runner's, so clocks skewed between hosts cannot make them flap; and a
+job's progress and outcome are written only while its runner's lease is unexpired.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, func, or_, update
 from sqlmodel import col, select
 
+from storage.clock import database_time
 from storage.db import Database
 from storage.errors import NotFound
-from storage.models import IngestionJob, utcnow
+from storage.models import IngestionJob
 from storage.records import JobRecord, JobStatus
 
 UNFINISHED: tuple[JobStatus, ...] = ("queued", "running")
 _NO_SYNC = {"synchronize_session": False}
+# Ids per renewal statement: well under SQLite's and asyncpg's limits on bound parameters.
+_RENEW_BATCH = 500
 
 
 def _record(row: IngestionJob) -> JobRecord:
@@ -47,18 +51,23 @@ def _record(row: IngestionJob) -> JobRecord:
     )
 
 
-def _lapsed(now: datetime) -> ColumnElement[bool]:
+def _lapsed() -> ColumnElement[bool]:
     """Nobody holds the job: no owner, or an owner whose lease ran out (or predates leases)."""
     return or_(
         col(IngestionJob.lease_owner) == "",
         col(IngestionJob.lease_expires_at).is_(None),
-        col(IngestionJob.lease_expires_at) < now,
+        col(IngestionJob.lease_expires_at) < database_time(),
     )
 
 
-def _orphaned(now: datetime) -> ColumnElement[bool]:
-    """Left `running` by a runner that stopped renewing its lease (it crashed or was killed)."""
-    return and_(col(IngestionJob.status) == "running", _lapsed(now))
+def _orphaned() -> ColumnElement[bool]:
+    """Left `running` by a runner that stopped renewing its lease (it crashed, was killed or stalled)."""
+    return and_(col(IngestionJob.status) == "running", _lapsed())
+
+
+def _held_by(owner: str) -> ColumnElement[bool]:
+    """`owner`'s lease on the job is live: it may still write the job's progress and outcome."""
+    return and_(col(IngestionJob.lease_owner) == owner, col(IngestionJob.lease_expires_at) >= database_time())
 
 
 class JobRepo:
@@ -76,9 +85,9 @@ class JobRepo:
         requested_by: str = "",
         requested_from: dict[str, Any] | None = None,
         owner: str = "",
-        lease_until: datetime | None = None,
+        lease: float = 0.0,
     ) -> JobRecord:
-        """A queued job, held from the start by `owner` when given (so no other runner takes it)."""
+        """A queued job, held from the start by `owner` for `lease` seconds when given (so no other runner takes it)."""
         row = IngestionJob(
             kb_id=kb_id,
             kind=kind,
@@ -86,9 +95,10 @@ class JobRepo:
             requested_by=requested_by,
             requested_from=requested_from or {},
             lease_owner=owner,
-            lease_expires_at=lease_until if owner else None,
         )
         async with self._db.session() as session:
+            if owner:
+                row.lease_expires_at = (await session.exec(select(database_time(lease)))).one()
             session.add(row)
         return _record(row)
 
@@ -137,11 +147,11 @@ class JobRepo:
             row = (await session.exec(statement)).first()
         return None if row is None else _record(row)
 
-    async def claimable(self, now: datetime, *, limit: int) -> list[JobRecord]:
+    async def claimable(self, *, limit: int) -> list[JobRecord]:
         """Oldest first: queued jobs nobody holds, and running jobs whose runner stopped renewing its lease."""
         statement = (
             select(IngestionJob)
-            .where(col(IngestionJob.status).in_(UNFINISHED), _lapsed(now))
+            .where(col(IngestionJob.status).in_(UNFINISHED), _lapsed())
             .order_by(col(IngestionJob.created_at), col(IngestionJob.id))
             .limit(limit)
         )
@@ -149,51 +159,65 @@ class JobRepo:
             rows = (await session.exec(statement)).all()
         return [_record(row) for row in rows]
 
-    async def reserve(self, job_id: str, owner: str, *, now: datetime, until: datetime) -> JobRecord | None:
-        """Hold an unfinished job for `owner` until `until`, queued; None when another runner holds it or it ended.
+    async def reserve(self, job_id: str, owner: str, *, lease: float, lapsed_only: bool = False) -> JobRecord | None:
+        """Hold an unfinished job for `owner` for `lease` seconds, queued; None when another runner holds it or it
+        ended. With `lapsed_only`, a job `owner` itself still holds in SQL is not taken either (it let go of it).
 
         An orphaned running job goes back to queued here, keeping its attempts, so that the owner starts it anew.
         """
+        takeable = _lapsed() if lapsed_only else or_(col(IngestionJob.lease_owner) == owner, _lapsed())
         return await self._change(
             job_id,
-            and_(col(IngestionJob.status).in_(UNFINISHED), or_(col(IngestionJob.lease_owner) == owner, _lapsed(now))),
+            and_(col(IngestionJob.status).in_(UNFINISHED), takeable),
             status="queued",
             stage="",
             done=0,
             total=0,
             lease_owner=owner,
-            lease_expires_at=until,
+            lease_expires_at=database_time(lease),
         )
 
-    async def start(self, job_id: str, owner: str, *, now: datetime, until: datetime) -> JobRecord | None:
-        """Mark running for `owner` and count the attempt; None when another runner holds the job or it ended."""
+    async def start(self, job_id: str, owner: str, *, lease: float) -> JobRecord | None:
+        """Mark running for `owner` for `lease` seconds and count the attempt; None when another runner holds the
+        job, `owner`'s own lease on it lapsed, or it ended."""
         takeable = or_(
-            and_(col(IngestionJob.status) == "queued", or_(col(IngestionJob.lease_owner) == owner, _lapsed(now))),
-            and_(_orphaned(now), col(IngestionJob.lease_owner) != owner),
+            and_(col(IngestionJob.status) == "queued", or_(_held_by(owner), _lapsed())),
+            and_(_orphaned(), col(IngestionJob.lease_owner) != owner),
         )
         return await self._change(
             job_id,
             takeable,
             status="running",
-            started_at=now,
+            started_at=database_time(),
             error="",
             stage="",
             done=0,
             total=0,
             attempts=col(IngestionJob.attempts) + 1,
             lease_owner=owner,
-            lease_expires_at=until,
+            lease_expires_at=database_time(lease),
         )
 
-    async def renew(self, owner: str, *, until: datetime) -> set[str]:
-        """Extend every lease `owner` still holds; the ids of the jobs it holds (a job missing was taken over)."""
-        held = and_(col(IngestionJob.lease_owner) == owner, col(IngestionJob.status).in_(UNFINISHED))
+    async def renew(self, owner: str, job_ids: Collection[str], *, lease: float) -> set[str]:
+        """Extend `owner`'s live leases on `job_ids` by `lease` seconds; the ids renewed (one missing was taken over,
+        ended, or its lease had lapsed: it is no longer `owner`'s to work on)."""
+        ids = sorted(job_ids)
+        renewed: set[str] = set()
         async with self._db.session() as session:
-            await session.exec(
-                update(IngestionJob).where(held).values(lease_expires_at=until).execution_options(**_NO_SYNC)
-            )
-            rows = (await session.exec(select(IngestionJob.id).where(held))).all()
-        return set(rows)
+            for first in range(0, len(ids), _RENEW_BATCH):
+                statement = (
+                    update(IngestionJob)
+                    .where(
+                        col(IngestionJob.id).in_(ids[first : first + _RENEW_BATCH]),
+                        col(IngestionJob.status).in_(UNFINISHED),
+                        _held_by(owner),
+                    )
+                    .values(lease_expires_at=database_time(lease))
+                    .returning(col(IngestionJob.id))
+                    .execution_options(**_NO_SYNC)
+                )
+                renewed.update((await session.exec(statement)).scalars())
+        return renewed
 
     async def release(self, owner: str) -> int:
         """Hand back every job `owner` holds, queued for any runner; a cut-short attempt does not count."""
@@ -215,58 +239,57 @@ class JobRepo:
             result = await session.exec(statement)
         return int(result.rowcount)
 
-    async def abandon(
-        self, job_id: str, error: str, *, now: datetime, result: dict[str, Any] | None = None
-    ) -> JobRecord | None:
+    async def abandon(self, job_id: str, error: str, *, result: dict[str, Any] | None = None) -> JobRecord | None:
         """Fail an orphaned running job (one that keeps killing its runner); None unless it is still orphaned.
 
         `result` keeps what the failure's wording needs (its reason id and details), beside the one-line `error`.
         """
         return await self._change(
             job_id,
-            _orphaned(now),
+            _orphaned(),
             status="failed",
             error=error[:2000],
             result=result or {},
-            finished_at=now,
+            finished_at=database_time(),
             lease_owner="",
             lease_expires_at=None,
         )
 
     async def progress(self, job_id: str, owner: str, stage: str, done: int, total: int) -> JobRecord | None:
-        """Record the current stage and how far it got; None when `owner` no longer runs the job."""
+        """Record the current stage and how far it got; None when `owner` no longer runs the job (or its lease
+        lapsed: then another runner may take it over, and this one must stop)."""
         return await self._change(job_id, self._running_for(owner), stage=stage, done=done, total=total)
 
     async def succeed(self, job_id: str, owner: str, result: dict[str, Any]) -> JobRecord | None:
-        """Mark succeeded with its result counts; None when `owner` no longer runs the job."""
+        """Mark succeeded with its result counts; None when `owner` no longer runs the job or its lease lapsed."""
         return await self._change(
             job_id,
             self._running_for(owner),
             status="succeeded",
             stage="done",
             result=result,
-            finished_at=utcnow(),
+            finished_at=database_time(),
             lease_owner="",
             lease_expires_at=None,
         )
 
     async def fail(self, job_id: str, owner: str, error: str, result: dict[str, Any] | None = None) -> JobRecord | None:
         """Mark failed with a one-line reason (and in `result`, what its wording needs); None when `owner` no longer
-        runs the job."""
+        runs the job or its lease lapsed."""
         return await self._change(
             job_id,
             self._running_for(owner),
             status="failed",
             error=error[:2000],
             result=result or {},
-            finished_at=utcnow(),
+            finished_at=database_time(),
             lease_owner="",
             lease_expires_at=None,
         )
 
     @staticmethod
     def _running_for(owner: str) -> ColumnElement[bool]:
-        return and_(col(IngestionJob.status) == "running", col(IngestionJob.lease_owner) == owner)
+        return and_(col(IngestionJob.status) == "running", _held_by(owner))
 
     async def _change(self, job_id: str, condition: ColumnElement[bool], **values: Any) -> JobRecord | None:
         """One conditional UPDATE, then the row as it now is; None when the condition matched nothing.

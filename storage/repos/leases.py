@@ -2,17 +2,17 @@
 
 Taking a lease is one conditional UPDATE (free, expired, or already ours) or, for a name never held, one
 INSERT; on SQLite and PostgreSQL alike two processes never both take it: the second statement matches no
-row or hits the primary key.
+row or hits the primary key. Expiry is set and compared in the database's own time (storage.clock), so
+processes whose clocks disagree still agree on who holds a lease.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from sqlalchemy import and_, delete, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col
+from sqlmodel import col, select
 
+from storage.clock import database_time
 from storage.db import Database
 from storage.models import Lease
 from storage.records import LeaseRecord
@@ -26,13 +26,13 @@ class LeaseRepo:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def acquire(self, name: str, owner: str, *, now: datetime, until: datetime) -> bool:
-        """Hold `name` for `owner` until `until`; False when another owner's lease is still live."""
-        takeable = or_(col(Lease.owner) == owner, col(Lease.expires_at) < now)
+    async def acquire(self, name: str, owner: str, *, lease: float) -> bool:
+        """Hold `name` for `owner` for `lease` seconds; False when another owner's lease is still live."""
+        takeable = or_(col(Lease.owner) == owner, col(Lease.expires_at) < database_time())
         statement = (
             update(Lease)
             .where(and_(col(Lease.name) == name, takeable))
-            .values(owner=owner, expires_at=until)
+            .values(owner=owner, expires_at=database_time(lease))
             .execution_options(**_NO_SYNC)
         )
         async with self._db.session() as session:
@@ -40,17 +40,19 @@ class LeaseRepo:
                 return True
         try:
             async with self._db.session() as session:
+                until = (await session.exec(select(database_time(lease)))).one()
                 session.add(Lease(name=name, owner=owner, expires_at=until))
         except IntegrityError:
             return False
         return True
 
-    async def renew(self, name: str, owner: str, *, until: datetime) -> bool:
-        """Extend `owner`'s hold on `name`; False when it no longer holds it."""
+    async def renew(self, name: str, owner: str, *, lease: float) -> bool:
+        """Extend `owner`'s live hold on `name` by `lease` seconds from now; False when it no longer holds it (another
+        took it, or its lease lapsed: another may have taken it meanwhile, so it is not revived)."""
         statement = (
             update(Lease)
-            .where(and_(col(Lease.name) == name, col(Lease.owner) == owner))
-            .values(expires_at=until)
+            .where(and_(col(Lease.name) == name, col(Lease.owner) == owner, col(Lease.expires_at) >= database_time()))
+            .values(expires_at=database_time(lease))
             .execution_options(**_NO_SYNC)
         )
         async with self._db.session() as session:
@@ -61,10 +63,9 @@ class LeaseRepo:
         async with self._db.session() as session:
             await session.exec(delete(Lease).where(and_(col(Lease.name) == name, col(Lease.owner) == owner)))
 
-    async def holder(self, name: str, *, now: datetime) -> LeaseRecord | None:
-        """Who holds `name` now; None when nobody does or the lease expired."""
+    async def holder(self, name: str) -> LeaseRecord | None:
+        """Who holds `name` now (by the database's clock); None when nobody does or the lease expired."""
+        statement = select(Lease).where(col(Lease.name) == name, col(Lease.expires_at) >= database_time())
         async with self._db.session() as session:
-            row = await session.get(Lease, name)
-        if row is None or row.expires_at < now:
-            return None
-        return LeaseRecord(row.name, row.owner, row.expires_at)
+            row = (await session.exec(statement)).first()
+        return None if row is None else LeaseRecord(row.name, row.owner, row.expires_at)

@@ -3,43 +3,59 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import col
 
 from bot.errors import UserFacingError
 from bot.knowledge.index_lock import REINDEX, IndexLock
 from bot.knowledge.jobs import JobRunner
 from bot.words import messages
+from storage.clock import database_time
 from storage.db import Database
+from storage.models import Lease
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
 from tests.integration.test_jobs import ScriptedWork
 
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-MINUTE = timedelta(minutes=1)
+MINUTE = 60.0
+
+
+async def expire_lease(db: Database, name: str) -> None:
+    """The lease ran out (by the database's clock): what a lease's worth of real time without renewal would do."""
+    statement = (
+        update(Lease)
+        .where(col(Lease.name) == name)
+        .values(expires_at=database_time(-1.0))
+        .execution_options(synchronize_session=False)
+    )
+    async with db.session() as session:
+        await session.exec(statement)
 
 
 async def test_a_lease_has_one_holder_until_it_expires_or_is_released(db: Database) -> None:
     leases = LeaseRepo(db)
-    assert await leases.acquire(REINDEX, "a", now=T0, until=T0 + MINUTE)
-    assert not await leases.acquire(REINDEX, "b", now=T0, until=T0 + MINUTE)
-    holder = await leases.holder(REINDEX, now=T0)
+    assert await leases.acquire(REINDEX, "a", lease=MINUTE)
+    assert not await leases.acquire(REINDEX, "b", lease=MINUTE)
+    holder = await leases.holder(REINDEX)
     assert holder is not None
     assert holder.owner == "a"
     # Its holder renews it; another owner cannot.
-    assert await leases.renew(REINDEX, "a", until=T0 + 2 * MINUTE)
-    assert not await leases.renew(REINDEX, "b", until=T0 + 3 * MINUTE)
-    assert not await leases.acquire(REINDEX, "b", now=T0 + MINUTE, until=T0 + 3 * MINUTE)
-    # Expired, it is anyone's.
-    assert await leases.holder(REINDEX, now=T0 + 3 * MINUTE) is None
-    assert await leases.acquire(REINDEX, "b", now=T0 + 3 * MINUTE, until=T0 + 4 * MINUTE)
+    assert await leases.renew(REINDEX, "a", lease=2 * MINUTE)
+    assert not await leases.renew(REINDEX, "b", lease=3 * MINUTE)
+    assert not await leases.acquire(REINDEX, "b", lease=3 * MINUTE)
+    # Expired, it is anyone's, and its old holder cannot revive it.
+    await expire_lease(db, REINDEX)
+    assert await leases.holder(REINDEX) is None
+    assert not await leases.renew(REINDEX, "a", lease=MINUTE)
+    assert await leases.acquire(REINDEX, "b", lease=MINUTE)
     # Released only by its holder.
     await leases.release(REINDEX, "a")
-    assert await leases.holder(REINDEX, now=T0 + 3 * MINUTE) is not None
+    assert await leases.holder(REINDEX) is not None
     await leases.release(REINDEX, "b")
-    assert await leases.holder(REINDEX, now=T0 + 3 * MINUTE) is None
+    assert await leases.holder(REINDEX) is None
 
 
 async def test_a_second_reindex_and_index_writes_are_refused_while_one_runs(db: Database) -> None:

@@ -5,33 +5,49 @@ from __future__ import annotations
 import asyncio
 import io
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
+
+from sqlalchemy import update
+from sqlmodel import col
 
 from bot.cli.knowledge import ingest_sources
 from bot.knowledge.jobs import JobRunner
 from rag.errors import CorruptDocument
 from rag.ports import Progress
+from storage.clock import database_now, database_time
 from storage.db import Database
+from storage.models import IngestionJob
 from storage.records import JobRecord
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 
 LEASE = 30.0
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 class FakeClock:
-    """Our clock, moved by the test: leases expire when the test says so, not after real seconds."""
+    """A runner's own monotonic clock, moved by the test: when the runner reckons its leases lapsed."""
 
-    def __init__(self, now: datetime = T0) -> None:
+    def __init__(self, now: float = 1000.0) -> None:
         self.now = now
 
-    def __call__(self) -> datetime:
+    def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.now += seconds
+
+
+async def expire_leases(db: Database, *job_ids: str) -> None:
+    """The leases on these jobs ran out (by the database's clock): what a lease's worth of real time would do."""
+    statement = (
+        update(IngestionJob)
+        .where(col(IngestionJob.id).in_(job_ids))
+        .values(lease_expires_at=database_time(-1.0))
+        .execution_options(synchronize_session=False)
+    )
+    async with db.session() as session:
+        await session.exec(statement)
 
 
 class ScriptedWork:
@@ -72,13 +88,19 @@ async def _kb_id(db: Database) -> str:
     return (await KnowledgeBaseRepo(db).create("jobs", chunking={})).id
 
 
-async def _crashed_while_running(repo: JobRepo, kb_id: str, source: str, *, times: int = 1) -> JobRecord:
-    """A job a runner started and then died on (`times` runners in a row), its last lease expiring at T0 + 30 s."""
+async def _crashed_while_running(
+    db: Database, kb_id: str, source: str, *, times: int = 1, expired: bool = True
+) -> JobRecord:
+    """A job a runner started and then died on (`times` runners in a row), its last lease expired or not yet."""
+    repo = JobRepo(db)
     job = await repo.create(kb_id, "file", source)
     for attempt in range(times):
-        now = T0 - timedelta(seconds=LEASE * (times - 1 - attempt) * 2)
-        started = await repo.start(job.id, f"dead-{attempt}", now=now, until=now + timedelta(seconds=LEASE))
+        if attempt:
+            await expire_leases(db, job.id)
+        started = await repo.start(job.id, f"dead-{attempt}", lease=LEASE)
         assert started is not None
+    if expired:
+        await expire_leases(db, job.id)
     return await repo.get(job.id)
 
 
@@ -117,16 +139,20 @@ async def test_a_submitted_job_is_held_by_its_runner_from_the_start(db: Database
     repo, clock = JobRepo(db), FakeClock()
     runner = _runner(repo, ScriptedWork(), clock, "cli")
 
+    before = await database_now(db)
     job = await runner.submit(kb_id, "file", "good.md")
+    after = await database_now(db)
 
-    assert (job.status, job.lease_owner, job.lease_expires_at) == ("queued", "cli", T0 + timedelta(seconds=LEASE))
-    assert await repo.claimable(clock(), limit=10) == []
+    assert (job.status, job.lease_owner) == ("queued", "cli")
+    assert job.lease_expires_at is not None
+    assert before + timedelta(seconds=LEASE) <= job.lease_expires_at <= after + timedelta(seconds=LEASE)
+    assert await repo.claimable(limit=10) == []
 
 
 async def test_a_job_left_running_by_a_crash_is_taken_over_once_its_lease_expires(db: Database) -> None:
     kb_id = await _kb_id(db)
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=LEASE + 1))
-    interrupted = await _crashed_while_running(repo, kb_id, "good.md")
+    repo, clock = JobRepo(db), FakeClock()
+    interrupted = await _crashed_while_running(db, kb_id, "good.md")
     work = ScriptedWork()
     runner = _runner(repo, work, clock, "serve")
     await runner.start()
@@ -141,8 +167,8 @@ async def test_a_job_left_running_by_a_crash_is_taken_over_once_its_lease_expire
 
 async def test_recovery_at_start_leaves_a_job_whose_runner_is_alive_until_its_lease_expires(db: Database) -> None:
     kb_id = await _kb_id(db)
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=10))
-    elsewhere = await _crashed_while_running(repo, kb_id, "good.md")
+    repo, clock = JobRepo(db), FakeClock()
+    elsewhere = await _crashed_while_running(db, kb_id, "good.md", expired=False)
     work = ScriptedWork()
     runner = _runner(repo, work, clock, "serve")
     await runner.start()
@@ -152,7 +178,7 @@ async def test_recovery_at_start_leaves_a_job_whose_runner_is_alive_until_its_le
         assert (untouched.status, untouched.lease_owner, untouched.attempts) == ("running", "dead-0", 1)
         assert work.ran == []
 
-        clock.advance(LEASE)
+        await expire_leases(db, elsewhere.id)
         await runner.heartbeat()
         finished = await asyncio.wait_for(runner.wait(elsewhere.id), 10)
     finally:
@@ -163,8 +189,8 @@ async def test_recovery_at_start_leaves_a_job_whose_runner_is_alive_until_its_le
 
 async def test_a_job_that_keeps_killing_its_runner_is_failed_not_retried_forever(db: Database) -> None:
     kb_id = await _kb_id(db)
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=LEASE + 1))
-    job = await _crashed_while_running(repo, kb_id, "good.md", times=3)
+    repo, clock = JobRepo(db), FakeClock()
+    job = await _crashed_while_running(db, kb_id, "good.md", times=3)
     work = ScriptedWork()
     runner = _runner(repo, work, clock, "serve")
     await runner.start()
@@ -187,11 +213,13 @@ async def test_the_live_runner_renews_its_lease_so_no_other_runner_takes_the_job
         await asyncio.wait_for(work.started.wait(), 10)
         for _ in range(4):  # two minutes of heartbeats, far past one lease
             clock.advance(LEASE * 2 / 3)
+            before = await database_now(db)
             await runner.heartbeat()
             await other.heartbeat()
-        held = await repo.get(job.id)
-        assert (held.status, held.lease_owner) == ("running", "one")
-        assert held.lease_expires_at == clock() + timedelta(seconds=LEASE)
+            held = await repo.get(job.id)
+            assert (held.status, held.lease_owner) == ("running", "one")
+            assert held.lease_expires_at is not None
+            assert held.lease_expires_at >= before + timedelta(seconds=LEASE)
         work.release.set()
         finished = await asyncio.wait_for(runner.wait(job.id), 10)
     finally:
@@ -211,7 +239,7 @@ async def test_a_runner_that_stalled_past_its_lease_stops_and_the_new_holder_fin
     try:
         job = await stalled.submit(kb_id, "file", "slow.md")
         await asyncio.wait_for(stalled_work.started.wait(), 10)
-        clock.advance(LEASE + 1)  # the stalled runner missed every renewal
+        await expire_leases(db, job.id)  # the stalled runner missed every renewal
         await new.heartbeat()
         await asyncio.wait_for(new_work.started.wait(), 10)
         waiting = asyncio.ensure_future(stalled.wait(job.id))
@@ -248,8 +276,8 @@ async def test_stopping_requeues_a_running_job_for_any_runner_without_counting_t
 
 async def test_stopping_leaves_other_runners_jobs_alone(db: Database) -> None:
     kb_id = await _kb_id(db)
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=1))
-    elsewhere = await _crashed_while_running(repo, kb_id, "good.md")
+    repo, clock = JobRepo(db), FakeClock()
+    elsewhere = await _crashed_while_running(db, kb_id, "good.md", expired=False)
     runner = _runner(repo, ScriptedWork(), clock, "cli")
     await runner.start(adopt=False)
     await runner.stop()
@@ -260,15 +288,14 @@ async def test_only_one_of_many_runners_racing_for_a_job_gets_it(db: Database) -
     kb_id = await _kb_id(db)
     repo = JobRepo(db)
     job = await repo.create(kb_id, "file", "good.md")
-    until = T0 + timedelta(seconds=LEASE)
 
-    reserved = await asyncio.gather(*(repo.reserve(job.id, f"r{i}", now=T0, until=until) for i in range(8)))
-    started = await asyncio.gather(*(repo.start(job.id, f"s{i}", now=T0, until=until) for i in range(8)))
+    reserved = await asyncio.gather(*(repo.reserve(job.id, f"r{i}", lease=LEASE) for i in range(8)))
+    started = await asyncio.gather(*(repo.start(job.id, f"s{i}", lease=LEASE) for i in range(8)))
 
     winners = [record.lease_owner for record in reserved if record is not None]
     assert len(winners) == 1
     assert [record.lease_owner for record in started if record is not None] == []
-    assert (await repo.start(job.id, winners[0], now=T0, until=until)) is not None
+    assert (await repo.start(job.id, winners[0], lease=LEASE)) is not None
 
 
 async def test_two_serving_runners_share_the_queue_and_run_every_job_exactly_once(db: Database) -> None:
@@ -314,8 +341,8 @@ async def test_a_serving_runner_claims_the_next_waiting_job_as_soon_as_a_worker_
 
 async def test_resuming_a_source_a_live_runner_holds_waits_for_it_and_takes_over_when_it_dies(db: Database) -> None:
     kb_id = await _kb_id(db)
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=10))
-    held = await _crashed_while_running(repo, kb_id, "b.md")
+    repo, clock = JobRepo(db), FakeClock()
+    held = await _crashed_while_running(db, kb_id, "b.md", expired=False)
     work = ScriptedWork()
     runner = _runner(repo, work, clock, "rerun")
     await runner.start(adopt=False)
@@ -327,7 +354,7 @@ async def test_resuming_a_source_a_live_runner_holds_waits_for_it_and_takes_over
         assert not waiting.done()
         assert work.ran == []
 
-        clock.advance(LEASE)
+        await expire_leases(db, job.id)
         await runner.heartbeat()
         finished = await asyncio.wait_for(waiting, 10)
     finally:
@@ -338,13 +365,14 @@ async def test_resuming_a_source_a_live_runner_holds_waits_for_it_and_takes_over
 
 async def test_a_rerun_resumes_the_unfinished_jobs_of_its_sources_and_counts_only_them(db: Database) -> None:
     kb = await KnowledgeBaseRepo(db).create("handbook", chunking={})
-    repo, clock = JobRepo(db), FakeClock(T0 + timedelta(seconds=LEASE + 1))
+    repo, clock = JobRepo(db), FakeClock()
     # The killed run: a.md done, b.md cut short while running, c.md still queued for it, and a job of another run.
     done = await repo.create(kb.id, "file", "same-a.md")
-    await repo.start(done.id, "killed", now=T0, until=T0 + timedelta(seconds=LEASE))
+    await repo.start(done.id, "killed", lease=LEASE)
     await repo.succeed(done.id, "killed", {"chunks": 2})
-    cut_short = await _crashed_while_running(repo, kb.id, "b.md")
-    waiting = await repo.create(kb.id, "file", "c.md", owner="killed", lease_until=T0 + timedelta(seconds=LEASE))
+    cut_short = await _crashed_while_running(db, kb.id, "b.md")
+    waiting = await repo.create(kb.id, "file", "c.md", owner="killed", lease=LEASE)
+    await expire_leases(db, waiting.id)
     unrelated = await repo.create(kb.id, "file", "z.md")
     work = ScriptedWork()
     out = io.StringIO()
