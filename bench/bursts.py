@@ -50,11 +50,12 @@ class Scenario(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """How many conversations a burst has and how many bursts; beside an ingestion, at most `limit` while it runs."""
+    """How many conversations a burst has and how many bursts; beside an ingestion, more until it ends (at most
+    `limit` when given: the bursts then may stop before the ingestion's last writes)."""
 
     conversations: int
     repeats: int
-    limit: int = 30
+    limit: int | None = None
 
 
 def _split_signs(person: Seen, final: str) -> None:
@@ -142,7 +143,7 @@ async def bursts(
     """A warm-up turn, one conversation alone, then the plan's bursts, merged.
 
     With `background`, it starts after the turn alone, and bursts follow one another until it has ended (at least
-    `plan.repeats`, at most `plan.limit`), so one is running whenever the ingestion writes.
+    `plan.repeats`), so one is running whenever the ingestion writes.
     """
     watch = BurstWatch(scenario.pid, scenario.process)
     warm = await burst("warm-up", scenario, watch, fake, [0])
@@ -164,7 +165,7 @@ async def _series(
 ) -> Figures:
     """`plan.repeats` bursts, more while `more()` says so (up to `plan.limit`), merged into one Figures."""
     runs: list[Figures] = []
-    while len(runs) < plan.repeats or (more() and len(runs) < plan.limit):
+    while len(runs) < plan.repeats or (more() and (plan.limit is None or len(runs) < plan.limit)):
         first = 2 + len(runs) * plan.conversations
         runs.append(await burst(label, scenario, watch, fake, list(range(first, first + plan.conversations))))
         last = runs[-1]

@@ -137,7 +137,7 @@ async def _in_child(
 async def _child(args: argparse.Namespace) -> None:
     """One database and size: a fresh data dir (kept when the run fails), every chosen scenario, figures pickled."""
     fake = ModelProcess(args.model_url, args.tokens_per_second)
-    plan = Plan(args.conversations[0], args.repeats[0])
+    plan = Plan(args.conversations[0], args.repeats[0], args.ingestion_max_bursts or None)
     work = Path(tempfile.mkdtemp(prefix="ragbot-bench-concurrency-"))
     try:
         results = await _scenarios(args, fake, args.database_url, args.database, plan, work)
@@ -238,6 +238,9 @@ def main() -> None:
     parser.add_argument("--with-ingestion", action="store_true", help="a large ingestion beside the bursts")
     parser.add_argument("--ingestion-chunks", type=int, default=60_000)
     parser.add_argument("--ingestion-embedder", choices=("fake", "local"), default="fake")
+    parser.add_argument(
+        "--ingestion-max-bursts", type=int, default=0, help="bursts beside the ingestion at most (0: until it ends)"
+    )
     parser.add_argument("--groups", type=int, default=20, help="(t) supergroups the group half is spread over")
     parser.add_argument(
         "--group-layout",
