@@ -1,7 +1,8 @@
 """(a) of bench.concurrency: conversations handed to one ConversationManager in this process, streamed by edits.
 
-Each conversation's target records (time, text) of every send and edit; answers stream through the product's
-EditingReplyStream with a 1 s minimum edit interval (first flush after 0.3 s, the ReplyLimits default).
+Each conversation's target records (time, text) of every send and edit and the time of every typing call; answers
+stream through the product's EditingReplyStream with a 1 s minimum edit interval (first flush after 0.3 s, the
+ReplyLimits default). A logging handler on the root logger counts what the service logs (bench.log_counts).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 
 from bench.conversations import SOURCE_TITLE, known_answer, question
 from bench.figures import Seen
+from bench.log_counts import LogTally, TallyHandler, total
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services
 from bot.chat.manager import ConversationManager, TurnResult
@@ -62,6 +64,10 @@ class _TimedStream:
     async def fail(self, text: str) -> MessageRef | None:
         return await self._stream.fail(text)
 
+    def __getattr__(self, name: str) -> object:
+        # Whatever else the product's stream offers (a later ReplyStream may have more), unrecorded.
+        return getattr(self._stream, name)
+
 
 class EditingTarget:
     """A ReplyTarget recording (time, text) of every send and edit; answers stream through EditingReplyStream."""
@@ -85,7 +91,7 @@ class EditingTarget:
         self._seen.shown.append((time.monotonic(), text))
 
     async def typing(self) -> None:
-        pass
+        self._seen.signs.append(time.monotonic())
 
     def open_stream(self) -> ReplyStream:
         return _TimedStream(EditingReplyStream(self, observer=_Observer(self._seen)), self._seen)
@@ -102,12 +108,14 @@ async def _converse(manager: ConversationManager, person: Seen) -> None:
     result = await manager.handle(message, EditingTarget(person))
     _record_result(person, result)
     person.final = person.shown[-1][1] if person.shown else None
-    if person.messages != 1:
-        person.error = f"{person.messages} messages"
+    if person.messages == 0:
+        person.error = "no message"
 
 
 def _record_result(person: Seen, result: TurnResult | None) -> None:
     if result is None:
+        # No turn: the manager apologised before one existed (or said nothing).
+        person.outcome = "failed"
         person.error = person.error or "no turn"
         return
     person.outcome = result.answer.outcome
@@ -119,18 +127,25 @@ def _record_result(person: Seen, result: TurnResult | None) -> None:
 class ManagerScenario:
     """(a): conversations handed to one ConversationManager in this process."""
 
-    process = "this process (with the fake model)"
+    process = "the bench's child process running the manager (the fake model runs apart)"
     pid = "self"
     edited = True
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, log: TallyHandler) -> None:
         self._manager = build_manager(services, chat_policy(services.settings))
+        self._log = log
 
     async def prepare(self, numbers: list[int]) -> None:
         pass
 
     async def converse(self, person: Seen) -> None:
         await _converse(self._manager, person)
+
+    def log_mark(self) -> int:
+        return len(self._log.chat)
+
+    def log_since(self, mark: int) -> LogTally:
+        return total(self._log.chat[mark:])
 
     def expected(self, number: int) -> str:
         # The last edit is the whole answer with its sources, as the person reads it.

@@ -1,11 +1,12 @@
 """(b) of bench.concurrency: `ragbot serve` in a subprocess, and aiohttp clients of its web chat reading SSE.
 
-Each client has its own cookie jar (so its own session and conversation), posts its question and reads the events.
+Each client has its own cookie jar (so its own session and conversation), posts its question and reads the events:
+a `status` or `message` event before the answer is a visible sign, `delta`s are the answer's text, `final` its end.
+The service's log (WORK/serve.log) is counted per record (bench.log_counts).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import time
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.bursts import bursts
+from bench.bursts import Plan, bursts
 from bench.conversations import RUN_TIMEOUT, SOURCE_TITLE, known_answer, question
 from bench.figures import Figures, Seen
+from bench.ingestion_load import Background
+from bench.log_counts import LogTally, tally_log
+from bench.model_process import ModelProcess
 from bench.serving import serving
-from fakes.openai_api import FakeOpenAI
 
 
 class WebScenario:
@@ -26,9 +29,10 @@ class WebScenario:
     process = "the `ragbot serve` process"
     edited = False
 
-    def __init__(self, url: str, pid: int) -> None:
+    def __init__(self, url: str, pid: int, log: Path) -> None:
         self._url = url
         self.pid = pid
+        self._log = log
         self._connector = aiohttp.TCPConnector(limit=0)
         self._sessions: dict[int, aiohttp.ClientSession] = {}
 
@@ -59,6 +63,12 @@ class WebScenario:
         # The final event carries the answer's text; its sources come apart (checked in _ask).
         return known_answer(number)
 
+    def log_mark(self) -> int:
+        return self._log.stat().st_size
+
+    def log_since(self, mark: int) -> LogTally:
+        return tally_log(self._log, mark)
+
     async def close(self) -> None:
         """Close every client."""
         for session in self._sessions.values():
@@ -70,7 +80,9 @@ async def _ask(url: str, session: aiohttp.ClientSession, person: Seen) -> None:
     """Post the question and read the event stream: each delta's arrival and the text so far, then the final."""
     person.started = time.monotonic()
     text = event = ""
-    async with session.post(f"{url}/api/messages", json={"text": question(person.number)}) as response:
+    # The Origin a browser on the chat page sends (adapters/web/guard.py refuses a post without it).
+    post = session.post(f"{url}/api/messages", json={"text": question(person.number)}, headers={"Origin": url})
+    async with post as response:
         response.raise_for_status()
         async for raw in response.content:
             line = raw.decode().rstrip("\n")
@@ -87,19 +99,25 @@ async def _ask(url: str, session: aiohttp.ClientSession, person: Seen) -> None:
             elif event == "final":
                 person.final, person.outcome = data["text"], data["outcome"]
                 person.sources = [source["title"] for source in data["sources"]]
-            elif event in ("message", "edit", "error"):
-                person.error = f"unexpected {event}: {data.get('text', '')[:80]}"
+            elif event in ("status", "message", "edit"):
+                # A status line, a placeholder or a queue notice: the bot is at it (an apology has no final).
+                person.signs.append(time.monotonic())
+            elif event == "error":
+                person.outcome, person.error = "failed", f"error event: {data.get('text', '')[:80]}"
     if person.final is not None and text != person.final:
         person.error = "the deltas do not add up to the final text"
     if person.final is not None and person.sources != [SOURCE_TITLE]:
         person.error = f"sources {person.sources}"
 
 
-async def web_run(env: dict[str, str], fake: FakeOpenAI, args: argparse.Namespace, work: Path) -> list[Figures]:
-    """Scenario (b): SSE clients of a `ragbot serve` on the same data, a warm-up, one alone, then the bursts."""
+async def web_run(
+    label: str, env: dict[str, str], fake: ModelProcess, plan: Plan, work: Path, background: Background | None = None
+) -> list[Figures]:
+    """Scenario (b): SSE clients of a `ragbot serve` on the same data, a warm-up, one alone, then the bursts
+    (beside `background`'s ingestion, started after the turn alone, when given)."""
     async with serving(env, work) as (url, process):
-        scenario = WebScenario(url, process.pid)
+        scenario = WebScenario(url, process.pid, work / "serve.log")
         try:
-            return await bursts("(b) web chat SSE", scenario, fake, args)
+            return await bursts(label, scenario, fake, plan, background)
         finally:
             await scenario.close()

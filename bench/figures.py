@@ -18,6 +18,8 @@ class Seen:
     number: int
     started: float = 0.0
     shown: list[tuple[float, str]] = field(default_factory=list)
+    # When anything else showed that the bot was at it: typing (a), a status or message event (b).
+    signs: list[float] = field(default_factory=list)
     # (a) only: (time, characters pushed so far) as the pipeline handed text to the reply stream.
     pushed: list[tuple[float, int]] = field(default_factory=list)
     messages: int = 0
@@ -53,10 +55,16 @@ class Figures:
     arrivals: list[float] = field(default_factory=list)
     missing_tokens: int = 0
     first_visible: list[float] = field(default_factory=list)
+    # The first sign of any kind (typing, status, placeholder, text) after the event, TTFT not taken off.
+    first_sign: list[float] = field(default_factory=list)
     to_model: list[float] = field(default_factory=list)
     model_ttft: list[float] = field(default_factory=list)
     pace: list[float] = field(default_factory=list)
     exact: int = 0
+    # The model wrote its whole answer, but the person did not end with exactly it.
+    lost: int = 0
+    # Turns that ended in an apology, or with no answer at all.
+    failed: int = 0
     mismatches: list[str] = field(default_factory=list)
     edits: int = 0
     rate_limited: int = 0
@@ -66,6 +74,12 @@ class Figures:
     loop_lag: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
     wall: float = 0.0
+    # What the service logged during the burst (bench.log_counts), per record.
+    locked: int = 0
+    pool_timeouts: int = 0
+    warnings: Counter[str] = field(default_factory=Counter)
+    # What else the report should say about the run (the background ingestion's outcome).
+    notes: list[str] = field(default_factory=list)
     # The bursts merged into these figures, when there were several.
     repeats: list[Figures] = field(default_factory=list)
 
