@@ -61,6 +61,7 @@ class CoreSettings(BaseSettings):
     WEAVIATE_BINARY: Path = Path("bin/weaviate-server")
     WEAVIATE_STARTUP_TIMEOUT: float = Field(default=60.0, gt=0)
     WEAVIATE_QUERY_TIMEOUT: float = Field(default=30.0, gt=0)
+    WEAVIATE_MAX_CONCURRENT_QUERIES: int = Field(default=16, ge=1, le=10_000)
 
     EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
     EMBEDDING_MODEL: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -225,6 +226,7 @@ class CoreSettings(BaseSettings):
             grpc_url=self.WEAVIATE_GRPC_URL,
             api_key=self.WEAVIATE_API_KEY.get_secret_value() if self.WEAVIATE_API_KEY else None,
             query_timeout=self.WEAVIATE_QUERY_TIMEOUT,
+            max_concurrent_queries=self.WEAVIATE_MAX_CONCURRENT_QUERIES,
         )
 
     def weaviate_server(self) -> WeaviateServerConfig:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.chat.limits import RateLimit, RateLimiter, TurnGate
@@ -201,6 +201,8 @@ class ConversationManager:
             after = self.policy.line_notice_after
             return QueueNotice(target, lang, after, self._notices, waiting=messages.busy_place, done=messages.busy_done)
 
+        # The person sees at once that the bot took the question, however long it then waits for its turn.
+        self._spawn(self._show_typing(target), "turn-typing")
         async with self._gate.turn(_gate_key(message.key), queue_notice, place_notice):
             return await self._open_turn(message, target, kb_ids, document_ids)
 
@@ -506,6 +508,20 @@ class ConversationManager:
     async def conversation(self, key: ConversationKey) -> ConversationRecord:
         """The stored conversation for `key` (created when new)."""
         return await self._state.conversation(key)
+
+    def _spawn(self, work: Coroutine[object, object, None], name: str) -> None:
+        """Run `work` beside the turn, held until it ends (the loop keeps only weak references to tasks)."""
+        task = asyncio.create_task(work, name=name)
+        self._notices.add(task)
+        task.add_done_callback(self._notices.discard)
+
+    @staticmethod
+    async def _show_typing(target: ReplyTarget) -> None:
+        try:
+            await target.typing()
+        except PlatformError as exc:
+            # Decoration: the answer itself is what must arrive.
+            log.info("turn=typing_failed reason=%s", exc)
 
     async def _say(self, target: ReplyTarget, text: str) -> None:
         await deliver_text(target, text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -91,9 +92,12 @@ def stopped_message(endpoint: WeaviateEndpoint) -> str:
 class WeaviateStore:
     """Index operations over the two ragbot collections; callers pass kb_ids to every search."""
 
-    def __init__(self, client: weaviate.WeaviateAsyncClient, endpoint: WeaviateEndpoint) -> None:
+    def __init__(
+        self, client: weaviate.WeaviateAsyncClient, endpoint: WeaviateEndpoint, *, max_concurrent_queries: int = 16
+    ) -> None:
         self._client = client
         self._endpoint = endpoint
+        self._queries = asyncio.Semaphore(max_concurrent_queries)
         self._watch: ExitWatch | None = None
         self._missing: dict[Collection, tuple[str, ...]] = {}
         self._stale: dict[Collection, int] = {}
@@ -122,7 +126,7 @@ class WeaviateStore:
         )
         try:
             await client.connect()
-            store = cls(client, endpoint)
+            store = cls(client, endpoint, max_concurrent_queries=config.max_concurrent_queries)
             await store.ensure_schema()
             await store.ping()
         except IndexUnavailable:
@@ -261,7 +265,7 @@ class WeaviateStore:
         """Nearest neighbours by cosine; score is cosine similarity."""
         if not kb_ids:
             return []
-        response = await self._call(
+        response = await self._query(
             lambda: self._client.collections.use(collection).query.near_vector(
                 near_vector=list(vector),
                 limit=limit,
@@ -278,7 +282,7 @@ class WeaviateStore:
         """BM25 over the pre-tokenised text; `tokens` must be cut the same way as the indexed text."""
         if not kb_ids or not tokens.strip():
             return []
-        response = await self._call(
+        response = await self._query(
             lambda: self._client.collections.use(collection).query.bm25(
                 query=tokens,
                 query_properties=[BM25_PROPERTY],
@@ -304,7 +308,7 @@ class WeaviateStore:
         """Weaviate's own fusion of both legs; alpha 1 is all vector, 0 all BM25."""
         if not kb_ids:
             return []
-        response = await self._call(
+        response = await self._query(
             lambda: self._client.collections.use(collection).query.hybrid(
                 query=tokens,
                 vector=list(vector),
@@ -355,6 +359,11 @@ class WeaviateStore:
         for collection in Collection:
             removed += await self._delete_where(collection, where)
         return removed
+
+    async def _query(self, call: Callable[[], Awaitable[T]]) -> T:
+        """A search, once one of the store's query slots is free (its timeout starts when it is sent)."""
+        async with self._queries:
+            return await self._call(call)
 
     async def _call(self, call: Callable[[], Awaitable[T]]) -> T:
         """One client call; if the server stopped meanwhile, IndexUnavailable saying so and what to do.
