@@ -263,10 +263,14 @@ class CachedEmbedder:
     a passage of the same words share a vector exactly when the model prompts them alike (or not at all).
     """
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache, *, cache_model: str | None = None) -> None:
+    def __init__(
+        self, inner: Embedder, cache: EmbeddingCache, *, cache_model: str | None = None, recent: int = _RECENT
+    ) -> None:
         """`cache_model` files the vectors under a name that identifies the model exactly (a local folder's
-        fingerprint, rag.models.identity); unset, the model's name."""
+        fingerprint, rag.models.identity); unset, the model's name. `recent` is how many questions' vectors are
+        remembered."""
         self._inner = inner
+        self._recent_size = recent
         self._cache = cache
         self._cache_model = cache_model or inner.model_id
         self._recent: OrderedDict[str, Vector] = OrderedDict()
@@ -315,18 +319,18 @@ class CachedEmbedder:
         """Vectors for `texts` kept in memory only: for questions, which are seldom asked twice word for word."""
         prompt = self._inner.prompt(kind)
         hashes = [content_hash(prompt + text) for text in texts]
-        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in self._recent}
+        # Taken out before the wait: other questions may push these out of memory while the model embeds the rest.
+        found = {h: self._recent[h] for h in hashes if h in self._recent}
+        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
             fresh = await self._inner.embed(list(missing.values()), kind=kind)
-            for h, vector in zip(missing, fresh, strict=True):
-                self._recent[h] = vector
-        vectors = []
+            found.update(zip(missing, fresh, strict=True))
         for h in hashes:
+            self._recent[h] = found[h]
             self._recent.move_to_end(h)
-            vectors.append(self._recent[h])
-        while len(self._recent) > _RECENT:
+        while len(self._recent) > self._recent_size:
             self._recent.popitem(last=False)
-        return vectors
+        return [found[h] for h in hashes]
 
 
 class TransientEmbedder:
