@@ -239,19 +239,30 @@ def build_messages(
             ChatMessage("user", render(template.user, values)),
         )
 
+    # Each text is counted once per call: shrinking the prompt re-assembles messages that mostly stay the same.
+    counted: dict[str, int] = {}
+
     def fits(messages: Sequence[ChatMessage]) -> bool:
-        return count_messages(messages, tokens) <= budget
+        total = 0
+        for message in messages:
+            if (count := counted.get(message.content)) is None:
+                count = counted[message.content] = tokens.count(message.content)
+            total += count + MESSAGE_OVERHEAD
+        return total <= budget
 
     kept, rounds = len(ordered), list(history)
     messages = assemble(kept, rounds, safe_query)
-    while not fits(messages) and kept > 0:
+    fit = fits(messages)
+    while not fit and kept > 0:
         kept -= 1
         messages = assemble(kept, rounds, safe_query)
-    while not fits(messages) and rounds:
+        fit = fits(messages)
+    while not fit and rounds:
         rounds.pop(0)
         messages = assemble(kept, rounds, safe_query)
+        fit = fits(messages)
     question = safe_query
-    if not fits(messages):
+    if not fit:
         empty = assemble(0, (), "")
         room = budget - count_messages(empty, tokens)
         if room < 0:

@@ -82,6 +82,10 @@ class StreamFilter:
 
     def _drain(self, *, final: bool) -> str:
         """Classifies as much of the pending text as is settled; at the end of the stream, all of it."""
+        if self._close is None and "<" not in self._pending:
+            # No tag starts without "<": all of it is settled (most deltas of most answers).
+            pending, self._pending = self._pending, ""
+            return self._visible(pending)
         shown: list[str] = []
         while self._pending and not self._no_match:
             folded = _fold(self._pending)

@@ -13,7 +13,7 @@ from typing import Any, Final
 from aiohttp import BodyPartReader, web
 
 from adapters.web import guard
-from adapters.web.reply import EventSink, WebReplyTarget, encode_event, source_json
+from adapters.web.reply import EventSink, WebReplyTarget, encode_events, source_json
 from adapters.web.session import (
     ACCESS_COOKIE,
     ADMIN_AGE,
@@ -268,9 +268,11 @@ class WebChat:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
         await response.prepare(request)
         try:
-            while (event := await sink.next()) is not None:
-                await response.write(encode_event(*event))
-            await response.write(encode_event("done", {}))
+            ended = False
+            while not ended:
+                # What queued up while this request waited is written at once: one write, not one per piece.
+                events, ended = await sink.take()
+                await response.write(encode_events([*events, ("done", {})] if ended else events))
         except (ConnectionResetError, asyncio.CancelledError):
             # The tab closed: the answer goes on in its task and is stored whole.
             sink.closed = True

@@ -8,7 +8,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from bot.metrics import PlatformObserver
@@ -22,11 +22,15 @@ log = logging.getLogger(__name__)
 WEB_LIMITS = ReplyLimits(max_length=1_000_000, min_edit_interval=0.0, first_flush=0.0)
 
 
+Event = tuple[str, dict[str, Any]]
+
+
 class EventSink:
     """The events of one request, queued for its SSE response; after the browser left they are dropped."""
 
     def __init__(self) -> None:
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._ended = False
         self.closed = False
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
@@ -38,14 +42,26 @@ class EventSink:
         """No more events: the response may finish."""
         self._queue.put_nowait(None)
 
-    async def next(self) -> tuple[str, dict[str, Any]] | None:
-        """The next event, or None at the end."""
-        return await self._queue.get()
+    async def take(self) -> tuple[list[Event], bool]:
+        """Every event queued by now (waiting for one when there is none), and whether they are the last."""
+        events: list[Event] = []
+        if self._ended:
+            return events, True
+        item = await self._queue.get()
+        while item is not None:
+            events.append(item)
+            if self._queue.empty():
+                return events, False
+            item = self._queue.get_nowait()
+        self._ended = True
+        return events, True
 
 
-def encode_event(event: str, data: dict[str, Any]) -> bytes:
-    """One server-sent event."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+def encode_events(events: Iterable[Event]) -> bytes:
+    """Server-sent events, one after another."""
+    return "".join(
+        f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n" for event, data in events
+    ).encode()
 
 
 class WebReplyStream:

@@ -76,12 +76,25 @@ def resolve_model_dir(config: EmbedderConfig) -> Path:
     return download_model(config.model, config.cache_dir)
 
 
+# Padded tokens per model run. A run costs by its padded size, and on the 2-core reference machine (bench/turn_cpu.py)
+# smaller runs cost less CPU per text even without padding (the activations of a 64 x 256 batch outgrow the CPU
+# caches): 26 reranking windows took 963 ms of CPU in one run and 491 ms in runs of at most 512 tokens, 64 chunks
+# 5.6 s and 3.9 s; the vectors are the same to the bit, each row being computed alone.
+_RUN_TOKENS = 512
+# One thread per model run, and no spinning: onnxruntime's default pool of one thread per core spins between runs,
+# which tripled the CPU of a one-question embedding (24.8 ms -> 6.7 ms) and made none of them faster on 2 cores.
+# Concurrent questions still run in parallel, each in its own worker thread (the session is thread-safe).
+_THREADS = 1
+
+
 class OnnxEmbedder:
     """A sentence-transformers model exported to ONNX, pooled, normalised and prompted as its folder says."""
 
     provider = "local"
 
-    def __init__(self, model_dir: Path, *, model_id: str, max_tokens: int = 256, batch_size: int = 64) -> None:
+    def __init__(
+        self, model_dir: Path, *, model_id: str, max_tokens: int = 256, batch_size: int = 64, threads: int = _THREADS
+    ) -> None:
         self._model_id = model_id
         self._batch_size = batch_size
         # Read first: a setting the embedder cannot honour stops startup before the model is loaded.
@@ -93,6 +106,9 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(find_onnx_model(model_dir)), options, providers=["CPUExecutionProvider"]
         )
@@ -145,8 +161,7 @@ class OnnxEmbedder:
         # Batching texts of similar length keeps padding, and so wasted compute, small.
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         vectors: list[Vector] = [[] for _ in texts]
-        for start in range(0, len(order), self._batch_size):
-            batch = order[start : start + self._batch_size]
+        for batch in _runs(order, [len(encoding.ids) for encoding in encodings], self._batch_size):
             pooled = self._run([encodings[i].ids for i in batch], [encodings[i].type_ids for i in batch])
             for index, vector in zip(batch, pooled, strict=True):
                 vectors[index] = vector.tolist()
@@ -178,6 +193,21 @@ class OnnxEmbedder:
             pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         result: npt.NDArray[np.float32] = pooled.astype(np.float32)
         return result
+
+
+def _runs(order: Sequence[int], lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """`order` (indexes by ascending length) cut into model runs of at most `batch_size` texts and _RUN_TOKENS padded
+    tokens (a text longer than that alone)."""
+    runs: list[list[int]] = []
+    run: list[int] = []
+    for index in order:
+        if run and (len(run) == batch_size or (len(run) + 1) * lengths[index] > _RUN_TOKENS):
+            runs.append(run)
+            run = []
+        run.append(index)
+    if run:
+        runs.append(run)
+    return runs
 
 
 class OpenAIEmbedder:
@@ -263,10 +293,14 @@ class CachedEmbedder:
     a passage of the same words share a vector exactly when the model prompts them alike (or not at all).
     """
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache, *, cache_model: str | None = None) -> None:
+    def __init__(
+        self, inner: Embedder, cache: EmbeddingCache, *, cache_model: str | None = None, recent: int = _RECENT
+    ) -> None:
         """`cache_model` files the vectors under a name that identifies the model exactly (a local folder's
-        fingerprint, rag.models.identity); unset, the model's name."""
+        fingerprint, rag.models.identity); unset, the model's name. `recent` is how many questions' vectors are
+        remembered."""
         self._inner = inner
+        self._recent_size = recent
         self._cache = cache
         self._cache_model = cache_model or inner.model_id
         self._recent: OrderedDict[str, Vector] = OrderedDict()
@@ -315,18 +349,18 @@ class CachedEmbedder:
         """Vectors for `texts` kept in memory only: for questions, which are seldom asked twice word for word."""
         prompt = self._inner.prompt(kind)
         hashes = [content_hash(prompt + text) for text in texts]
-        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in self._recent}
+        # Taken out before the wait: other questions may push these out of memory while the model embeds the rest.
+        found = {h: self._recent[h] for h in hashes if h in self._recent}
+        missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
             fresh = await self._inner.embed(list(missing.values()), kind=kind)
-            for h, vector in zip(missing, fresh, strict=True):
-                self._recent[h] = vector
-        vectors = []
+            found.update(zip(missing, fresh, strict=True))
         for h in hashes:
+            self._recent[h] = found[h]
             self._recent.move_to_end(h)
-            vectors.append(self._recent[h])
-        while len(self._recent) > _RECENT:
+        while len(self._recent) > self._recent_size:
             self._recent.popitem(last=False)
-        return vectors
+        return [found[h] for h in hashes]
 
 
 class TransientEmbedder:

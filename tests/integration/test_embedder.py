@@ -42,6 +42,18 @@ async def test_order_is_kept_whatever_the_batching(model_dir: Path, embedder: On
     assert np.abs(vectors - expected).max() < 1e-5
 
 
+async def test_a_text_gets_the_same_vector_to_the_bit_alone_or_in_a_batch_of_any_lengths(
+    embedder: OnnxEmbedder,
+) -> None:
+    # Many texts of mixed lengths are cut into several model runs (by count and by padded tokens): each text's vector
+    # must not depend on its company, or a question's vector would change with what else is embedded beside it.
+    texts, _ = _reference()
+    mixed = [*texts, *(" ".join([text] * repeat) for repeat in (2, 5, 12) for text in texts)]
+    together = await embedder.embed(mixed)
+    alone = [vector for text in mixed for vector in await embedder.embed([text])]
+    assert together == alone
+
+
 async def test_long_text_is_truncated_at_256_word_pieces(embedder: OnnxEmbedder) -> None:
     # ~900 word pieces: everything past the 256th piece must not change the vector.
     long_text = " ".join(f"word{i} is followed by another" for i in range(150))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import pytest
@@ -136,3 +137,32 @@ async def test_recent_questions_are_forgotten_oldest_first(cached: CachedEmbedde
     assert inner.calls[-1] == ["first question"]
     assert cached.transient.model_id == "mini"
     assert cached.transient.provider == "local"
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Embeds at once, except a batch holding `gated`, which waits until `release` is set."""
+
+    def __init__(self, gated: str) -> None:
+        super().__init__()
+        self.gated = gated
+        self.waiting = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        if self.gated in texts:
+            self.waiting.set()
+            await asyncio.wait_for(self.release.wait(), timeout=5)
+        return await super().embed(texts, kind=kind)
+
+
+async def test_a_question_whose_remembered_part_is_evicted_while_it_embeds_still_gets_every_vector() -> None:
+    inner = GatedEmbedder(gated="new question")
+    cached = CachedEmbedder(inner, MemoryCache(), recent=1)
+    await cached.transient.embed(["known question"])
+    # The first caller finds "known question" remembered and waits on the model for the other text ...
+    first = asyncio.create_task(cached.transient.embed(["known question", "new question"]))
+    await asyncio.wait_for(inner.waiting.wait(), timeout=5)
+    # ... while another question pushes "known question" out of the one-entry memory.
+    assert await cached.transient.embed(["another question"]) == [_vector("another question")]
+    inner.release.set()
+    assert await asyncio.wait_for(first, timeout=5) == [_vector("known question"), _vector("new question")]

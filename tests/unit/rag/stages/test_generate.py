@@ -247,6 +247,48 @@ async def test_stream_answer_stops_at_once_when_asked_even_while_the_model_is_si
     await asyncio.wait_for(closed.wait(), 5)  # the model's stream was closed, not left running
 
 
+async def test_stream_answer_stopped_while_a_piece_is_handed_on_delivers_that_piece_whole_and_reads_no_more() -> None:
+    import asyncio
+
+    from rag.stages.stream_answer import StreamAnswer
+
+    stop = asyncio.Event()
+    read: list[str] = []
+    seen: list[str] = []
+
+    async def model() -> AsyncIterator[str]:
+        for piece in ("Open ", "9 to 17."):
+            read.append(piece)
+            yield piece
+
+    async def on_text(piece: str) -> None:
+        stop.set()  # the asker presses stop while the first piece is on its way to the chat
+        await asyncio.sleep(0)
+        seen.append(piece)
+
+    turn = TurnContext(query="q", kb_ids=("kb",), on_text=on_text, stop=stop)
+    turn.answer = model()
+    await asyncio.wait_for(StreamAnswer().run(turn), 5)
+    assert (seen, read, turn.text, turn.outcome) == (["Open "], ["Open "], "Open ", "stopped")
+
+
+async def test_stream_answer_passes_the_models_error_on_when_not_stopped() -> None:
+    import asyncio
+
+    from rag.errors import ModelError
+    from rag.stages.stream_answer import StreamAnswer
+
+    async def model() -> AsyncIterator[str]:
+        yield "Open "
+        raise ModelError("connection reset")
+
+    turn = TurnContext(query="q", kb_ids=("kb",), stop=asyncio.Event())
+    turn.answer = model()
+    with pytest.raises(ModelError):
+        await asyncio.wait_for(StreamAnswer().run(turn), 5)
+    assert turn.text == "Open "
+
+
 async def _pieces(pieces: list[str]) -> AsyncIterator[str]:
     for piece in pieces:
         yield piece
