@@ -412,9 +412,8 @@ async def test_a_file_over_the_size_limit_is_refused_with_the_limit_in_mb_and_wh
 async def _finished_job(world: ChatWorld, kind: str, source: str, *, error: str = "", **result: Any) -> None:
     """A job that ran here and ended now: failed with `error`, else succeeded with `result`."""
     kb = await world.knowledge.find("handbook")
-    now = datetime.now(UTC)
-    job = await world.job_repo.create(kb.id, kind, source, owner="test", lease_until=now + timedelta(minutes=1))
-    await world.job_repo.start(job.id, "test", now=now, until=now + timedelta(minutes=1))
+    job = await world.job_repo.create(kb.id, kind, source, owner="test", lease=60.0)
+    await world.job_repo.start(job.id, "test", lease=60.0)
     if error:
         await world.job_repo.fail(job.id, "test", error)
     else:
