@@ -72,10 +72,10 @@ async def test_a_restart_sweeps_the_uploads_of_jobs_that_ended_and_keeps_those_s
             path.parent.mkdir(parents=True)
             path.write_text("# Left\n\nbehind")
         now = datetime.now(UTC)
-        job = await repo.create(kb, "upload", str(ended), owner="dead", lease_until=now + timedelta(minutes=5))
-        await repo.start(job.id, "dead", now=now, until=now + timedelta(minutes=5))
+        job = await repo.create(kb, "upload", str(ended), owner="dead", lease=300.0)
+        await repo.start(job.id, "dead", lease=300.0)
         await repo.fail(job.id, "dead", "stopped")
-        await repo.create(kb, "upload", str(queued), owner="alive", lease_until=now + timedelta(hours=1))
+        await repo.create(kb, "upload", str(queued), owner="alive", lease=3600.0)
         hour_ago = (now - timedelta(hours=1)).timestamp()
         os.utime(stray.parent, (hour_ago, hour_ago))  # no job names it, and it is too old to be saving now
     async with build_services(embedded_settings(data)) as services:
