@@ -1,7 +1,7 @@
 """config epoch: one counter every change to what chats read (bindings, chat settings, knowledge bases, grants)
 moves, so each process knows from one read when its cached view of them is stale
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-26
 """
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 
-revision = '0012'
+revision = '0011'
 down_revision = '0010'
 branch_labels = None
 depends_on = None
