@@ -44,9 +44,9 @@ class EventSink:
 
     async def take(self) -> tuple[list[Event], bool]:
         """Every event queued by now (waiting for one when there is none), and whether they are the last."""
-        events: list[Event] = []
         if self._ended:
-            return events, True
+            return [], True
+        events: list[Event] = []
         item = await self._queue.get()
         while item is not None:
             events.append(item)
