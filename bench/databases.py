@@ -1,7 +1,7 @@
 """The relational store a benchmark run uses: SQLite in its data dir, or a fresh database on a PostgreSQL server.
 
 PostgreSQL is RAGBOT_BENCH_DATABASE_URL's server when set (its database part is ignored: the bench creates its own
-databases there), else a throw-away cluster started as the tests start theirs (tests/integration/postgres.py).
+databases there), else a throw-away cluster started as the tests start theirs (harness/postgres.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.engine import make_url
 
-from tests.integration.postgres import running_postgres
+from harness.postgres import running_postgres
 
 DATABASES = ("sqlite", "postgres")
 

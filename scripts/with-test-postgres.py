@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.integration.postgres import running_postgres  # needs the checkout on sys.path, above
+from harness.postgres import running_postgres  # needs the checkout on sys.path, above
 
 
 def main(command: list[str]) -> int:

@@ -11,12 +11,12 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
+from harness.postgres import running_postgres
 from rag.models.embedders import OnnxEmbedder
 from storage.db import Database, DatabaseConfig
 from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
-from tests.integration.postgres import running_postgres
 
 
 @pytest.fixture(scope="session")
