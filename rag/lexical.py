@@ -7,7 +7,7 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -100,6 +100,12 @@ class LexicalAnalyzer:
             if self._user_dict is not None:
                 self._tokenizer.load_userdict(str(self._user_dict))
             self._ready = True
+
+    def vocabulary(self) -> Iterable[str]:
+        """The dictionary's words (loading it if need be), for tables keyed by the same words to share them."""
+        self._ensure_ready()
+        words: dict[str, int] = self._tokenizer.FREQ
+        return words.keys()
 
     def tokens(self, text: str, *, remember: bool = True, stem: bool = True) -> list[str]:
         """Search-mode terms (whole words plus their dictionary sub-words), lower-cased, no punctuation; English

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import logging
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -303,7 +304,8 @@ class CachedEmbedder:
         self._recent_size = recent
         self._cache = cache
         self._cache_model = cache_model or inner.model_id
-        self._recent: OrderedDict[str, Vector] = OrderedDict()
+        # Packed doubles (3 KB a 384-dimension vector, 12 KB as a list of floats), the same numbers exactly.
+        self._recent: OrderedDict[str, array[float]] = OrderedDict()
         self.hits = 0
         self.misses = 0
         self.transient = TransientEmbedder(self)
@@ -331,7 +333,7 @@ class CachedEmbedder:
         """Vectors for `texts`: recent or cached ones reused, the rest embedded once each and stored."""
         prompt = self._inner.prompt(kind)
         hashes = [content_hash(prompt + text) for text in texts]
-        found = {h: self._recent[h] for h in hashes if h in self._recent}
+        found = {h: list(self._recent[h]) for h in hashes if h in self._recent}
         asked = [h for h in dict.fromkeys(hashes) if h not in found]
         if asked:
             found.update(await self._cache.get_many(self.provider, self._cache_model, asked))
@@ -350,14 +352,16 @@ class CachedEmbedder:
         prompt = self._inner.prompt(kind)
         hashes = [content_hash(prompt + text) for text in texts]
         # Taken out before the wait: other questions may push these out of memory while the model embeds the rest.
-        found = {h: self._recent[h] for h in hashes if h in self._recent}
+        found = {h: list(self._recent[h]) for h in hashes if h in self._recent}
         missing = {h: text for h, text in zip(hashes, texts, strict=True) if h not in found}
         if missing:
             fresh = await self._inner.embed(list(missing.values()), kind=kind)
             found.update(zip(missing, fresh, strict=True))
         for h in hashes:
-            self._recent[h] = found[h]
-            self._recent.move_to_end(h)
+            if h in self._recent:
+                self._recent.move_to_end(h)
+            else:
+                self._recent[h] = array("d", found[h])
         while len(self._recent) > self._recent_size:
             self._recent.popitem(last=False)
         return [found[h] for h in hashes]

@@ -166,3 +166,22 @@ async def test_a_question_whose_remembered_part_is_evicted_while_it_embeds_still
     assert await cached.transient.embed(["another question"]) == [_vector("another question")]
     inner.release.set()
     assert await asyncio.wait_for(first, timeout=5) == [_vector("known question"), _vector("new question")]
+
+
+class OddEmbedder(CountingEmbedder):
+    """Vectors of doubles no float32 holds, so a remembered copy rounded on the way would differ."""
+
+    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
+        self.calls.append(list(texts))
+        return [[0.1 + n / 3 for n in range(384)] for _ in texts]
+
+
+async def test_a_remembered_question_comes_back_as_the_same_numbers_and_a_list_the_caller_owns() -> None:
+    inner = OddEmbedder()
+    cached = CachedEmbedder(inner, MemoryCache())
+    [first] = await cached.transient.embed(["how long do refunds take?"])
+    first.append(99.0)  # the caller's list is its own: changing it changes nothing remembered
+    [again] = await cached.transient.embed(["how long do refunds take?"])
+    assert type(again) is list
+    assert again == [0.1 + n / 3 for n in range(384)]
+    assert len(inner.calls) == 1

@@ -195,3 +195,13 @@ async def test_known_vectors_of_the_wrong_length_are_ignored_and_everything_embe
 
     assert embedder.calls == [["q"], ["a"]]
     assert scores == pytest.approx([1.0])
+
+
+def test_the_table_shares_the_vocabularys_words_and_gives_the_same_weights(tmp_path: Path) -> None:
+    path = tmp_path / "idf.txt"
+    path.write_text("退款 9.5\nrefund 4.25\nunshared 4.25\n", encoding="utf-8")
+    vocabulary = ["".join(["退", "款"]), "".join(["re", "fund"])]  # built at run time: not the literals' objects
+    table = load_idf(path, vocabulary)
+    assert table.weights == load_idf(path).weights == {"退款": 9.5, "refund": 4.25, "unshared": 4.25}
+    shared = {id(word) for word in vocabulary}
+    assert {word: id(word) in shared for word in table.weights} == {"退款": True, "refund": True, "unshared": False}
