@@ -57,12 +57,13 @@ lint: install
 unit: install
 	$(BIN)/pytest tests/unit -q
 
-# Two pytest-xdist workers: most of the slow tests wait on servers and subprocesses, so two overlap well even on
-# two cores. A test module stays on one worker (its module fixtures start services), and modules go out in
+# Four pytest-xdist workers: most of the slow tests wait on servers and subprocesses (a `ragbot` command starts in
+# seconds), so four overlap well even on two cores: pytest 7:14 against 8:45 with three and 10:01 with two
+# (bench/RESULTS.md). A test module stays on one worker (its module fixtures start services), and modules go out in
 # collection order (e2e, integration, unit), so the long end-to-end ones start first and the many short unit
-# tests fill in at the end. Each worker has its own session Weaviate; both share one throw-away PostgreSQL
+# tests fill in at the end. Each worker has its own session Weaviate; all share one throw-away PostgreSQL
 # cluster started here. `make test TEST_WORKERS=0` runs every test in the one pytest process.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 4
 
 test: install weaviate postgres chromium lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/python scripts/with-test-postgres.py \
