@@ -19,6 +19,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.errors import DatabaseUnavailable
 from storage.private_files import private_dir
+from storage.sqlite_writes import WriteLine
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -130,6 +131,8 @@ class Database:
         self.config = config
         self._engine: AsyncEngine | None = None
         self._sessions: async_sessionmaker[AsyncSession] | None = None
+        # A SQLite file's writers queue here first (storage.sqlite_writes); None elsewhere.
+        self.write_line: WriteLine | None = None
 
     @property
     def engine(self) -> AsyncEngine:
@@ -148,6 +151,9 @@ class Database:
         engine = create_async_engine(self.config.async_url(), echo=self.config.echo, **self._pool_options())
         if self.config.is_sqlite:
             event.listen(engine.sync_engine, "connect", _enable_sqlite_pragmas)
+        if path is not None:  # an in-memory database is one connection: nothing to queue
+            self.write_line = WriteLine(SQLITE_BUSY_TIMEOUT_MS / 1000)
+            self.write_line.attach(engine.sync_engine)
         try:
             async with engine.begin() as connection:
                 await connection.run_sync(_upgrade)
