@@ -7,6 +7,11 @@ class StorageError(Exception):
     """Base of every storage failure."""
 
 
+def first_line(exc: BaseException) -> str:
+    """An error's first line, or its type's name when it has no text: how a failure is named in one line."""
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 class DatabaseUnavailable(StorageError):
     """The relational store cannot be reached or migrated."""
 

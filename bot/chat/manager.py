@@ -26,7 +26,7 @@ from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, User
 from bot.words import language, messages
 from rag.errors import RagError
 from rag.pipeline import TurnContext
-from storage.errors import DuplicateEvent, NotFound, StorageError
+from storage.errors import DuplicateEvent, NotFound, StorageError, first_line
 from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRecord, MessageRole
 
 log = logging.getLogger(__name__)
@@ -541,7 +541,7 @@ def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:
             "turn=failed conversation=%s request=%s reason=%s %s",
             conversation_id,
             request_id,
-            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            first_line(exc),
             notes,
         )
     else:

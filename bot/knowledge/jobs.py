@@ -18,7 +18,7 @@ from bot.knowledge.ingestion import stored_source
 from bot.knowledge.uploads import UploadFolder
 from rag.errors import ExtractionError, FaqImportError, RagError
 from rag.ports import Progress
-from storage.errors import NotFound, StorageError
+from storage.errors import NotFound, StorageError, first_line
 from storage.records import JobRecord
 from storage.repos.jobs import JobRepo
 
@@ -44,7 +44,7 @@ def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, UserFacingError):
         return exc.user_message
     if isinstance(exc, RagError | StorageError):
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return first_line(exc)
     return f"internal error ({type(exc).__name__}); see the server log"
 
 

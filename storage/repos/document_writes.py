@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlmodel import col, select
 
 from storage.db import Database
-from storage.errors import DocumentNotStored
+from storage.errors import DocumentNotStored, first_line
 from storage.models import Chunk, Document, Segment, utcnow
 from storage.records import DocumentVersion
 
@@ -345,11 +345,6 @@ def _unlive_documents(model: type[Chunk] | type[Segment]) -> Any:
 
 class _Deleted(Exception):
     """The document was marked for deletion while its rows were being written."""
-
-
-def first_line(exc: BaseException) -> str:
-    """An error's first line, or its type's name when it has no text."""
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _rows(item: StagedVersion) -> Iterator[tuple[Any, dict[str, Any]]]:
