@@ -198,8 +198,10 @@ class Message(SQLModel, table=True):
     request_id: str = Field(index=True, max_length=64)
     role: str = Field(max_length=16)
     text: str
-    status: str = Field(default="done", max_length=16)
+    status: str = Field(default="done", max_length=16, index=True)
     platform_message_id: str = Field(default="", max_length=128)
+    # The ragbot process writing an answer (status `streaming`): when it dies, another finishes the answer.
+    instance: str = Field(default="", max_length=64, sa_column_kwargs={"server_default": ""})
     # Who wrote a user message (group chats mix people): the platform's user id.
     author: str = Field(default="", max_length=128)
     # The platform's id of the event that brought a user message; unique, so a retried delivery is seen.

@@ -210,6 +210,8 @@ class MessageRecord:
     created_at: datetime
     author: str = ""
     feedback: str = ""
+    # The process writing an answer while it is `streaming`.
+    instance: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,12 +25,14 @@ from adapters.slack.listeners import SlackListeners
 from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.settings import SlackSettings
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
-from adapters.slack.translate import PLATFORM
+from adapters.slack.translate import PLATFORM, Place
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.errors import PlatformError
-from bot.ports import Adapter
+from bot.ports import Adapter, ReplyTarget
+from bot.types import ConversationKey
 from storage.db import Database
+from storage.records import MessageRecord
 from storage.repos.slack_installs import SlackInstallRepo
 from storage.secret_box import KeyRing, SecretBox
 
@@ -116,6 +118,7 @@ class SlackAdapter:
         if not config.oauth:
             self.app.event("app_uninstalled")(listeners.on_uninstalled)
             self.app.event("tokens_revoked")(listeners.on_uninstalled)
+        manager.resume_on(PLATFORM, self._resume_target)
 
     # Lifecycle.
 
@@ -165,6 +168,23 @@ class SlackAdapter:
                     user_id="",
                 )
             )
+
+    async def _resume_target(self, key: ConversationKey, question: MessageRecord) -> ReplyTarget | None:
+        """Where a dead process's answer is finished: a new message in its thread (or DM), with the workspace's
+        token; None when this process holds none for that workspace."""
+        enterprise, _, team = key.workspace.rpartition("/")
+        token = await self._bot_token(enterprise, team)
+        if token is None:
+            return None
+        where = Place(key.workspace, key.chat, key.thread, private=key.chat.startswith("D"))
+        lang = await self._manager.language(key, question.text)
+        return self._listeners.target(self._client(token), where, question.author, team, lang)
+
+    async def _bot_token(self, enterprise: str, team: str) -> str | None:
+        if self._installations is None:
+            return self._config.bot_token
+        bot = await self._installations.async_find_bot(enterprise_id=enterprise or None, team_id=team)
+        return bot.bot_token if bot is not None else None
 
     def _client(self, token: str | None) -> AsyncWebClient:
         if self._config.base_url:

@@ -126,13 +126,14 @@ class SlackListeners:
         # The turn decides its language again from the same message and settings; the status line needs it first.
         said = "" if isinstance(translated, Notice) else _said(translated)
         lang = await self._manager.language(conversation_key(where), said)
-        target = self._target(client, where, user, str(event.get("team") or context.team_id or ""), lang)
+        target = self.target(client, where, user, str(event.get("team") or context.team_id or ""), lang)
         if isinstance(translated, Notice):
             await self._notify(target, translated.say(lang))
             return
         await self._manager.handle(translated, target)
 
-    def _target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
+    def target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
+        """A reply target in `where` for `user` of `team`, answering in `lang`."""
         return SlackTarget(
             client,
             where.channel,
@@ -237,7 +238,7 @@ class SlackListeners:
             style=self._style,
             raw=command,
         )
-        target = self._target(client, where, user.id, str(command.get("team_id") or context.team_id or ""), lang)
+        target = self.target(client, where, user.id, str(command.get("team_id") or context.team_id or ""), lang)
         await self._manager.handle(message, target)
 
     async def on_feedback(

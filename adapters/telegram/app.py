@@ -25,12 +25,14 @@ from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.commands.registry import Asker
 from bot.errors import PlatformError
-from bot.ports import Adapter
+from bot.ports import Adapter, ReplyTarget
 from bot.reply.deliver import deliver_text
+from bot.types import ConversationKey
 from bot.words import messages
 from bot.words.catalogue import DEFAULT_LANGUAGE, languages
 from bot.words.language import turn_language
 from storage.db import Database
+from storage.records import MessageRecord
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,7 @@ class TelegramAdapter:
         self._pacer = Pacer()
         self._conflict_reported = False
         self._refusals = Refusals()
+        manager.resume_on(PLATFORM, self._resume_target)
 
     def mount(self, app: web.Application) -> None:
         """The webhook route, in webhook mode."""
@@ -238,6 +241,22 @@ class TelegramAdapter:
             await bot.leave_chat(chat.id)
         except TelegramError as exc:
             log.warning("telegram=leave_failed chat=%s reason=%s", chat.id, exc)
+
+    async def _resume_target(self, key: ConversationKey, question: MessageRecord) -> ReplyTarget | None:
+        """Where a dead process's answer is finished: a new message in its chat (or topic); None before start."""
+        if self._application is None or self._me is None or not key.chat.lstrip("-").isdigit():
+            return None
+        chat_id = int(key.chat)
+        return TelegramTarget(
+            self._application.bot,
+            chat_id,
+            # Private chats have the user's own (positive) id; groups and channels negative ones.
+            private=chat_id > 0,
+            observer=self._manager.metrics.observer(PLATFORM),
+            drafts=self._drafts,
+            pacer=self._pacer,
+            thread_id=int(key.thread) if key.thread.isdigit() else None,
+        )
 
     async def _message(self, update: Update) -> None:
         message = update.message

@@ -32,10 +32,11 @@ from bot.app.settings import Settings
 from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.commands.registry import parse_command
-from bot.ports import Adapter
+from bot.ports import Adapter, ReplyTarget
 from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from storage.db import Database
+from storage.records import MessageRecord
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class WebChat:
         self._logins = LoginThrottle()
         # Per client address, beside the manager's per-session limit: a new session is one GET away.
         self._addresses = RateLimiter(config.address_rate_limit)
+        manager.resume_on(PLATFORM, self._resume_target)
 
     def mount(self, app: web.Application) -> None:
         """Add the page, its assets and the API."""
@@ -290,6 +292,13 @@ class WebChat:
         finally:
             sink.end()
 
+    async def _resume_target(self, key: ConversationKey, question: MessageRecord) -> ReplyTarget | None:
+        """Where a dead process's answer is finished: nowhere to stream to (its page's stream broke off with that
+        process); the page reads the stored answer once it is done."""
+        sink = EventSink()
+        sink.closed = True
+        return WebReplyTarget(sink, self._manager.metrics.observer(PLATFORM))
+
     async def _rate_limited(self, request: web.Request) -> web.Response | None:
         """A 429 when this client address sent more than its share of messages this minute, else None."""
         address = _address_key(request)
@@ -306,7 +315,7 @@ class WebChat:
         """Stop the answer being written in this browser's conversation."""
         key = self._key(request)
         conversation = await self._manager.existing(key)
-        stopped = conversation is not None and self._manager.stop(key, conversation.id)
+        stopped = conversation is not None and await self._manager.stop(key, conversation.id)
         return web.json_response({"stopped": stopped})
 
     async def feedback(self, request: web.Request) -> web.Response:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
+from bot.app.cluster import Cluster
 from bot.app.services import Services
 from bot.app.settings import Settings, platform_settings
 from bot.chat.limits import RateLimit
@@ -31,9 +33,9 @@ def chat_policy(settings: Settings) -> ChatPolicy:
     )
 
 
-def chat_parts(services: Services) -> ChatParts:
-    """What the conversation manager uses, from the running services."""
-    return ChatParts(
+def chat_parts(services: Services, cluster: Cluster | None = None) -> ChatParts:
+    """What the conversation manager uses, from the running services (and the processes it shares them with)."""
+    parts = ChatParts(
         conversations=services.conversations,
         settings=services.bindings,
         knowledge=services.knowledge,
@@ -42,6 +44,10 @@ def chat_parts(services: Services) -> ChatParts:
         sources=SourceBook(services.documents, services.faqs),
         epochs=ConfigEpochRepo(services.db),
     )
+    if cluster is None:
+        return parts
+    shared = replace(parts, instance=cluster.instance_id, stops=cluster.stops, live=cluster.presence.live)
+    return shared if cluster.locks is None else replace(shared, turn_locks=cluster.locks)
 
 
 def command_parts(services: Services) -> CommandParts:
@@ -65,9 +71,10 @@ def build_manager(
     *,
     metrics: ChatMetrics | None = None,
     clock: Callable[[], float] | None = None,
+    cluster: Cluster | None = None,
 ) -> ConversationManager:
     """The conversation manager over the running services."""
-    parts, commands = chat_parts(services), command_parts(services)
+    parts, commands = chat_parts(services, cluster), command_parts(services)
     if clock is None:
         return ConversationManager(parts, policy, commands, metrics=metrics)
     return ConversationManager(parts, policy, commands, metrics=metrics, clock=clock)

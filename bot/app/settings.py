@@ -124,6 +124,11 @@ class CoreSettings(BaseSettings):
     CHAT_RATE_LIMIT: int = Field(default=20, ge=1, le=10_000)
     CHAT_MAX_CONCURRENT_TURNS: int = Field(default=64, ge=1, le=10_000)
     CHAT_MAX_CONCURRENT_MODEL_CALLS: int = Field(default=16, ge=1, le=10_000)
+    # Seconds a ragbot process's leases last unless renewed (its presence, a conversation's turn): within this
+    # long of one process dying, another finishes its answers and takes its conversations.
+    INSTANCE_LEASE: float = Field(default=15.0, ge=3.0, le=600.0)
+    # An answer whose process died longer ago than this is closed rather than written again (seconds).
+    TURN_RESUME_MAX_AGE: float = Field(default=600.0, ge=0.0, le=86_400.0)
     RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
     # Reachable from the internet (behind a reverse proxy): the web chat needs its access token, /metrics and
     # the detailed /healthz move to the internal listener. A webhook adapter or a non-loopback host means it too.

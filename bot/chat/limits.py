@@ -152,11 +152,14 @@ class TurnGate:
         conversation_id: str,
         watcher: Callable[[], QueueWatcher] | None = None,
         place_watcher: Callable[[], QueueWatcher] | None = None,
+        *,
+        in_line: Callable[[], None] | None = None,
     ) -> AsyncIterator[None]:
         """Hold the conversation's slot (and a global one) for the body; a turn that waits is counted in its queue.
 
         `watcher` makes the conversation's queue watcher when this turn is the first to wait and none hears it yet;
         `place_watcher` makes this turn's own watcher when it waits for a global slot, told its place in line.
+        `in_line` is called once this turn's place in the conversation's line is fixed (nothing awaited between).
         """
         line = self._lines.setdefault(conversation_id, _Line())
         # Counted, not read off the lock: a turn just woken holds no lock yet, and a newcomer still waits behind it.
@@ -166,6 +169,8 @@ class TurnGate:
             if waits:
                 self._queue(line, 1, watcher)
             try:
+                if in_line is not None:
+                    in_line()  # the lock's FIFO place is taken below without a suspension in between
                 await self._acquire(line.lock, place_watcher)
             finally:
                 if waits:
@@ -196,3 +201,40 @@ class TurnGate:
         except BaseException:
             lock.release()
             raise
+
+
+class Arrivals:
+    """Keeps a conversation's arrival order through the step before its turn gate (storing the question).
+
+    A message holds its conversation's arrival lock from the moment it arrives until it has its place in the turn
+    gate's line, so a later message whose store was quicker cannot take the earlier one's place.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def arrive(self, conversation_id: str) -> AsyncIterator[Callable[[], None]]:
+        """Hold the conversation's arrival for the body; the yielded call lets the next message in (at most once)."""
+        lock, users = self._locks.get(conversation_id, (asyncio.Lock(), 0))
+        self._locks[conversation_id] = (lock, users + 1)
+        released = False
+
+        def let_next_in() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                lock.release()
+
+        try:
+            await lock.acquire()
+            try:
+                yield let_next_in
+            finally:
+                let_next_in()
+        finally:
+            lock, users = self._locks[conversation_id]
+            if users == 1:
+                del self._locks[conversation_id]
+            else:
+                self._locks[conversation_id] = (lock, users - 1)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.chat.limits import RateLimit, RateLimiter, TurnGate
+from bot.chat.limits import Arrivals, RateLimit, RateLimiter, TurnGate
 from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
@@ -30,6 +30,9 @@ from storage.errors import DuplicateEvent, NotFound, StorageError, first_line
 from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRecord, MessageRole
 
 log = logging.getLogger(__name__)
+
+# Gives the reply target to finish a dead process's answer in: the conversation and its question.
+Resumer = Callable[[ConversationKey, MessageRecord], Awaitable[ReplyTarget | None]]
 
 # How a turn whose final text never reached the chat is counted (its stored answer's status too).
 UNDELIVERED = "undelivered"
@@ -120,6 +123,7 @@ class ConversationManager:
         self._rate = RateLimiter(policy.rate_limit, clock)
         self._command_rate = RateLimiter(policy.command_rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
+        self._arrivals = Arrivals()
         # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
         self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
@@ -127,6 +131,7 @@ class ConversationManager:
         self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
         self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
+        self._resumers: dict[str, Resumer] = {}
         parts.jobs.subscribe(self._job_changed)
 
     async def _job_changed(self, job: JobRecord) -> None:
@@ -203,42 +208,127 @@ class ConversationManager:
 
         # The person sees at once that the bot took the question, however long it then waits for its turn.
         self._spawn(self._show_typing(target), "turn-typing")
-        async with self._gate.turn(_gate_key(message.key), queue_notice, place_notice):
-            return await self._open_turn(message, target, kb_ids, document_ids)
+        gate_key = _gate_key(message.key)
+        async with self._arrivals.arrive(gate_key) as let_next_in:
+            accepted = await self._accept(message)
+            if accepted is None:
+                return None
+            conversation, opened = accepted
+            try:
+                async with (
+                    self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in),
+                    self._parts.turn_locks.hold(conversation.id),
+                ):
+                    return await self._open_turn(message, target, conversation, opened, kb_ids, document_ids)
+            except Exception as exc:
+                # Broke before its answer began (the database away while it waited): close the stored turn as
+                # failed, or it would look written-by-this-process for ever; `handle` apologises.
+                await self._record_failure(opened, exc, None, "")
+                raise
+
+    async def _accept(self, message: IncomingMessage) -> tuple[ConversationRecord, OpenTurn] | None:
+        """Store the question with its answer's placeholder, written by this process, before it waits for its turn:
+        from here on it is not lost with this process (another finishes it). None for a retried delivery."""
+        conversation = await self._state.conversation(message.key)
+        try:
+            opened = await self._recorder.open(
+                conversation.id,
+                message.text,
+                author=message.user.id,
+                event_key=_event_key(message),
+                instance=self._parts.instance,
+            )
+        except DuplicateEvent:
+            log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
+            return None
+        return conversation, opened
 
     async def _open_turn(
         self,
         message: IncomingMessage,
         target: ReplyTarget,
+        conversation: ConversationRecord,
+        opened: OpenTurn,
         kb_ids: Sequence[str] | None,
         document_ids: Sequence[str],
+        *,
+        resumed: bool = False,
     ) -> TurnResult | None:
-        """Read the chat and its history (one statement), store the question with its answer's placeholder (one
-        write), then answer: the question is stored only once its turn has come, so turns keep their order."""
+        """Read the chat and its history (one statement), then answer the stored question."""
         key = message.key
-        conversation = await self._state.conversation(key)
         epoch, history = await self._parts.conversations.turn_view(conversation.id, self.policy.history_limit)
         self._state.observe(epoch)
         config = await self._state.config(key.chat_key)
         if not self._answers_here(message, config.setting):
-            return None  # the chat's answer mode changed since it was cached
+            await self._recorder.withdraw(opened, "not_addressed")  # the chat's answer mode changed since cached
+            return None
         lang = language.turn_language(message.text, config.setting.language, message.user.language)
         readable = list(kb_ids) if kb_ids is not None else await self._readable(key, config)
-        notice = ""
+        notices = [messages.resumed(lang)] if resumed else []
         if not readable and kb_ids is None and (missing := await self._missing(key, config)):
             # The answer cannot come from the knowledge base the chat should read: say which, and how to make it.
             admin = self.policy.is_admin(key.platform, message.user)
-            notice = messages.no_kb_bound(missing, lang, admin=admin)
-        try:
-            opened = await self._recorder.open(
-                conversation.id, message.text, author=message.user.id, event_key=_event_key(message)
-            )
-        except DuplicateEvent:
-            log.info("turn=duplicate platform=%s message=%s", key.platform, message.message_id)
-            return None
+            notices.append(messages.no_kb_bound(missing, lang, admin=admin))
+        history = [stored for stored in history if stored.request_id != opened.request_id]
         return await self._turn(
-            message, target, conversation, opened, readable, document_ids, config.setting, lang, history, notice
+            message,
+            target,
+            conversation,
+            opened,
+            readable,
+            document_ids,
+            config.setting,
+            lang,
+            history,
+            " ".join(notices),
         )
+
+    def resume_on(self, platform: str, targets: Resumer) -> None:
+        """Let this process finish `platform`'s answers whose process died: `targets` gives a reply target for a
+        conversation and the question, or None when it cannot reach that chat (the answer goes out as a new message
+        that says it continues)."""
+        self._resumers[platform] = targets
+
+    async def resume(self, answer: MessageRecord) -> bool:
+        """Take over an answer whose writer died and answer its question again here; False when this process cannot
+        (its platform is not served here) or another process took it first."""
+        conversations = self._parts.conversations
+        conversation = await conversations.by_id(answer.conversation_id)
+        if conversation is None or (targets := self._resumers.get(conversation.platform)) is None:
+            return False
+        key = ConversationKey(conversation.platform, conversation.workspace, conversation.chat, conversation.thread)
+        question = await conversations.question_of(answer)
+        target = await targets(key, question) if question is not None else None
+        if question is not None and target is None:
+            return False
+        if not await conversations.claim_answer(answer.id, answer.instance, self._parts.instance):
+            return False
+        opened = OpenTurn(conversation.id, answer.request_id, answer.id)
+        if question is None or target is None:
+            await self._recorder.withdraw(opened, "question_missing")
+            return True
+        message = IncomingMessage(key=key, message_id="", user=UserRef(id=question.author), text=question.text)
+        log.info("turn=resumed conversation=%s request=%s from=%s", conversation.id, answer.request_id, answer.instance)
+        self._spawn(self._resumed_turn(message, target, conversation, opened), "turn-resumed")
+        return True
+
+    async def close_orphan(self, answer: MessageRecord) -> bool:
+        """Close, without answering again, an answer whose writer died too long ago for an answer now to help."""
+        if not await self._parts.conversations.claim_answer(answer.id, answer.instance, self._parts.instance):
+            return False
+        await self._recorder.withdraw(OpenTurn(answer.conversation_id, answer.request_id, answer.id), "interrupted")
+        return True
+
+    async def _resumed_turn(
+        self, message: IncomingMessage, target: ReplyTarget, conversation: ConversationRecord, opened: OpenTurn
+    ) -> None:
+        with turn_scope():
+            try:
+                async with self._gate.turn(_gate_key(message.key)), self._parts.turn_locks.hold(conversation.id):
+                    await self._open_turn(message, target, conversation, opened, None, (), resumed=True)
+            except Exception as exc:
+                log.exception("turn=resume_failed conversation=%s request=%s", conversation.id, opened.request_id)
+                await self._record_failure(opened, exc, None, "")
 
     async def _command(self, message: IncomingMessage, target: ReplyTarget, lang: str) -> None:
         """Run a command once per platform event (a redelivery, even after a restart, is dropped), within its limit."""
@@ -438,8 +528,19 @@ class ConversationManager:
         answer = await self._parts.conversations.last_answer(conversation.id)
         return [] if answer is None else (await self._parts.sources.of_answers([answer]))[answer.id]
 
-    def stop(self, key: ConversationKey, conversation_id: str) -> bool:
-        """Stop the answer being written in this conversation; False when none is."""
+    async def stop(self, key: ConversationKey, conversation_id: str) -> bool:
+        """Stop the answer being written in this conversation, by this process or another; False when none is."""
+        if self.stop_here(conversation_id):
+            return True
+        writer = await self._parts.conversations.writer_of_current(conversation_id)
+        if writer is None or writer == self._parts.instance or writer not in self._parts.live():
+            return False
+        await self._parts.stops.publish(conversation_id)
+        return True
+
+    def stop_here(self, conversation_id: str) -> bool:
+        """Stop the answer this process writes in the conversation (a stop heard from another process lands here);
+        False when it writes none."""
         event = self._stops.get(conversation_id)
         if event is None or event.is_set():
             return False

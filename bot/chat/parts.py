@@ -7,9 +7,10 @@ stand-ins instead.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
 
 from bot.chat.sources import SourceBook
 from rag.pipeline import Pipeline, TurnContext
@@ -76,9 +77,37 @@ class Conversations(Protocol):
         ...
 
     async def open_turn(
-        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+        self,
+        conversation_id: str,
+        request_id: str,
+        text: str,
+        *,
+        author: str = "",
+        event_key: str | None = None,
+        instance: str = "",
     ) -> tuple[MessageRecord, MessageRecord]:
-        """Store a question and its answer's placeholder in one write; DuplicateEvent for an event stored before."""
+        """Store a question and its answer's placeholder (written by `instance`) in one write; DuplicateEvent for an
+        event stored before."""
+        ...
+
+    async def by_id(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation with this id, or None."""
+        ...
+
+    async def orphaned_answers(self, live: Collection[str], limit: int = 50) -> list[MessageRecord]:
+        """Answers still being written by a process not in `live`, oldest first."""
+        ...
+
+    async def claim_answer(self, answer_id: str, previous: str, instance: str) -> bool:
+        """Make `instance` the writer of an answer still being written by `previous`; False when another was first."""
+        ...
+
+    async def question_of(self, answer: MessageRecord) -> MessageRecord | None:
+        """The person's message an answer replies to."""
+        ...
+
+    async def writer_of_current(self, conversation_id: str) -> str | None:
+        """The process writing this conversation's answer now, or None."""
         ...
 
     async def complete_message(
@@ -182,6 +211,40 @@ class JobFeed(Protocol):
         ...
 
 
+class TurnLocks(Protocol):
+    """One turn at a time per conversation across processes (met by bot.chat.instances.ConversationLocks)."""
+
+    def hold(self, conversation_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the conversation for the body."""
+        ...
+
+
+class StopBus(Protocol):
+    """Stop requests for answers another process writes (met by storage.notify.Notifications)."""
+
+    async def publish(self, payload: str) -> None:
+        """Tell every process."""
+        ...
+
+
+class LocalStops:
+    """One process alone: nobody else writes answers, so nothing to tell."""
+
+    async def publish(self, payload: str) -> None:
+        """Tell nobody."""
+
+
+class _NoLocks:
+    """One process alone on its database: the turn gate already keeps each conversation's order."""
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str) -> AsyncIterator[None]:
+        yield
+
+
+_NO_LOCKS: Final = _NoLocks()
+
+
 @dataclass(frozen=True, slots=True)
 class ChatParts:
     """Everything the conversation manager uses, passed explicitly."""
@@ -193,3 +256,9 @@ class ChatParts:
     jobs: JobFeed
     sources: SourceBook
     epochs: Epochs
+    # This process's name among those on the database: stored on the answers it writes.
+    instance: str = ""
+    turn_locks: TurnLocks = field(default_factory=lambda: _NO_LOCKS)
+    stops: StopBus = field(default_factory=LocalStops)
+    # The processes alive now (this one included): whose answers are not orphans.
+    live: Callable[[], Collection[str]] = lambda: ()

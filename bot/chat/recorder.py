@@ -105,15 +105,20 @@ class TurnRecorder:
         return OpenTurn(conversation_id, request_id)
 
     async def open(
-        self, conversation_id: str, text: str, *, author: str = "", event_key: str | None = None
+        self, conversation_id: str, text: str, *, author: str = "", event_key: str | None = None, instance: str = ""
     ) -> OpenTurn:
-        """Store the person's message and its answer's placeholder (status `streaming`) in one write;
-        DuplicateEvent for a retried delivery. Finish or fail completes the placeholder."""
+        """Store the person's message and its answer's placeholder (status `streaming`, written by `instance`) in
+        one write; DuplicateEvent for a retried delivery. Finish, fail or withdraw completes the placeholder."""
         request_id = self._new_request_id()
         _, placeholder = await self._repo.open_turn(
-            conversation_id, request_id, text, author=author, event_key=event_key
+            conversation_id, request_id, text, author=author, event_key=event_key, instance=instance
         )
         return OpenTurn(conversation_id, request_id, placeholder.id)
+
+    async def withdraw(self, opened: OpenTurn, outcome: str) -> None:
+        """Close a stored turn that will not be answered (the chat stopped answering such messages, or it came too
+        late to be answered again): no text, status `failed`, the reason as its outcome."""
+        await self._answer(opened, "", "failed", {META_OUTCOME: outcome, META_SOURCES: []})
 
     async def finish(
         self,

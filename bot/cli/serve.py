@@ -6,6 +6,7 @@ import logging
 
 from aiohttp import web
 
+from bot.app import cluster
 from bot.app.exposure import Exposure, exposure_of
 from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
@@ -70,11 +71,11 @@ def _say_exposure(settings: Settings, exposure: Exposure) -> None:
 async def serve(settings: Settings) -> None:
     """Start every part and the chat adapters, serve HTTP until SIGINT/SIGTERM, then stop in reverse order."""
     stop = stop_requested()
-    async with build_services(settings, serving=True) as services:
+    async with build_services(settings, serving=True) as services, cluster.join(services) as peers:
         services.ensure_vectors_match()
         await _warn_of_missing_knowledge_bases(settings, services.knowledge)
         chat_metrics = ChatMetrics()
-        manager = build_manager(services, chat_policy(settings), metrics=chat_metrics)
+        manager = build_manager(services, chat_policy(settings), metrics=chat_metrics, cluster=peers)
         adapters = load_adapters(manager, settings, services.db)
         exposure = exposure_of(settings)
         public = exposure.public
@@ -92,10 +93,11 @@ async def serve(settings: Settings) -> None:
                 log.info("serve=internal url=http://127.0.0.1:%s/metrics", settings.internal_port())
             for adapter in adapters:
                 await adapter.start()
-            log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
-            _say_exposure(settings, exposure)
-            await stop.wait()
-            log.info("serve=stopping")
+            async with cluster.serve_turns(peers, services, manager):
+                log.info("serve=listening url=http://%s:%s/ (web chat)", settings.RAGBOT_HOST, settings.RAGBOT_PORT)
+                _say_exposure(settings, exposure)
+                await stop.wait()
+                log.info("serve=stopping")
         finally:
             for adapter in reversed(adapters):
                 await adapter.stop()

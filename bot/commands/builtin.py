@@ -50,7 +50,7 @@ def register_all(registry: CommandRegistry) -> None:
     @registry.register("stop", admin=False)
     async def stop(context: CommandContext) -> None:
         conversation = await context.chat.existing(context.message.key)
-        stopped = conversation is not None and context.chat.stop(context.message.key, conversation.id)
+        stopped = conversation is not None and await context.chat.stop(context.message.key, conversation.id)
         await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
 
     @registry.register("sources", admin=False)

@@ -33,8 +33,8 @@ class ChatControl(Protocol):
         """Start the conversation over (`/new`)."""
         ...
 
-    def stop(self, key: ConversationKey, conversation_id: str) -> bool:
-        """Stop the answer being written; False when none is."""
+    async def stop(self, key: ConversationKey, conversation_id: str) -> bool:
+        """Stop the answer being written (by this process or another); False when none is."""
         ...
 
     async def readable_kb_ids(self, key: ConversationKey) -> list[str]:

@@ -60,6 +60,11 @@ def stopped_note(lang: str) -> str:
     return catalogue(lang).text("turn.stopped")
 
 
+def resumed(lang: str) -> str:
+    """The notice under an answer another process wrote again after the one writing it died."""
+    return catalogue(lang).text("turn.resumed")
+
+
 def nothing_to_stop(lang: str) -> str:
     """The reply to /stop when no answer is being written."""
     return catalogue(lang).text("turn.nothing_to_stop")

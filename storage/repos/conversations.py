@@ -7,7 +7,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -102,6 +102,7 @@ def _message(row: Message) -> MessageRecord:
         created_at=row.created_at,
         author=row.author,
         feedback=row.feedback,
+        instance=row.instance,
     )
 
 
@@ -132,6 +133,12 @@ class ConversationRepo:
                 raise
             return found
         return _conversation(row)
+
+    async def by_id(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation with this id, or None."""
+        async with self._db.session() as session:
+            row = await session.get(Conversation, conversation_id)
+        return _conversation(row) if row is not None else None
 
     async def find(self, platform: str, workspace: str, chat: str, thread: str = "") -> ConversationRecord | None:
         """The conversation with this key, or None when there is none yet."""
@@ -204,9 +211,17 @@ class ConversationRepo:
         return epoch, [_message(row) for _, row in reversed(rows) if row is not None and limit > 0]
 
     async def open_turn(
-        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+        self,
+        conversation_id: str,
+        request_id: str,
+        text: str,
+        *,
+        author: str = "",
+        event_key: str | None = None,
+        instance: str = "",
     ) -> tuple[MessageRecord, MessageRecord]:
-        """Store a person's question and its answer's placeholder (status `streaming`) in one transaction.
+        """Store a person's question and its answer's placeholder (status `streaming`, written by `instance`) in one
+        transaction.
 
         Raises DuplicateEvent for an event stored before, NotFound without the conversation.
         """
@@ -229,6 +244,7 @@ class ConversationRepo:
             role="assistant",
             text="",
             status="streaming",
+            instance=instance[:64],
             meta={},
             created_at=now,
         )
@@ -240,6 +256,51 @@ class ConversationRepo:
                 raise DuplicateEvent(event_key) from exc
             raise NotFound("conversation", conversation_id) from exc
         return _message(question), _message(placeholder)
+
+    async def orphaned_answers(self, live: Collection[str], limit: int = 50) -> list[MessageRecord]:
+        """Answers still being written (`streaming`) by a process not in `live`, oldest first: their writer died."""
+        statement = (
+            select(Message)
+            .where(col(Message.status) == "streaming", col(Message.instance).not_in(list(live)))
+            .order_by(col(Message.created_at), col(Message.id))
+            .limit(limit)
+        )
+        async with self._db.session() as session:
+            return [_message(row) for row in (await session.exec(statement)).all()]
+
+    async def claim_answer(self, answer_id: str, previous: str, instance: str) -> bool:
+        """Make `instance` the writer of an answer still `streaming` under `previous`; False when another process
+        claimed it first or it was finished meanwhile (one conditional UPDATE: only one claimant wins)."""
+        statement = (
+            update(Message)
+            .where(col(Message.id) == answer_id, col(Message.status) == "streaming", col(Message.instance) == previous)
+            .values(instance=instance[:64])
+            .execution_options(synchronize_session=False)
+        )
+        async with self._db.session() as session:
+            return bool((await session.exec(statement)).rowcount)
+
+    async def question_of(self, answer: MessageRecord) -> MessageRecord | None:
+        """The person's message an answer replies to (the user message of its request), or None."""
+        statement = select(Message).where(
+            col(Message.conversation_id) == answer.conversation_id,
+            col(Message.request_id) == answer.request_id,
+            col(Message.role) == "user",
+        )
+        async with self._db.session() as session:
+            row = (await session.exec(statement)).first()
+        return None if row is None else _message(row)
+
+    async def writer_of_current(self, conversation_id: str) -> str | None:
+        """The process writing this conversation's answer now (its newest `streaming` one), or None when none is."""
+        statement = (
+            select(Message.instance)
+            .where(col(Message.conversation_id) == conversation_id, col(Message.status) == "streaming")
+            .order_by(col(Message.created_at).desc())
+            .limit(1)
+        )
+        async with self._db.session() as session:
+            return (await session.exec(statement)).first()
 
     async def complete_message(
         self, message_id: str, *, text: str, status: MessageStatus, meta: Mapping[str, Any], platform_message_id: str

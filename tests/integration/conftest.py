@@ -11,12 +11,23 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
+from bot.app.settings import Settings
+from bot.knowledge.bases import KnowledgeBases
+from bot.knowledge.jobs import JobRunner
 from harness.postgres import running_postgres
 from rag.models.embedders import OnnxEmbedder
 from storage.db import Database, DatabaseConfig
+from storage.repos.bindings import BindingRepo
+from storage.repos.config_epoch import ConfigEpochRepo
+from storage.repos.conversations import ConversationRepo
+from storage.repos.documents import DocumentRepo
+from storage.repos.faqs import FaqRepo
+from storage.repos.jobs import JobRepo
+from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
+from tests.support.chat_world import ChatWorld, no_work
 
 
 @pytest.fixture(scope="session")
@@ -82,3 +93,27 @@ def embedder(model_dir: Path) -> OnnxEmbedder:
 def kb_id() -> str:
     """A fresh knowledge-base id, so tests sharing the session server never see each other's objects."""
     return str(uuid.uuid4())
+
+
+@pytest_asyncio.fixture
+async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
+    """The parts, with no knowledge base yet: a new team's first run."""
+    documents, job_repo = DocumentRepo(db), JobRepo(db)
+    return ChatWorld(
+        settings=Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path),
+        conversations=ConversationRepo(db),
+        bindings=BindingRepo(db),
+        knowledge=KnowledgeBases(KnowledgeBaseRepo(db), documents, None),  # type: ignore[arg-type]
+        documents=documents,
+        faqs=FaqRepo(db),
+        job_repo=job_repo,
+        jobs=JobRunner(job_repo, no_work),
+        epochs=ConfigEpochRepo(db),
+    )
+
+
+@pytest_asyncio.fixture
+async def world(bare_world: ChatWorld) -> ChatWorld:
+    """The parts, with a knowledge base "handbook" that chats read by default."""
+    await bare_world.knowledge.create("handbook", {})
+    return bare_world

@@ -8,29 +8,20 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from bot.app.settings import Settings
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
-from bot.chat.parts import ChatParts
-from bot.chat.sources import SourceBook
 from bot.cli.stats import compute_stats
 from bot.commands.builtin import default_registry
-from bot.commands.parts import CommandParts, Uploads
 from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed
-from bot.knowledge.bases import KnowledgeBases
-from bot.knowledge.jobs import JobRunner
 from bot.ports import ReplyStream
 from bot.reply.stream import EditingReplyStream
 from bot.types import Attachment, Command, ConversationKey, IncomingMessage, MessageRef, UserRef
@@ -41,14 +32,12 @@ from storage.db import Database
 from storage.errors import StorageError
 from storage.records import ChunkRecord, ConversationRecord, DocumentVersion
 from storage.repos.bindings import BindingRepo
-from storage.repos.config_epoch import ConfigEpochRepo
 from storage.repos.conversations import ConversationRepo
-from storage.repos.documents import DocumentRepo
-from storage.repos.faqs import FaqDraft, FaqRepo
-from storage.repos.jobs import JobRepo
+from storage.repos.faqs import FaqDraft
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from tests.integration.sql_count import count_statements
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
+from tests.support.chat_world import ChatWorld
 
 ADMIN = UserRef("u-admin")
 ALICE = UserRef("u-alice")
@@ -61,80 +50,6 @@ UNCLOSED_QUOTE = catalogue("en").text("command.unclosed_quote")
 WEB = ConversationKey("web", "", "s1")
 KB_USAGE = "/kb list | /kb use NAME | /kb info [NAME] | /kb create NAME [DESCRIPTION]"
 WEB_ADMIN = UserRef("s1", verified_admin=True)
-
-
-@dataclass
-class ChatWorld:
-    """The parts of Services the manager and its commands use, over a real database."""
-
-    settings: Settings
-    conversations: ConversationRepo
-    bindings: BindingRepo
-    knowledge: KnowledgeBases
-    documents: DocumentRepo
-    faqs: FaqRepo
-    job_repo: JobRepo
-    jobs: JobRunner
-    epochs: ConfigEpochRepo
-    answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
-    faq_importer: Any = None
-    index_lock: Any = None
-    now: datetime | None = None
-
-    def chat_parts(self) -> ChatParts:
-        """The manager's parts over these repositories and the current answerer."""
-        return ChatParts(
-            conversations=self.conversations,
-            settings=self.bindings,
-            knowledge=self.knowledge,
-            answerer=self.answerer,
-            jobs=self.jobs,
-            sources=SourceBook(self.documents, self.faqs),
-            epochs=self.epochs,
-        )
-
-    def command_parts(self) -> CommandParts:
-        """The commands' parts over these repositories."""
-        limits = self.settings.ingestion_limits()
-        return CommandParts(
-            knowledge=self.knowledge,
-            bindings=self.bindings,
-            faqs=self.faqs,
-            faq_importer=self.faq_importer,
-            jobs=self.jobs,
-            job_repo=self.job_repo,
-            index_lock=self.index_lock,
-            uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
-            clock=lambda: self.now or datetime.now(UTC),
-        )
-
-
-async def _no_work(job: Any, progress: Any) -> dict[str, Any]:
-    return {}
-
-
-@pytest_asyncio.fixture
-async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
-    """The parts, with no knowledge base yet: a new team's first run."""
-    documents, job_repo = DocumentRepo(db), JobRepo(db)
-    return ChatWorld(
-        settings=Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path),
-        conversations=ConversationRepo(db),
-        bindings=BindingRepo(db),
-        knowledge=KnowledgeBases(KnowledgeBaseRepo(db), documents, None),  # type: ignore[arg-type]
-        documents=documents,
-        faqs=FaqRepo(db),
-        job_repo=job_repo,
-        jobs=JobRunner(job_repo, _no_work),
-        epochs=ConfigEpochRepo(db),
-    )
-
-
-@pytest_asyncio.fixture
-async def world(bare_world: ChatWorld) -> ChatWorld:
-    """The parts, with a knowledge base "handbook" that chats read by default."""
-    await bare_world.knowledge.create("handbook", {})
-    return bare_world
 
 
 def _manager(world: ChatWorld, **policy: Any) -> ConversationManager:
@@ -795,9 +710,10 @@ async def test_a_warm_turn_reads_once_and_writes_twice(world: ChatWorld, db: Dat
         target = RecordingTarget()
         assert await manager.handle(_message("And on a Mac?", message_id="m2"), target) is not None
     kinds = [statement.split(None, 1)[0].upper() for statement in statements]
-    # One read (the config epoch beside the history), the question with its placeholder, the final answer.
-    assert kinds == ["SELECT", "INSERT", "UPDATE"], statements
-    assert "config_epoch" in statements[0]
+    # The question with its placeholder (stored before the turn waits, so no process's death loses it), one read
+    # (the config epoch beside the history), the final answer.
+    assert kinds == ["INSERT", "SELECT", "UPDATE"], statements
+    assert "config_epoch" in statements[1]
     (stream,) = target.streams
     assert stream.finished is not None
     assert [source.url for source in stream.finished.sources] == ["https://intranet.example/vpn"]
@@ -850,8 +766,9 @@ async def test_two_quick_messages_are_answered_in_the_order_they_were_sent(world
     first = asyncio.create_task(manager.handle(_message("one?"), first_target))
     await asyncio.wait_for(slow.waiting.wait(), 10)
     second = asyncio.create_task(manager.handle(_message("two?"), second_target))
-    # The second waits behind the first (and is told so), or, wrongly, overtakes it.
-    await wait_until(lambda: bool(second_target.sent) or second.done(), second_target.changed)
+    # The second has arrived (typing is shown the moment it does) while the first is still being stored: it waits
+    # behind the first, or, wrongly, is stored and answered before it.
+    await asyncio.wait_for(second_target.typed.wait(), 10)
     slow.release.set()
     await asyncio.wait_for(asyncio.gather(first, second), 10)
     assert [q for q, _ in world.answerer.asked] == ["one?", "two?"]

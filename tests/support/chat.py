@@ -61,6 +61,7 @@ class RecordingTarget:
         self.edits: list[tuple[str, str]] = []
         self.streams: list[RecordedStream] = []
         self.changed = asyncio.Event()
+        self.typed = asyncio.Event()
 
     @property
     def limits(self) -> ReplyLimits:
@@ -79,7 +80,7 @@ class RecordingTarget:
         self.changed.set()
 
     async def typing(self) -> None:
-        pass
+        self.typed.set()
 
     def open_stream(self) -> ReplyStream:
         record = RecordedStream()

@@ -509,6 +509,7 @@
       }
       return;
     }
+    ctx.streamed = true;
     var parser = new SseParser(function (name, data) {
       handleEvent(name, data, ctx);
     });
@@ -525,8 +526,12 @@
     parser.push("\n\n"); // a last event the server did not terminate
   }
 
+  // Seconds the page waits for another server to finish an answer whose stream broke off: a server's leases
+  // last 15 s by default, and the answer is then written again from its start.
+  var RECOVER_ATTEMPTS = 120;
+
   function newContext(userBubble) {
-    return { userBubble: userBubble, created: [], streaming: new Set(), failed: false, done: false };
+    return { userBubble: userBubble, created: [], streaming: new Set(), failed: false, done: false, streamed: false };
   }
 
   function finishContext(ctx) {
@@ -588,8 +593,13 @@
         body: JSON.stringify({ text: trimmed }),
       });
       await consume(response, ctx);
+      if (ctx.streamed && !ctx.done && !(await recoverAnswer(ctx))) {
+        addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
+      }
     } catch (error) {
-      addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
+      if (!ctx.streamed || !(await recoverAnswer(ctx))) {
+        addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
+      }
     } finally {
       finishContext(ctx);
       showStatus(null);
@@ -607,6 +617,55 @@
       });
     }
     els.input.focus();
+  }
+
+  function pause(ms) {
+    return new Promise(function (resolve) {
+      setTimeout(resolve, ms);
+    });
+  }
+
+  /** The answer's stream broke off (its server went away): another server finishes the stored question, so read
+   *  the conversation until its newest answer is no longer being written, and show that answer in place. */
+  async function recoverAnswer(ctx) {
+    showStatus(t("reconnecting", "The connection broke: waiting for the answer…"));
+    for (var attempt = 0; attempt < RECOVER_ATTEMPTS; attempt++) {
+      await pause(1000);
+      var last = await newestMessage();
+      if (last && last.role === "assistant" && last.status !== "streaming") {
+        ctx.created.forEach(function (bubble) {
+          bubble.el.remove();
+        });
+        ctx.streaming.clear();
+        handleEvent(
+          "final",
+          {
+            ref: "stored-" + last.id,
+            text: last.text,
+            outcome: last.outcome,
+            message_id: last.id,
+            rateable: last.rateable,
+            sources: last.sources,
+          },
+          ctx
+        );
+        return true;
+      }
+    }
+    return false;
+  }
+
+  async function newestMessage() {
+    try {
+      var response = await fetch("/api/history", { credentials: "same-origin" });
+      if (!response.ok) {
+        return null; // the next server may not be up yet
+      }
+      var list = (await response.json()).messages || [];
+      return list.length ? list[list.length - 1] : null;
+    } catch (error) {
+      return null;
+    }
   }
 
   async function stopAnswer() {

@@ -117,7 +117,14 @@ class Conversations:
         return self.epoch(), await self.recent(conversation_id, limit)
 
     async def open_turn(
-        self, conversation_id: str, request_id: str, text: str, *, author: str = "", event_key: str | None = None
+        self,
+        conversation_id: str,
+        request_id: str,
+        text: str,
+        *,
+        author: str = "",
+        event_key: str | None = None,
+        instance: str = "",
     ) -> tuple[MessageRecord, MessageRecord]:
         question = await self.add_message(conversation_id, request_id, "user", text, author=author, event_key=event_key)
         return question, await self.add_message(conversation_id, request_id, "assistant", "", "streaming")

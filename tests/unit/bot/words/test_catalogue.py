@@ -56,6 +56,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "searching": messages.searching,
     "question_cut": messages.question_cut,
     "stopped_note": messages.stopped_note,
+    "resumed": messages.resumed,
     "nothing_to_stop": messages.nothing_to_stop,
     "stopping": messages.stopping,
     "new_conversation": messages.new_conversation,
