@@ -47,17 +47,30 @@ class Budget:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        share: Callable[[], float] = lambda: 1.0,
     ) -> None:
-        self._per_second = rate.per_minute / 60.0
-        self._burst = rate.burst
-        self._reserve = min(rate.reserve, rate.burst - 1)
-        self._tokens = rate.burst
+        self._rate = rate
+        # This process's part of the budget: Slack counts every process of the app in the workspace as one.
+        self._share = share
+        self._tokens = self._burst
         self._clock = clock
         self._sleep = sleep
         self._at = clock()
         self._blocked_until = float("-inf")
         self._finals_waiting = 0
         self._line = asyncio.Lock()
+
+    @property
+    def _per_second(self) -> float:
+        return self._rate.per_minute / 60.0 * self._share()
+
+    @property
+    def _burst(self) -> float:
+        return max(self._rate.burst * self._share(), 1.0)
+
+    @property
+    def _reserve(self) -> float:
+        return min(self._rate.reserve, self._burst - 1)
 
     def _refill(self) -> None:
         now = self._clock()
@@ -100,7 +113,11 @@ class Budget:
 
 
 class Pacer:
-    """The budgets of every workspace's rate-limited methods (a method without a rate only honours 429s)."""
+    """The budgets of every workspace's rate-limited methods (a method without a rate only honours 429s).
+
+    `share` is this process's part of each budget (one over the processes alive): Slack's limits are per app and
+    workspace, so three processes that each spent a whole budget would meet 429s.
+    """
 
     def __init__(
         self,
@@ -108,10 +125,12 @@ class Pacer:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        share: Callable[[], float] = lambda: 1.0,
     ) -> None:
         self._rates = RATES if rates is None else rates
         self._clock = clock
         self._sleep = sleep
+        self._share = share
         self._budgets: dict[tuple[str, str, str], Budget] = {}
 
     def budget(self, workspace: str, method: str, channel: str = "") -> Budget:
@@ -121,5 +140,5 @@ class Pacer:
         if budget is None:
             # An unlisted method has no known rate: a generous bucket that only a 429 empties.
             rate = self._rates.get(method, Rate(per_minute=6000, burst=100, reserve=0))
-            budget = self._budgets[key] = Budget(rate, clock=self._clock, sleep=self._sleep)
+            budget = self._budgets[key] = Budget(rate, clock=self._clock, sleep=self._sleep, share=self._share)
         return budget

@@ -71,7 +71,7 @@ class SlackListeners:
         self._config = config
         self._installations = installations
         self._clock = clock
-        self._pacer = Pacer()
+        self._pacer = Pacer(share=manager.share)
         self._style = command_style(config.command)
         self._installers: dict[str, tuple[float, str]] = {}
         # Turns and commands in flight, so stopping can let them finish.

@@ -75,7 +75,7 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._drafts = DraftSupport()
-        self._pacer = Pacer()
+        self._pacer = Pacer(share=manager.share)
         self._conflict_reported = False
         self._refusals = Refusals()
         manager.resume_on(PLATFORM, self._resume_target)

@@ -24,17 +24,24 @@ class _Window:
     seconds: float
     times: deque[float] = field(default_factory=deque)
 
-    def wait(self, now: float) -> float:
+    def wait(self, now: float, share: float = 1.0) -> float:
+        """Seconds until one more call fits, in this process's `share` of the window's count (at least one)."""
+        count = max(int(self.count * share), 1)
         while self.times and self.times[0] <= now - self.seconds:
             self.times.popleft()
-        return 0.0 if len(self.times) < self.count else self.times[0] + self.seconds - now
+        return 0.0 if len(self.times) < count else self.times[-count] + self.seconds - now
 
     def take(self, now: float) -> None:
         self.times.append(now)
 
 
 class Pacer:
-    """One per bot: every message call waits for its chat's and the bot's budget, and for any 429 penalty."""
+    """One per bot: every message call waits for its chat's and the bot's budget, and for any 429 penalty.
+
+    `share` is this process's part of the bot's budget (one over the processes alive): every process of one bot
+    spends the same 30 a second. A chat's own limits are not divided: one conversation's answers are written by one
+    process at a time.
+    """
 
     def __init__(
         self,
@@ -42,7 +49,9 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         per_bot_per_second: int = PER_BOT_PER_SECOND,
+        share: Callable[[], float] = lambda: 1.0,
     ) -> None:
+        self._share = share
         self._clock = clock
         self._sleep = sleep
         self._bot = _Window(per_bot_per_second, 1.0)
@@ -61,7 +70,7 @@ class Pacer:
 
     def _delay(self, chat_id: int, now: float) -> float:
         penalty = max(self._blocked.get(chat_id, 0.0), self._blocked.get(None, 0.0)) - now
-        budgets = [window.wait(now) for window in (self._bot, *self._windows(chat_id))]
+        budgets = [self._bot.wait(now, self._share()), *(window.wait(now) for window in self._windows(chat_id))]
         return max(penalty, *budgets)
 
     async def acquire(self, chat_id: int) -> None:

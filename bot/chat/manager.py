@@ -538,6 +538,10 @@ class ConversationManager:
         await self._parts.stops.publish(conversation_id)
         return True
 
+    def share(self) -> float:
+        """This process's part of a limit every process shares (a platform's rate budget): one over those alive."""
+        return 1.0 / max(len(self._parts.live()), 1)
+
     def stop_here(self, conversation_id: str) -> bool:
         """Stop the answer this process writes in the conversation (a stop heard from another process lands here);
         False when it writes none."""

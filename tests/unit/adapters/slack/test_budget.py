@@ -73,3 +73,26 @@ def test_budgets_are_per_workspace_and_method() -> None:
     assert pacer.budget("T1", "chat.update").try_take() > 0.0
     assert pacer.budget("T2", "chat.update").try_take() == 0.0
     assert pacer.budget("T1", "chat.postMessage") is not pacer.budget("T1", "chat.update")
+
+
+async def test_three_processes_spend_one_workspace_budget_between_them() -> None:
+    clock = Clock()
+    live = [3]  # three processes of the app alive, then one left alone
+    budgets = [
+        Budget(Rate(per_minute=45, burst=6), clock=clock, sleep=clock.sleep, share=lambda: 1 / live[0])
+        for _ in range(3)
+    ]
+    finals = 0
+    while clock.now < 60.0:
+        for budget in budgets:  # every process delivers finals as fast as its budget lets it
+            budget._refill()
+            if budget._tokens >= 1.0:
+                budget._tokens -= 1.0
+                finals += 1
+        clock.now += 0.1
+    assert 45 <= finals <= 45 + 6  # one budget (its rate and burst) for the three, not three
+    live[0] = 1
+    alone = budgets[0]
+    clock.now += 60.0
+    taken = [alone.try_take() == 0.0 for _ in range(6)]
+    assert taken == [True, True, True, True, False, False]  # the whole burst again, 2 kept for finals

@@ -56,3 +56,22 @@ async def test_after_a_429_the_chat_waits_out_retry_after_and_typing_holds_back(
     await pacer.acquire(5)
     assert clock.now == 7.0
     assert not pacer.penalised(5)
+
+
+async def test_two_processes_of_one_bot_make_thirty_calls_a_second_between_them() -> None:
+    clock = _Time()
+    pacers = [Pacer(clock=clock, sleep=clock.sleep, share=lambda: 0.5) for _ in range(2)]
+    calls: list[float] = []
+    for _ in range(16):  # the two take turns, each as fast as its pacer lets it
+        for pacer in pacers:
+            await pacer.acquire(len(calls) + 1)
+            calls.append(clock.now)
+    # Each makes 15 a second: together 30 in the first second, the 31st and 32nd wait for the next.
+    assert calls[29] == 0.0
+    assert calls[30:] == [1.0, 1.0]
+
+
+async def test_a_chat_keeps_its_own_rate_whatever_the_number_of_processes() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep, share=lambda: 1 / 3)
+    assert await _times(pacer, clock, [1, 1, 1]) == [0.0, 1.0, 2.0]
