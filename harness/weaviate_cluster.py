@@ -114,6 +114,9 @@ def node_env(node: ClusterNode, nodes: list[ClusterNode]) -> dict[str, str]:
         "RAFT_INTERNAL_RPC_PORT": str(node.ports.raft_rpc),
         "RAFT_JOIN": ",".join(f"{peer.name}:{peer.ports.raft}" for peer in nodes),
         "RAFT_BOOTSTRAP_EXPECT": str(len(nodes)),
+        # Weaviate multiplies Raft's 1 s timeouts by 5 by default; on loopback 1 is plenty, and a killed leader is
+        # replaced in a few seconds (the local single-node server uses 1 too).
+        "RAFT_TIMEOUTS_MULTIPLIER": "1",
         "GRPC_PORT": str(node.ports.grpc),
         # A killed node is declared dead in about a second instead of memberlist's LAN default of several.
         "MEMBERLIST_FAST_FAILURE_DETECTION": "true",
@@ -172,11 +175,13 @@ class WeaviateCluster:
         await self.wait_healthy()
 
     async def kill(self, name: str) -> None:
-        """SIGKILL one node, as a crash or a pulled plug would stop it, and wait for its process to be gone."""
+        """SIGKILL one node, as a crash or a pulled plug would stop it; return once its process is gone and the
+        other nodes have settled (see `wait_settled`)."""
         process = self._processes[name]
         process.send_signal(signal.SIGKILL)
         await asyncio.wait_for(process.wait(), _STOP_GRACE_SECONDS)
         self._close_log(name)
+        await self.wait_settled()
 
     async def restart(self, name: str) -> None:
         """Start a killed node again on its own data dir and ports; return once the cluster is whole again."""
@@ -184,6 +189,7 @@ class WeaviateCluster:
             raise RuntimeError(f"{name} still runs")
         await self._spawn(self.node(name))
         await self.wait_healthy()
+        await self.wait_settled()
 
     async def stop(self) -> None:
         """Stop every running node: SIGTERM, then SIGKILL after a grace period."""
@@ -198,25 +204,39 @@ class WeaviateCluster:
             self._close_log(name)
         self._processes.clear()
 
-    async def wait_healthy(self, timeout: float = _READY_TIMEOUT_SECONDS) -> None:
+    async def wait_healthy(self, seconds: float = _READY_TIMEOUT_SECONDS) -> None:
         """Wait until every node answers ready and each one's /v1/nodes lists all nodes as HEALTHY."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + seconds
         expected = {node.name for node in self.nodes}
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
             for node in self.nodes:
                 while not await _healthy_view(http, node, expected):
                     self._raise_if_exited()
                     if time.monotonic() > deadline:
-                        raise TimeoutError(f"the cluster was not healthy within {timeout:.0f}s; {self.log_tails()}")
+                        raise TimeoutError(f"the cluster was not healthy within {seconds:.0f}s; {self.log_tails()}")
                     await asyncio.sleep(_POLL_SECONDS)
 
-    async def wait_status(self, observer: str, name: str, status: str, timeout: float = 60.0) -> None:
-        """Wait until `observer`'s /v1/nodes reports node `name` with `status` (or without it, for "absent")."""
-        deadline = time.monotonic() + timeout
+    async def wait_settled(self, seconds: float = _READY_TIMEOUT_SECONDS) -> None:
+        """Wait until every running node answers a schema read, which Weaviate sends to the Raft leader.
+
+        Killing the leader leaves the others forwarding such reads to it, each hanging up to its 30 s timeout,
+        until they follow the next one (seen with 1.38.11): a cluster is usable again only after this.
+        """
+        deadline = time.monotonic() + seconds
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
+            for node in self.nodes:
+                while self.running(node.name) and not await _answers_schema(http, node):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{node.name} did not answer a schema read within {seconds:.0f}s")
+                    await asyncio.sleep(_POLL_SECONDS)
+
+    async def wait_not_healthy(self, observer: str, name: str, seconds: float = 60.0) -> None:
+        """Wait until `observer`'s /v1/nodes no longer reports node `name` HEALTHY (another status, or gone)."""
+        deadline = time.monotonic() + seconds
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
-            while (await _statuses(http, self.node(observer))).get(name, "absent") != status:
+            while (await _statuses(http, self.node(observer))).get(name) == "HEALTHY":
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"{observer} never reported {name} as {status}")
+                    raise TimeoutError(f"{observer} still reports {name} HEALTHY after {seconds:.0f}s")
                 await asyncio.sleep(_POLL_SECONDS)
 
     def log_tails(self) -> str:
@@ -270,6 +290,13 @@ async def _statuses(http: aiohttp.ClientSession, node: ClusterNode) -> dict[str,
                 body = await response.json()
                 return {str(item["name"]): str(item["status"]) for item in body.get("nodes", [])}
     return {}
+
+
+async def _answers_schema(http: aiohttp.ClientSession, node: ClusterNode) -> bool:
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+        async with http.get(f"{node.http_url}/v1/schema") as response:
+            return response.status == 200
+    return False
 
 
 async def _healthy_view(http: aiohttp.ClientSession, node: ClusterNode, expected: set[str]) -> bool:

@@ -176,7 +176,8 @@ class CoreSettings(BaseSettings):
             nodes, grpcs = self.WEAVIATE_URL.count(",") + 1, self.WEAVIATE_GRPC_URL.count(",") + 1
             if nodes != grpcs:
                 raise ValueError(
-                    f"WEAVIATE_GRPC_URL names {grpcs} node(s) but WEAVIATE_URL names {nodes}: give one gRPC URL per node"
+                    f"WEAVIATE_GRPC_URL names {grpcs} node(s) but WEAVIATE_URL names {nodes}: "
+                    "give one gRPC URL per node, in the same order"
                 )
         return self
 

@@ -18,9 +18,9 @@ from rag.models.embedders import OpenAIEmbedder, build_embedder
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.errors import IndexUnavailable, ServerInUse, StorageError
+from storage.weaviate.cluster import NodeHealth
 from storage.weaviate.config import WEAVIATE_VERSION
 from storage.weaviate.server import WeaviateServer
-from storage.weaviate.cluster import NodeHealth
 from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 Verdict = Literal["ok", "missing", "error"]

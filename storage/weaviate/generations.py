@@ -40,9 +40,9 @@ async def create_physical(
         properties=list(spec.properties),
         vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
         inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
-        # Time-based resolution (what Weaviate 1.38 picks when none is given) lets a replica that missed a delete while it was
-        # down learn of it from the others, by timestamp, instead of bringing the object back. Async replication,
-        # which copies what a restarted replica missed, is on for replicated collections by the server from 1.38.
+        # Time-based resolution (what Weaviate 1.38 picks when none is given) lets a replica that missed a delete
+        # while it was down learn of it from the others, by timestamp, instead of bringing the object back. Async
+        # replication, which copies what a restarted replica missed, is the server's to switch from 1.38 (on).
         replication_config=Configure.replication(
             factor=replication_factor, deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION
         ),

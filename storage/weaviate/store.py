@@ -10,8 +10,8 @@ from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import weaviate
-from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.config import ConsistencyLevel
+from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.collections import CollectionAsync
 from weaviate.collections.classes.batch import BatchObjectReturn
