@@ -86,3 +86,15 @@ class DocumentNotStored(StorageError):
         super().__init__(f"the document could not be stored: {reason}")
         self.source_uri = source_uri
         self.reason = reason
+
+
+class ReplicationFactorTooHigh(IndexUnavailable):
+    """Collections would be replicated to more nodes than the Weaviate cluster has."""
+
+    def __init__(self, factor: int, nodes: int) -> None:
+        super().__init__(
+            f"WEAVIATE_REPLICATION_FACTOR={factor} needs {factor} Weaviate nodes, but the cluster has {nodes}: "
+            f"set WEAVIATE_REPLICATION_FACTOR to {nodes} or less, or add nodes"
+        )
+        self.factor = factor
+        self.nodes = nodes

@@ -37,7 +37,7 @@ from rag.rewrite_rules import RuleRewriter
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
-from storage.errors import DatabaseUnavailable, IndexUnavailable, ServerInUse
+from storage.errors import DatabaseUnavailable, IndexUnavailable, ReplicationFactorTooHigh, ServerInUse
 from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
@@ -47,7 +47,7 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
 from storage.repos.merge_reads import MergeReadRepo
 from storage.weaviate.server import WeaviateServer
-from storage.weaviate.store import WeaviateStore, endpoint_from_url
+from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +154,24 @@ async def _connect_remote_index(settings: Settings, stack: AsyncExitStack) -> We
     config = settings.weaviate()
     try:
         store = await WeaviateStore.connect(
-            endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config
+            endpoints_from_urls(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), config
         )
+    except ReplicationFactorTooHigh as exc:
+        raise _too_few_nodes(exc) from exc
     except (IndexUnavailable, ValueError) as exc:
         raise StartupError(
             "WEAVIATE_URL", f"{exc}", "start that Weaviate, correct the URL, or unset WEAVIATE_URL to run one locally"
         ) from exc
     stack.push_async_callback(store.close)
     return store
+
+
+def _too_few_nodes(exc: ReplicationFactorTooHigh) -> StartupError:
+    return StartupError(
+        "WEAVIATE_REPLICATION_FACTOR",
+        f"{exc.factor} replicas of each object need {exc.factor} Weaviate nodes, but the cluster has {exc.nodes}",
+        f"set WEAVIATE_REPLICATION_FACTOR to {exc.nodes} or less, or add Weaviate nodes (WEAVIATE_URL)",
+    )
 
 
 async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple[WeaviateServer | None, WeaviateStore]:
@@ -179,6 +189,8 @@ async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple
         stack.push_async_callback(owned.stop)
     try:
         store = await WeaviateStore.connect(endpoint, settings.weaviate())
+    except ReplicationFactorTooHigh as exc:
+        raise _too_few_nodes(exc) from exc
     except IndexUnavailable as exc:
         raise StartupError("WEAVIATE_BINARY", str(exc), "see the server log in the data dir") from exc
     stack.push_async_callback(store.close)

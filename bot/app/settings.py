@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Self
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -55,6 +55,8 @@ class CoreSettings(BaseSettings):
     DATABASE_URL: str | None = None
     DATABASE_POOL_SIZE: int | None = Field(default=None, ge=1, le=1000)
 
+    # One Weaviate, or the nodes of one cluster, comma-separated: ragbot uses the first that answers and moves on
+    # to the next when its node stops answering. WEAVIATE_GRPC_URL then names each node's gRPC, in the same order.
     WEAVIATE_URL: str | None = None
     WEAVIATE_GRPC_URL: str | None = None
     WEAVIATE_API_KEY: SecretStr | None = None
@@ -62,6 +64,8 @@ class CoreSettings(BaseSettings):
     WEAVIATE_STARTUP_TIMEOUT: float = Field(default=60.0, gt=0)
     WEAVIATE_QUERY_TIMEOUT: float = Field(default=30.0, gt=0)
     WEAVIATE_MAX_CONCURRENT_QUERIES: int = Field(default=16, ge=1, le=10_000)
+    WEAVIATE_REPLICATION_FACTOR: int = Field(default=1, ge=1, le=100)
+    WEAVIATE_CONSISTENCY: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
 
     EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
     EMBEDDING_MODEL: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -152,9 +156,7 @@ class CoreSettings(BaseSettings):
             raise ValueError("names no database (expected postgresql://user:pass@host/db)")
         return value
 
-    @field_validator(
-        "WEAVIATE_URL", "WEAVIATE_GRPC_URL", "EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL"
-    )
+    @field_validator("EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL")
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
         if value is None or value == "":
@@ -162,6 +164,27 @@ class CoreSettings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("WEAVIATE_URL", "WEAVIATE_GRPC_URL")
+    @classmethod
+    def _node_urls_have_scheme(cls, value: str | None) -> str | None:
+        if value is None or value.strip(" ,") == "":
+            return None
+        urls = [url.strip() for url in value.split(",") if url.strip()]
+        if not all(url.startswith(("http://", "https://")) for url in urls):
+            raise ValueError("each URL (comma-separated) must start with http:// or https://")
+        return ",".join(url.rstrip("/") for url in urls)
+
+    @model_validator(mode="after")
+    def _grpc_urls_match_nodes(self) -> Self:
+        if self.WEAVIATE_URL and self.WEAVIATE_GRPC_URL:
+            nodes, grpcs = self.WEAVIATE_URL.count(",") + 1, self.WEAVIATE_GRPC_URL.count(",") + 1
+            if nodes != grpcs:
+                raise ValueError(
+                    f"WEAVIATE_GRPC_URL names {grpcs} node(s) but WEAVIATE_URL names {nodes}: "
+                    "give one gRPC URL per node, in the same order"
+                )
+        return self
 
     @field_validator("EMBEDDING_LANGUAGES")
     @classmethod
@@ -232,6 +255,8 @@ class CoreSettings(BaseSettings):
             api_key=self.WEAVIATE_API_KEY.get_secret_value() if self.WEAVIATE_API_KEY else None,
             query_timeout=self.WEAVIATE_QUERY_TIMEOUT,
             max_concurrent_queries=self.WEAVIATE_MAX_CONCURRENT_QUERIES,
+            replication_factor=self.WEAVIATE_REPLICATION_FACTOR,
+            consistency=self.WEAVIATE_CONSISTENCY,
         )
 
     def weaviate_server(self) -> WeaviateServerConfig:

@@ -18,9 +18,10 @@ from rag.models.embedders import OpenAIEmbedder, build_embedder
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.errors import IndexUnavailable, ServerInUse, StorageError
+from storage.weaviate.cluster import NodeHealth
 from storage.weaviate.config import WEAVIATE_VERSION
 from storage.weaviate.server import WeaviateServer
-from storage.weaviate.store import WeaviateStore, endpoint_from_url
+from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 Verdict = Literal["ok", "missing", "error"]
 
@@ -54,10 +55,13 @@ async def _database(settings: Settings) -> Finding:
 async def _weaviate(settings: Settings) -> Finding:
     if settings.WEAVIATE_URL:
         store = await WeaviateStore.connect(
-            endpoint_from_url(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), settings.weaviate()
+            endpoints_from_urls(settings.WEAVIATE_URL, settings.WEAVIATE_GRPC_URL), settings.weaviate()
         )
-        await store.close()
-        return Finding("weaviate", "ok", f"remote cluster at {settings.WEAVIATE_URL}")
+        try:
+            nodes = await store.nodes()
+        finally:
+            await store.close()
+        return _cluster_finding(f"remote cluster at {settings.WEAVIATE_URL}", nodes)
     server = WeaviateServer(settings.weaviate_server())
     try:
         endpoint = await server.start()
@@ -72,6 +76,27 @@ async def _weaviate(settings: Settings) -> Finding:
         "weaviate",
         "ok",
         f"embedded: {binary} (v{WEAVIATE_VERSION} pinned), data in {settings.weaviate_server().data_dir}",
+    )
+
+
+def _cluster_finding(where: str, nodes: list[NodeHealth]) -> Finding:
+    """The cluster's nodes, each with status and version; an error naming every node that is not HEALTHY.
+
+    A single healthy node says no more than before: there is no cluster to describe.
+    """
+    unhealthy = [node for node in nodes if not node.healthy]
+    if len(nodes) <= 1 and not unhealthy:
+        return Finding("weaviate", "ok", where)
+    listed = ", ".join(f"{node.name} {node.status}" + (f" v{node.version}" if node.version else "") for node in nodes)
+    detail = f"{where}; {len(nodes)} nodes: {listed}"
+    if not unhealthy:
+        return Finding("weaviate", "ok", detail)
+    names = ", ".join(f"{node.name} is {node.status}" for node in unhealthy)
+    return Finding(
+        "weaviate",
+        "error",
+        detail,
+        f"{names}: start it again or read its log; until then each object has one replica fewer",
     )
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 WEAVIATE_VERSION = "1.38.11"
+
+
+Consistency = Literal["ONE", "QUORUM", "ALL"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,10 @@ class WeaviateConfig:
     # Searches sent at once; more wait here, where waiting costs nothing, instead of piling onto the server until
     # each one's query_timeout runs out (1,000 questions at once on 2 cores did that to a third of them).
     max_concurrent_queries: int = 16
+    # How many nodes hold each object of the collections ragbot creates (1: no replication).
+    replication_factor: int = 1
+    # How many of those replicas answer each read and acknowledge each write before it counts as done.
+    consistency: Consistency = "QUORUM"
 
 
 @dataclass(frozen=True, slots=True)

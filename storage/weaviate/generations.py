@@ -6,7 +6,7 @@ import logging
 import time
 
 import weaviate
-from weaviate.classes.config import Configure
+from weaviate.classes.config import Configure, ReplicationDeletionStrategy
 from weaviate.exceptions import WeaviateBaseError
 
 from storage.weaviate.schema import CollectionSpec, description
@@ -25,16 +25,27 @@ def is_generation(spec: CollectionSpec, name: str) -> bool:
 
 
 async def create_physical(
-    client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, name: str, vector_model: str = ""
+    client: weaviate.WeaviateAsyncClient,
+    spec: CollectionSpec,
+    name: str,
+    vector_model: str = "",
+    replication_factor: int = 1,
 ) -> None:
-    """Create a collection named `name` with `spec`'s properties, self-provided vectors and BM25 settings, recording
-    the BM25 terms version and the embedding model (when known) in its description."""
+    """Create a collection named `name` with `spec`'s properties, self-provided vectors and BM25 settings, on
+    `replication_factor` nodes, recording the BM25 terms version and the embedding model (when known) in its
+    description."""
     await client.collections.create(
         name,
         description=description(vector_model),
         properties=list(spec.properties),
         vector_config=Configure.Vectors.self_provided(vector_index_config=Configure.VectorIndex.hnsw()),
         inverted_index_config=Configure.inverted_index(bm25_k1=1.2, bm25_b=0.75),
+        # Time-based resolution (what Weaviate 1.38 picks when none is given) lets a replica that missed a delete
+        # while it was down learn of it from the others, by timestamp, instead of bringing the object back. Async
+        # replication, which copies what a restarted replica missed, is the server's to switch from 1.38 (on).
+        replication_config=Configure.replication(
+            factor=replication_factor, deletion_strategy=ReplicationDeletionStrategy.TIME_BASED_RESOLUTION
+        ),
     )
 
 
@@ -47,10 +58,12 @@ async def live_target(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec
     return spec.name if await client.collections.exists(spec.name) else None
 
 
-async def create_first(client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, vector_model: str = "") -> None:
+async def create_first(
+    client: weaviate.WeaviateAsyncClient, spec: CollectionSpec, vector_model: str = "", replication_factor: int = 1
+) -> None:
     """A fresh index: the first generation and the alias to it (another process may win the race: then theirs)."""
     name = generation_name(spec)
-    await create_physical(client, spec, name, vector_model)
+    await create_physical(client, spec, name, vector_model, replication_factor)
     try:
         await client.alias.create(alias_name=spec.name, target_collection=name)
     except WeaviateBaseError:

@@ -6,13 +6,15 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import weaviate
+from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.init import AdditionalConfig, Auth, Timeout
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+from weaviate.collections import CollectionAsync
+from weaviate.collections.classes.batch import BatchObjectReturn
 from weaviate.collections.classes.data import DataObject
 from weaviate.collections.classes.internal import Object
 from weaviate.exceptions import WeaviateBaseError, WeaviateInsertManyAllFailedError
@@ -20,7 +22,9 @@ from weaviate.exceptions import WeaviateBaseError, WeaviateInsertManyAllFailedEr
 from storage.errors import IndexUnavailable, IndexWriteError
 from storage.records import ChunkRecord, FaqQuestionRecord, SearchHit
 from storage.weaviate import schema
+from storage.weaviate.cluster import NodeHealth, check_replication, node_health
 from storage.weaviate.config import WeaviateConfig, WeaviateEndpoint
+from storage.weaviate.failover import NodeFailover
 from storage.weaviate.generations import create_first, create_physical, drop_leftovers, generation_name, live_target
 from storage.weaviate.liveness import ExitWatch, ServerExited, answers_ready
 from storage.weaviate.objects import chunk_object, faq_question_object, hit_vector
@@ -54,6 +58,44 @@ def endpoint_from_url(url: str, grpc_url: str | None = None) -> WeaviateEndpoint
         grpc_port=(grpc.port if grpc and grpc.port else grpc_default_port),
         grpc_secure=grpc_secure,
     )
+
+
+def endpoints_from_urls(urls: str, grpc_urls: str | None = None) -> tuple[WeaviateEndpoint, ...]:
+    """The nodes a comma-separated WEAVIATE_URL names, each with its entry of WEAVIATE_GRPC_URL when one is given."""
+    https = [url.strip() for url in urls.split(",") if url.strip()]
+    grpcs = [url.strip() for url in grpc_urls.split(",") if url.strip()] if grpc_urls else []
+    if grpcs and len(grpcs) != len(https):
+        raise ValueError(f"WEAVIATE_GRPC_URL names {len(grpcs)} node(s) but WEAVIATE_URL names {len(https)}")
+    return tuple(endpoint_from_url(url, grpcs[i] if grpcs else None) for i, url in enumerate(https))
+
+
+def _opener(config: WeaviateConfig) -> Callable[[WeaviateEndpoint], Awaitable[weaviate.WeaviateAsyncClient]]:
+    """Opens a connected async client to one node with `config`'s credentials and timeouts."""
+
+    async def open_client(endpoint: WeaviateEndpoint) -> weaviate.WeaviateAsyncClient:
+        client = weaviate.use_async_with_custom(
+            http_host=endpoint.http_host,
+            http_port=endpoint.http_port,
+            http_secure=endpoint.http_secure,
+            grpc_host=endpoint.grpc_host,
+            grpc_port=endpoint.grpc_port,
+            grpc_secure=endpoint.grpc_secure,
+            auth_credentials=Auth.api_key(config.api_key) if config.api_key else None,
+            additional_config=AdditionalConfig(
+                timeout=Timeout(init=config.init_timeout, query=config.query_timeout, insert=config.insert_timeout)
+            ),
+            # The init checks ask the Python package index for a newer client: no outbound calls.
+            # ping() checks gRPC instead.
+            skip_init_checks=True,
+        )
+        try:
+            await client.connect()
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    return open_client
 
 
 def _kb_filter(kb_ids: Sequence[str]) -> Any:
@@ -92,12 +134,11 @@ def stopped_message(endpoint: WeaviateEndpoint) -> str:
 class WeaviateStore:
     """Index operations over the two ragbot collections; callers pass kb_ids to every search."""
 
-    def __init__(
-        self, client: weaviate.WeaviateAsyncClient, endpoint: WeaviateEndpoint, *, max_concurrent_queries: int = 16
-    ) -> None:
-        self._client = client
-        self._endpoint = endpoint
-        self._queries = asyncio.Semaphore(max_concurrent_queries)
+    def __init__(self, nodes: NodeFailover, config: WeaviateConfig) -> None:
+        self._nodes = nodes
+        self._queries = asyncio.Semaphore(config.max_concurrent_queries)
+        self._replication_factor = config.replication_factor
+        self._consistency = ConsistencyLevel(config.consistency)
         self._watch: ExitWatch | None = None
         self._missing: dict[Collection, tuple[str, ...]] = {}
         self._stale: dict[Collection, int] = {}
@@ -107,51 +148,59 @@ class WeaviateStore:
         self.claimed_unrecorded = False
 
     @classmethod
-    async def connect(cls, endpoint: WeaviateEndpoint, config: WeaviateConfig) -> WeaviateStore:
-        """Open the async client against `endpoint` and make sure both collections exist."""
-        client = weaviate.use_async_with_custom(
-            http_host=endpoint.http_host,
-            http_port=endpoint.http_port,
-            http_secure=endpoint.http_secure,
-            grpc_host=endpoint.grpc_host,
-            grpc_port=endpoint.grpc_port,
-            grpc_secure=endpoint.grpc_secure,
-            auth_credentials=Auth.api_key(config.api_key) if config.api_key else None,
-            additional_config=AdditionalConfig(
-                timeout=Timeout(init=config.init_timeout, query=config.query_timeout, insert=config.insert_timeout)
-            ),
-            # The init checks ask the Python package index for a newer client: no outbound calls.
-            # ping() below checks gRPC instead.
-            skip_init_checks=True,
-        )
+    async def connect(
+        cls, endpoints: WeaviateEndpoint | Sequence[WeaviateEndpoint], config: WeaviateConfig
+    ) -> WeaviateStore:
+        """Open the async client against the first of `endpoints` (the nodes of one cluster) that answers, check
+        that the cluster can hold the replicas asked for, and make sure both collections exist."""
+        nodes = NodeFailover([endpoints] if isinstance(endpoints, WeaviateEndpoint) else endpoints, _opener(config))
+        await nodes.connect()
+        store = cls(nodes, config)
         try:
-            await client.connect()
-            store = cls(client, endpoint, max_concurrent_queries=config.max_concurrent_queries)
+            await check_replication(nodes.client, config.replication_factor)
             await store.ensure_schema()
             await store.ping()
         except IndexUnavailable:
-            await client.close()
+            await nodes.close()
             raise
         except (WeaviateBaseError, OSError) as exc:
-            await client.close()
-            raise IndexUnavailable(f"Weaviate at {endpoint.http_url} unreachable: {exc}") from exc
-        if endpoint.server_pid is not None:
-            store._watch = ExitWatch.start(endpoint.server_pid)
+            await nodes.close()
+            raise IndexUnavailable(f"Weaviate at {nodes.endpoint.http_url} unreachable: {exc}") from exc
+        # A local server's exit is known at once by its pid; a cluster's nodes are asked instead (NodeFailover).
+        if nodes.endpoint.server_pid is not None and not nodes.several:
+            store._watch = ExitWatch.start(nodes.endpoint.server_pid)
         return store
+
+    @property
+    def _client(self) -> weaviate.WeaviateAsyncClient:
+        # Read at each call, never kept: after a failover it is another node's client.
+        return self._nodes.client
+
+    @property
+    def _endpoint(self) -> WeaviateEndpoint:
+        return self._nodes.endpoint
+
+    def _use(self, name: str) -> CollectionAsync[Any, Any]:
+        """A collection handle whose reads and writes wait for the configured consistency level."""
+        return self._client.collections.use(name).with_consistency_level(self._consistency)
 
     async def close(self) -> None:
         """Close the client's HTTP and gRPC connections."""
         if self._watch is not None:
             self._watch.close()
             self._watch = None
-        await self._client.close()
+        await self._nodes.close()
+
+    async def nodes(self) -> list[NodeHealth]:
+        """The health of every node of the cluster (one for a single Weaviate)."""
+        return await self._call(lambda: node_health(self._client))
 
     async def ping(self) -> None:
         """Raise IndexUnavailable unless both REST and gRPC answer."""
         try:
             if not await self._client.is_ready():
                 raise IndexUnavailable("Weaviate is not ready")
-            await self._client.collections.use(Collection.CHUNKS).query.fetch_objects(limit=1)
+            await self._nodes.run(lambda: self._use(Collection.CHUNKS).query.fetch_objects(limit=1))
         except WeaviateBaseError as exc:
             raise IndexUnavailable(f"Weaviate query failed: {exc}") from exc
 
@@ -161,7 +210,7 @@ class WeaviateStore:
         self._missing, self._stale = {}, {}
         for spec in schema.ALL:
             if await live_target(self._client, spec) is None:
-                await create_first(self._client, spec)
+                await create_first(self._client, spec, replication_factor=self._replication_factor)
                 continue
             config = await self._client.collections.use(spec.name).config.get()
             missing = schema.missing_properties(spec, {prop.name for prop in config.properties})
@@ -236,7 +285,9 @@ class WeaviateStore:
         await self._call(lambda: drop_leftovers(self._client, spec))
         live = await self._call(lambda: live_target(self._client, spec))
         shadow = generation_name(spec)
-        await self._call(lambda: create_physical(self._client, spec, shadow, self._vector_model))
+        await self._call(
+            lambda: create_physical(self._client, spec, shadow, self._vector_model, self._replication_factor)
+        )
         return CollectionRebuild(self._client, spec, live, shadow, self._insert, self._rebuilt)
 
     def _rebuilt(self, spec: schema.CollectionSpec) -> None:
@@ -266,7 +317,7 @@ class WeaviateStore:
         if not kb_ids:
             return []
         response = await self._query(
-            lambda: self._client.collections.use(collection).query.near_vector(
+            lambda: self._use(collection).query.near_vector(
                 near_vector=list(vector),
                 limit=limit,
                 filters=_kb_filter(kb_ids),
@@ -283,7 +334,7 @@ class WeaviateStore:
         if not kb_ids or not tokens.strip():
             return []
         response = await self._query(
-            lambda: self._client.collections.use(collection).query.bm25(
+            lambda: self._use(collection).query.bm25(
                 query=tokens,
                 query_properties=[BM25_PROPERTY],
                 limit=limit,
@@ -309,7 +360,7 @@ class WeaviateStore:
         if not kb_ids:
             return []
         response = await self._query(
-            lambda: self._client.collections.use(collection).query.hybrid(
+            lambda: self._use(collection).query.hybrid(
                 query=tokens,
                 vector=list(vector),
                 alpha=alpha,
@@ -328,9 +379,7 @@ class WeaviateStore:
         if not kb_ids:
             return 0
         result = await self._call(
-            lambda: self._client.collections.use(collection).aggregate.over_all(
-                filters=_kb_filter(kb_ids), total_count=True
-            )
+            lambda: self._use(collection).aggregate.over_all(filters=_kb_filter(kb_ids), total_count=True)
         )
         return result.total_count or 0
 
@@ -373,7 +422,7 @@ class WeaviateStore:
         if self._watch is not None and self._watch.exited:
             raise IndexUnavailable(stopped_message(self._endpoint))
         try:
-            return await (self._watch.race(call) if self._watch is not None else call())
+            return await (self._watch.race(call) if self._watch is not None else self._nodes.run(call))
         except ServerExited as exc:
             raise IndexUnavailable(stopped_message(self._endpoint)) from exc
         except WeaviateBaseError as exc:
@@ -391,12 +440,11 @@ class WeaviateStore:
         return (self._watch is not None and self._watch.exited) or not await answers_ready(self._endpoint)
 
     async def _insert(self, collection: str, objects: Sequence[DataObject[Any, Any]]) -> None:
-        handle = self._client.collections.use(collection)
         errors: dict[str, str] = {}
         for start in range(0, len(objects), _INSERT_BATCH):
             batch = objects[start : start + _INSERT_BATCH]
             try:
-                result = await self._call(partial(handle.data.insert_many, batch))
+                result = await self._call(functools.partial(self._insert_batch, collection, batch))
             except WeaviateInsertManyAllFailedError as exc:
                 errors.update({str(obj.uuid): str(exc) for obj in batch})
                 continue
@@ -406,12 +454,15 @@ class WeaviateStore:
             await self._raise_if_stopped()
             raise IndexWriteError(errors)
 
+    async def _insert_batch(self, collection: str, batch: Sequence[DataObject[Any, Any]]) -> BatchObjectReturn:
+        # The handle is taken when the batch is sent, so a retry after a failover goes to the new node.
+        return await self._use(collection).data.insert_many(batch)
+
     async def _delete_where(self, collection: Collection, where: Any) -> int:
-        handle = self._client.collections.use(collection)
         removed = 0
         # The server deletes at most QUERY_MAXIMUM_RESULTS (10,000) objects a call.
         while True:
-            result = await self._call(partial(handle.data.delete_many, where=where))
+            result = await self._call(lambda: self._use(collection).data.delete_many(where=where))
             removed += result.successful
             if result.failed:
                 await self._raise_if_stopped()
