@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from storage.weaviate.config import WeaviateEndpoint
-from storage.weaviate.store import endpoint_from_url
+from storage.weaviate.store import endpoint_from_url, endpoints_from_urls
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,24 @@ def test_https_grpc_url_without_port_is_a_hosted_endpoint_on_443() -> None:
 def test_url_without_host_is_rejected(url: str) -> None:
     with pytest.raises(ValueError, match="names no host"):
         endpoint_from_url(url)
+
+
+def test_a_cluster_is_named_by_its_nodes_urls_in_order_each_with_its_own_grpc_port() -> None:
+    nodes = endpoints_from_urls(
+        " http://n1:8080, http://n2:8081 ,https://n3", "http://n1:50051,http://n2:50052,https://n3"
+    )
+    assert [(n.http_host, n.http_port, n.http_secure) for n in nodes] == [
+        ("n1", 8080, False),
+        ("n2", 8081, False),
+        ("n3", 443, True),
+    ]
+    assert [(n.grpc_host, n.grpc_port) for n in nodes] == [("n1", 50051), ("n2", 50052), ("n3", 443)]
+
+
+def test_one_url_is_one_node_as_before() -> None:
+    assert endpoints_from_urls("http://localhost:8080") == (endpoint_from_url("http://localhost:8080"),)
+
+
+def test_grpc_urls_that_do_not_pair_with_the_nodes_are_refused_with_both_counts() -> None:
+    with pytest.raises(ValueError, match=r"WEAVIATE_GRPC_URL names 1 node.* WEAVIATE_URL names 2"):
+        endpoints_from_urls("http://n1:8080,http://n2:8080", "http://n1:50051")
