@@ -11,6 +11,7 @@ import openai
 
 from bot.app.preflight import check_writable_dir
 from bot.app.settings import Settings, platform_settings
+from bot.chat.instances import INSTANCE_PREFIX
 from bot.errors import StartupError
 from rag.errors import RagError
 from rag.models.chat import OpenAIChatModel
@@ -18,6 +19,7 @@ from rag.models.embedders import OpenAIEmbedder, build_embedder
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.errors import IndexUnavailable, ServerInUse, StorageError
+from storage.repos.leases import LeaseRepo
 from storage.weaviate.cluster import NodeHealth
 from storage.weaviate.config import WEAVIATE_VERSION
 from storage.weaviate.server import WeaviateServer
@@ -41,15 +43,18 @@ async def _data_dir(settings: Settings) -> Finding:
     return Finding("data dir", "ok", str(settings.data_dir))
 
 
-async def _database(settings: Settings) -> Finding:
+async def database_finding(settings: Settings) -> Finding:
+    """The database's check: reachable, migrated, and which `ragbot serve` processes are alive on it."""
     config = settings.database()
     db = Database(config)
     try:
         await db.open()
+        serving = sorted(lease.owner for lease in await LeaseRepo(db).live(INSTANCE_PREFIX))
     finally:
         await db.close()
     where = "embedded SQLite" if config.is_sqlite else "PostgreSQL (DATABASE_URL)"
-    return Finding("database", "ok", f"{where}: {config.redacted()}, schema up to date")
+    alive = f"`ragbot serve` alive on it: {', '.join(serving)}" if serving else "no `ragbot serve` on it"
+    return Finding("database", "ok", f"{where}: {config.redacted()}, schema up to date; {alive}")
 
 
 async def _weaviate(settings: Settings) -> Finding:
@@ -175,7 +180,7 @@ _FIXES = {
 
 _CHECKS: tuple[tuple[str, Callable[[Settings], Awaitable[Finding]]], ...] = (
     ("data dir", _data_dir),
-    ("database", _database),
+    ("database", database_finding),
     ("weaviate", _weaviate),
     ("embedder", _embedder),
     ("chat model", _model),

@@ -12,12 +12,15 @@ import asyncio
 import contextlib
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from bot.app.settings import Settings
 from bot.chat.instances import ConversationLocks, Presence
 from bot.chat.manager import ConversationManager
 from bot.chat.recovery import TurnRecovery
+from bot.cli.doctor import database_finding
 from bot.ports import ReplyTarget
 from bot.types import ConversationKey
 from bot.words import messages
@@ -243,3 +246,17 @@ async def test_a_stop_reaches_the_process_writing_the_answer(world: ChatWorld, d
     finally:
         world.answerer.release.set()
         await bus.stop()
+
+
+async def test_doctor_names_the_processes_serving_the_database(db: Database, tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, DATABASE_URL=db.config.url)
+    presence = Presence(LeaseRepo(db), "host-a:41:c0ffee", period=30)
+    await presence.start()
+    try:
+        finding = await database_finding(settings)
+        assert finding.verdict == "ok"
+        assert "`ragbot serve` alive on it: host-a:41:c0ffee" in finding.detail
+    finally:
+        await presence.stop()
+    finding = await database_finding(settings)
+    assert "no `ragbot serve` on it" in finding.detail
