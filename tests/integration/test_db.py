@@ -39,6 +39,7 @@ EXPECTED_TABLES = {
     "slack_oauth_state",
     "command_event",
     "config_epoch",
+    "shared_key",
     "alembic_version",
 }
 
