@@ -3,7 +3,7 @@
     async with running_instances(env, work_dir, count=2) as site:
         site.url                   # haproxy: round robin, no stickiness, checks GET /healthz
         site.instances[0].url      # one instance directly
-        await site.kill(0)         # kill -9, then wait until haproxy has taken it out
+        await site.kill("i0")      # kill -9, then wait until haproxy has taken it out
 
 `env` names the shared parts (DATABASE_URL, WEAVIATE_URL), WEB_ACCESS_TOKEN and every other setting; each instance
 gets its own RAGBOT_PORT, RAGBOT_INTERNAL_PORT and RAGBOT_DATA_DIR, as instances on separate hosts would. haproxy
@@ -272,9 +272,9 @@ class Instances:
         """The instance haproxy calls `name` (a SERVED_BY value)."""
         return next(instance for instance in self.instances if instance.name == name)
 
-    async def kill(self, index: int) -> None:
-        """kill -9 one instance (no shutdown of any kind), then wait until haproxy has taken it out."""
-        instance = self.instances[index]
+    async def kill(self, name: str) -> None:
+        """kill -9 the instance haproxy calls `name` (no shutdown of any kind); return once haproxy took it out."""
+        instance = self.named(name)
         if instance.process.returncode is None:
             instance.process.kill()
             await instance.process.wait()

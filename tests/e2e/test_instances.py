@@ -269,3 +269,33 @@ async def test_an_instance_with_another_embedding_model_refuses_to_start_and_say
     # The two running instances still answer: the refused one changed nothing they read.
     states = await site.instances.haproxy.states()
     assert states == {"i0": "UP", "i1": "UP"}, states
+
+
+# --- an instance killed (last: the module's instances are one fewer after it) ----------------------------------------
+
+
+async def test_after_an_instance_is_killed_mid_answer_the_other_answers_the_same_browser(site: Site) -> None:
+    site.model.first_token_delay = 30.0  # the answer is still being waited for when its instance dies
+    try:
+        async with _browser(site.instances.url) as browser:
+            async with browser.get("/", params={"access": ACCESS_TOKEN}) as page:
+                assert page.status == 200
+            async with browser.post("/api/messages", json={"text": "When is lunch served?"}) as response:
+                assert response.status == 200
+                dying = response.headers[SERVED_BY]
+                assert (await response.content.readuntil(b"\n\n")).startswith(b"event: status")
+                await site.instances.kill(dying)
+                with pytest.raises(aiohttp.ClientPayloadError):
+                    await response.read()
+            site.model.first_token_delay = 0.0
+            survivor_by, answer = await _ask(browser, FIRST_QUESTION)
+            async with browser.get("/api/history") as response:
+                history = (await response.json())["messages"]
+    finally:
+        site.model.first_token_delay = 0.0
+    assert survivor_by != dying
+    assert answer[-2][1]["outcome"] == "generated"
+    assert [(entry["role"], entry["text"]) for entry in history][-2:] == [
+        ("user", FIRST_QUESTION),
+        ("assistant", answer[-2][1]["text"]),
+    ]
