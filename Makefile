@@ -1,5 +1,5 @@
 # ragbot: `make run` starts the service on embedded defaults, `make test` runs every test.
-# Both install what is missing first (Python packages, the Weaviate server, PostgreSQL for tests).
+# Both install what is missing first (Python packages, the Weaviate server, PostgreSQL and haproxy for tests).
 
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +18,7 @@ ifneq ($(wildcard $(SHARED)/tiktoken),)
   export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
 endif
 
-.PHONY: help install weaviate postgres chromium demo run test lint unit integration e2e bench clean
+.PHONY: help install weaviate postgres haproxy chromium demo run test lint unit integration e2e bench clean
 
 help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
@@ -32,6 +32,10 @@ weaviate:
 
 postgres:
 	@sh scripts/install-postgres.sh
+
+# The load balancer in front of several `ragbot serve` instances in tests/e2e/test_instances.py.
+haproxy:
+	@sh scripts/install-haproxy.sh
 
 chromium:
 	@sh scripts/install-chromium.sh
@@ -65,7 +69,7 @@ unit: install
 # cluster started here. `make test TEST_WORKERS=0` runs every test in the one pytest process.
 TEST_WORKERS ?= 4
 
-test: install weaviate postgres chromium lint
+test: install weaviate postgres haproxy chromium lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/python scripts/with-test-postgres.py \
 		$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 

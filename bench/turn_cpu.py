@@ -29,11 +29,11 @@ import json
 import os
 import pstats
 import random
+import secrets
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -389,9 +389,8 @@ class _Manager:
 class _Server:
     """The web chat on a loop in its own thread, so its CPU can be read apart from the client's."""
 
-    def __init__(self, deltas: int, together: int, key_dir: Path) -> None:
+    def __init__(self, deltas: int, together: int) -> None:
         self._manager = _Manager(deltas, together)
-        self._key_dir = key_dir
         self._ready = threading.Event()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -416,13 +415,18 @@ class _Server:
 
     async def _main(self) -> None:
         from adapters.web.app import WebChat, WebConfig
-        from adapters.web.session import SessionSigner, load_key
+        from adapters.web.session import SessionSigner
         from bot.app.bodies import LARGE_BODIES, MAX_BODY, limit_bodies
         from bot.chat.limits import RateLimit
 
         self._stop = asyncio.Event()
         config = WebConfig(None, None, 1_000_000, address_rate_limit=RateLimit(count=10_000_000, window=60.0))
-        chat = WebChat(self._manager, config, SessionSigner(load_key(self._key_dir)))  # type: ignore[arg-type]
+        signer = SessionSigner(secrets.token_bytes(32))
+
+        async def signer_source() -> SessionSigner:
+            return signer
+
+        chat = WebChat(self._manager, config, signer_source)  # type: ignore[arg-type]
         # As bot.app.server builds it: the body limits WebChat's upload route extends.
         app = web.Application(client_max_size=MAX_BODY)
         app[LARGE_BODIES] = {}
@@ -460,22 +464,18 @@ WEB_CASES = {f"web_{DELTAS}": (DELTAS, 1), f"web_{DELTAS}x10": (DELTAS, 10), "we
 async def _web(requests: int) -> dict[str, float]:
     """Server-thread CPU ms per answer through /api/messages, for each of WEB_CASES."""
     result = {}
-    key_dir = Path(tempfile.mkdtemp(prefix="ragbot-bench-web-key-"))
-    try:
-        for name, (deltas, together) in WEB_CASES.items():
-            with _Server(deltas, together, key_dir) as server:
-                jar = aiohttp.CookieJar(unsafe=True)
-                async with aiohttp.ClientSession(cookie_jar=jar) as session:
-                    async with session.get(f"{server.url}/") as response:
-                        response.raise_for_status()
-                    for _ in range(WARM_UP):
-                        await _ask(session, server.url, deltas)
-                    started = server.cpu()
-                    for _ in range(requests):
-                        await _ask(session, server.url, deltas)
-                    result[name] = (server.cpu() - started) * 1000 / requests
-    finally:
-        shutil.rmtree(key_dir, ignore_errors=True)
+    for name, (deltas, together) in WEB_CASES.items():
+        with _Server(deltas, together) as server:
+            jar = aiohttp.CookieJar(unsafe=True)
+            async with aiohttp.ClientSession(cookie_jar=jar) as session:
+                async with session.get(f"{server.url}/") as response:
+                    response.raise_for_status()
+                for _ in range(WARM_UP):
+                    await _ask(session, server.url, deltas)
+                started = server.cpu()
+                for _ in range(requests):
+                    await _ask(session, server.url, deltas)
+                result[name] = (server.cpu() - started) * 1000 / requests
     return result
 
 

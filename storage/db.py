@@ -95,6 +95,9 @@ def _private_sqlite_file(path: Path) -> None:
             os.chmod(file, 0o600)
 
 
+_MIGRATION_LOCK = int.from_bytes(b"ragbot-m", "big") >> 1  # any fixed bigint, the same in every ragbot
+
+
 def head_revision() -> str:
     """The newest migration's revision: its file name's number (0001_initial_schema.py is revision 0001)."""
     return max(path.name[:4] for path in (_MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
@@ -117,6 +120,10 @@ def _alembic_config(connection: Connection) -> Config:
 
 
 def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        # Instances starting together would each create the tables, and all but one fail on the others' types.
+        # This lock lets one migrate while the rest wait, then find the schema at head; it ends with the transaction.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
     if _at_head(connection):
         return
     from alembic import command

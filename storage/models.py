@@ -336,3 +336,13 @@ class ConfigEpoch(SQLModel, table=True):
 
     id: int = Field(default=1, primary_key=True, sa_column_kwargs={"autoincrement": False})
     value: int = Field(default=0, sa_type=BigInteger)
+
+
+class SharedKey(SQLModel, table=True):
+    """A key every instance on this database must hold alike (the web chat's session signing key), made once."""
+
+    __tablename__ = "shared_key"
+
+    name: str = Field(primary_key=True, max_length=64)
+    value: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,4 +1,4 @@
-"""Fixtures every test tier shares: the embedding model, tiktoken's files, the Weaviate binary and server.
+"""Fixtures every test tier shares: the embedding model, tiktoken's files, the Weaviate binary and server, PostgreSQL.
 
 `make test` points the first two at offline copies in ../shared when that folder exists. Elsewhere
 they are fetched the way the product fetches them (model hub, tiktoken's own download), so the
@@ -8,13 +8,16 @@ same command works on a machine with a network. Anything missing fails the test;
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
 import pytest
 import pytest_asyncio
 
+from harness.postgres import running_postgres
 from rag.config import EmbedderConfig
 from rag.errors import EmbedderUnavailable
 from rag.models.embedders import resolve_model_dir
@@ -83,6 +86,28 @@ async def weaviate_server(
         await server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL: RAGBOT_TEST_DATABASE_URL if given, else a throw-away cluster started here."""
+    external = os.environ.get("RAGBOT_TEST_DATABASE_URL")
+    if external:
+        yield external.rstrip("/")
+        return
+    with running_postgres() as url:
+        yield url
+
+
+async def fresh_postgres_database(base_url: str) -> str:
+    """The URL of a new, empty database on the cluster at `base_url`."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    connection = await asyncpg.connect(f"{base_url}/postgres")
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return f"{base_url}/{name}"
+
+
 def weaviate_urls(server: WeaviateServer) -> dict[str, str]:
     """WEAVIATE_URL and WEAVIATE_GRPC_URL naming a running server, as a user points ragbot at a Weaviate."""
     endpoint = server.endpoint
@@ -93,7 +118,7 @@ def weaviate_urls(server: WeaviateServer) -> dict[str, str]:
     }
 
 
-_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "weaviate_binary")}
+_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "weaviate_binary"), "postgresql": ("postgres_url",)}
 _SERVICES = "ragbot_services"
 """The user property naming the real servers a test ran against; a property, so it reaches xdist's controller."""
 _TIERS = ("unit", "integration", "e2e")

@@ -50,6 +50,9 @@ _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
 # The commands that take files (as Telegram's and Slack's adapters attach a document to them).
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 
+SignerSource = Callable[[], Awaitable[SessionSigner]]
+"""Makes the session signer once it is needed: its key is read from the database (adapters.web.session)."""
+
 
 @dataclass(frozen=True, slots=True)
 class WebConfig:
@@ -66,10 +69,12 @@ class WebChat:
 
     name = PLATFORM
 
-    def __init__(self, manager: ConversationManager, config: WebConfig, signer: SessionSigner) -> None:
+    def __init__(self, manager: ConversationManager, config: WebConfig, signer: SignerSource) -> None:
         self._manager = manager
         self._config = config
-        self._signer = signer
+        self._signer_source = signer
+        self._loaded_signer: SessionSigner | None = None
+        self._signer_loading = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._logins = LoginThrottle()
         # Per client address, beside the manager's per-session limit: a new session is one GET away.
@@ -93,7 +98,8 @@ class WebChat:
         allow_large_bodies(app, guard.UPLOAD_PATH, _MAX_UPLOAD_FILES * self._config.upload_limit + MAX_BODY)
 
     async def start(self) -> None:
-        """Nothing to start: the routes serve on ragbot's listener."""
+        """Load the session signer (its key is the database's), so a database that cannot give it stops the start."""
+        await self._load_signer()
 
     async def stop(self) -> None:
         """Let answers in flight finish (they are stored whole even when their tab closed)."""
@@ -102,12 +108,25 @@ class WebChat:
 
     # --- sessions -----------------------------------------------------------------------------------------------
 
+    async def _load_signer(self) -> None:
+        # `ragbot serve` listens before it starts its adapters, so a request may be the first to need the signer.
+        async with self._signer_loading:
+            if self._loaded_signer is None:
+                self._loaded_signer = await self._signer_source()
+
+    @property
+    def _signer(self) -> SessionSigner:
+        assert self._loaded_signer is not None, "the session middleware loads the signer before any route runs"
+        return self._loaded_signer
+
     @web.middleware
     async def _session_middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if not (request.path == "/" or request.path.startswith("/api/")):
             return await handler(request)
+        if self._loaded_signer is None:
+            await self._load_signer()
         fresh_access = self._fresh_access(request)
         if fresh_access is None and not self._signer.has_access(
             request.cookies.get(ACCESS_COOKIE), self._config.access_token
@@ -453,4 +472,8 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         upload_limit=settings.ingestion_limits().max_file_bytes,
         address_rate_limit=RateLimit(count=web.WEB_ADDRESS_RATE_LIMIT, window=60.0),
     )
-    return WebChat(manager, config, SessionSigner(load_key(settings.data_dir)))
+
+    async def signer() -> SessionSigner:
+        return SessionSigner(await load_key(database, settings.data_dir))
+
+    return WebChat(manager, config, signer)

@@ -3,21 +3,25 @@
 Each proof carries the time it was issued and is refused past its age (the session's and the access link's
 as long as a browser keeps a cookie, an admin's 12 hours); an admin's proof is bound to one session id and can
 be revoked before then (log out). Revocations are kept in this process's memory: a restart forgets them, and a
-proof revoked before it is good again until its 12 hours are up.
+proof revoked before it is good again until its 12 hours are up; another instance never hears of them.
+
+The signing key is kept in the database, so every instance behind a load balancer checks the cookies any of
+them issued. Keeping it there exposes nothing a reader of the database lacks: it holds every session's id and
+conversation already, and the admin and access proofs also sign the tokens' digests, which it does not hold.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from storage.private_files import private_dir
+from storage.db import Database
+from storage.repos.shared_keys import shared_key
 
 SESSION_COOKIE: Final = "ragbot_session"
 ADMIN_COOKIE: Final = "ragbot_admin"
@@ -25,22 +29,22 @@ ACCESS_COOKIE: Final = "ragbot_access"
 SESSION_AGE: Final = 400 * 24 * 3600  # browsers cap cookie lifetimes at 400 days
 ADMIN_AGE: Final = 12 * 3600  # a working day: an admin proof left in a shared browser does not outlive it
 _CLOCK_SKEW: Final = 60  # a proof issued "in the future" by this much is still the clock's, not a forgery's
-_KEY_FILE: Final = "web-session.key"
+_KEY_NAME: Final = "web-session"
+_LEGACY_KEY_FILE: Final = "web-session.key"  # where the key was kept before it was shared
 
 
-def load_key(data_dir: Path) -> bytes:
-    """The signing key kept in the data dir (made on first use, readable by its owner only)."""
-    path = data_dir / _KEY_FILE
-    if path.is_file():
-        key = path.read_bytes()
-        if len(key) >= 32:
-            return key
-    private_dir(data_dir)
-    key = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(key)
-    return key
+async def load_key(db: Database, data_dir: Path) -> bytes:
+    """The signing key every instance on `db` shares: made once, by the first instance that needs it.
+
+    A key file an older ragbot kept in the data dir becomes the shared key, so its browsers keep their sessions.
+    """
+    return await shared_key(db, _KEY_NAME, _legacy_key(data_dir) or secrets.token_bytes(32))
+
+
+def _legacy_key(data_dir: Path) -> bytes | None:
+    path = data_dir / _LEGACY_KEY_FILE
+    key = path.read_bytes() if path.is_file() else b""
+    return key if len(key) >= 32 else None
 
 
 def _token_digest(token: str) -> str:

@@ -1,20 +1,17 @@
-"""Session servers (PostgreSQL; the Weaviate is tests/conftest.py's) and the per-backend `db` fixture."""
+"""The per-backend `db` fixture and the session store (PostgreSQL and the Weaviate are tests/conftest.py's)."""
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 import pytest_asyncio
 
 from bot.app.settings import Settings
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.jobs import JobRunner
-from harness.postgres import running_postgres
 from rag.models.embedders import OnnxEmbedder
 from storage.db import Database, DatabaseConfig
 from storage.repos.bindings import BindingRepo
@@ -27,28 +24,8 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
+from tests.conftest import fresh_postgres_database
 from tests.support.chat_world import ChatWorld, no_work
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A real PostgreSQL: RAGBOT_TEST_DATABASE_URL if given, else a throw-away cluster started here."""
-    external = os.environ.get("RAGBOT_TEST_DATABASE_URL")
-    if external:
-        yield external.rstrip("/")
-        return
-    with running_postgres() as url:
-        yield url
-
-
-async def _fresh_postgres_database(base_url: str) -> str:
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    connection = await asyncpg.connect(f"{base_url}/postgres")
-    try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await connection.close()
-    return f"{base_url}/{name}"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -63,7 +40,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 async def db(database_url: str, request: pytest.FixtureRequest) -> AsyncIterator[Database]:
     """An open, migrated Database on SQLite and on PostgreSQL (the storage contract runs on both)."""
     if database_url == "postgresql-fresh":
-        database_url = await _fresh_postgres_database(request.getfixturevalue("postgres_url"))
+        database_url = await fresh_postgres_database(request.getfixturevalue("postgres_url"))
     database = Database(DatabaseConfig(url=database_url))
     await database.open()
     try:

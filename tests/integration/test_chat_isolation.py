@@ -17,8 +17,7 @@ from bot.types import Attachment, Command, ConversationKey, IncomingMessage, Use
 from bot.words import messages
 from rag.ingest.documents import SourceFile
 from rag.ingest.faq_sheet import FaqEntry
-from tests.conftest import EmbeddedSettings
-from tests.integration.conftest import _fresh_postgres_database
+from tests.conftest import EmbeddedSettings, fresh_postgres_database
 from tests.support.chat import RecordingTarget
 
 ADMIN = UserRef("admin-1")
@@ -44,7 +43,7 @@ async def chats(
     embedded_settings: EmbeddedSettings,
 ) -> AsyncIterator[Chats]:
     if database_url == "postgresql-fresh":
-        database_url = await _fresh_postgres_database(request.getfixturevalue("postgres_url"))
+        database_url = await fresh_postgres_database(request.getfixturevalue("postgres_url"))
     settings = embedded_settings(tmp_path / "data", DATABASE_URL=database_url)
     async with build_services(settings) as services:
         kb_a = await services.knowledge.create("alpha", {})

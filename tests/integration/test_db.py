@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC
 from pathlib import Path
 
@@ -16,9 +17,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
 
 import storage
-from storage.db import Database, head_revision
+from storage.db import Database, DatabaseConfig, head_revision
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.models import KnowledgeBase
+from tests.conftest import fresh_postgres_database
 
 EXPECTED_TABLES = {
     "knowledge_base",
@@ -39,6 +41,7 @@ EXPECTED_TABLES = {
     "slack_oauth_state",
     "command_event",
     "config_epoch",
+    "shared_key",
     "alembic_version",
 }
 
@@ -155,3 +158,16 @@ async def test_a_tenant_knows_a_name_as_its_own_before_a_granted_one_and_never_a
     assert found.id == own.id
     assert await repo.visible_named("slack:T1", "secrets") is None
     assert await repo.visible_named("slack:T2", "secrets") == theirs
+
+
+async def test_instances_opening_a_fresh_postgresql_database_together_migrate_it_once(postgres_url: str) -> None:
+    url = await fresh_postgres_database(postgres_url)
+    databases = [Database(DatabaseConfig(url=url)) for _ in range(4)]
+    try:
+        await asyncio.gather(*(database.open() for database in databases))
+        async with databases[0].engine.connect() as connection:
+            tables = await connection.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+    finally:
+        for database in databases:
+            await database.close()
+    assert tables == EXPECTED_TABLES

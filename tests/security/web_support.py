@@ -74,6 +74,10 @@ async def serve(
         manager = build_manager(services, chat_policy(settings), metrics=ChatMetrics())
         app = create_app(services, public=public, trusted_proxies=trusted_proxies)
         web_settings = WebSettings.of(settings)
+
+        async def signer() -> SessionSigner:
+            return SessionSigner(await load_key(services.db, settings.data_dir), clock)
+
         chat = WebChat(
             manager,
             WebConfig(
@@ -82,7 +86,7 @@ async def serve(
                 upload_limit=settings.ingestion_limits().max_file_bytes,
                 address_rate_limit=RateLimit(count=web_settings.WEB_ADDRESS_RATE_LIMIT, window=60.0),
             ),
-            SessionSigner(load_key(settings.data_dir), clock),
+            signer,
         )
         chat.mount(app)
         others = [a for a in load_adapters(manager, settings, services.db) if a.name != "web"] if platforms else []
