@@ -75,10 +75,9 @@ class TelegramAdapter:
         self._me: BotIdentity | None = None
         self._seen: OrderedDict[int, None] = OrderedDict()
         self._drafts = DraftSupport()
-        self._pacer = Pacer(share=manager.share)
+        self._pacer = Pacer(share=self._share)
         self._conflict_reported = False
         self._refusals = Refusals()
-        manager.resume_on(PLATFORM, self._resume_target)
 
     def mount(self, app: web.Application) -> None:
         """The webhook route, in webhook mode."""
@@ -106,6 +105,7 @@ class TelegramAdapter:
         bot = application.bot
         self._me = BotIdentity(bot.id, bot.username)
         await application.start()
+        self._manager.resume_on(PLATFORM, self._resume_target)  # answers of a dead process, now there is a bot
         await self._register_commands()
         if self._config.mode == "webhook":
             assert self._config.webhook_url is not None
@@ -241,6 +241,9 @@ class TelegramAdapter:
             await bot.leave_chat(chat.id)
         except TelegramError as exc:
             log.warning("telegram=leave_failed chat=%s reason=%s", chat.id, exc)
+
+    def _share(self) -> float:
+        return self._manager.share()
 
     async def _resume_target(self, key: ConversationKey, question: MessageRecord) -> ReplyTarget | None:
         """Where a dead process's answer is finished: a new message in its chat (or topic); None before start."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from bot.app.bodies import MAX_BODY, allow_large_bodies
 from bot.app.settings import Settings
 from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
+from bot.chat.recorder import OpenTurn
 from bot.commands.registry import parse_command
 from bot.ports import Adapter, ReplyTarget
 from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
@@ -44,6 +46,7 @@ PLATFORM: Final = "web"
 STATIC_DIR: Final = Path(__file__).parent / "static"
 _HISTORY_LIMIT: Final = 200
 _MAX_TEXT_BYTES: Final = 64 * 1024
+_MESSAGE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Files per upload: with the per-file limit, what one upload may make the process hold.
 _MAX_UPLOAD_FILES: Final = 20
 _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
@@ -220,13 +223,18 @@ class WebChat:
         text = body.get("text") if isinstance(body, dict) else None
         if not isinstance(text, str):
             return _error(400, messages.WEB_BAD_BODY)
+        # The page names each question it sends: sent again (its stream broke, a proxy retried the POST), it is
+        # the same question, answered once.
+        message_id = body.get("id", "")
+        if not isinstance(message_id, str) or (message_id and not _MESSAGE_ID.fullmatch(message_id)):
+            return _error(400, messages.WEB_BAD_MESSAGE_ID)
         if len(text.encode()) > _MAX_TEXT_BYTES:
             return _error(413, messages.web_text_too_long(_MAX_TEXT_BYTES))
         if (limited := await self._rate_limited(request)) is not None:
             return limited
         message = IncomingMessage(
             key=self._key(request),
-            message_id="",
+            message_id=message_id,
             user=self._user(request),
             text=text,
             command=parse_command(text),
@@ -302,8 +310,12 @@ class WebChat:
         return response
 
     async def _handle(self, message: IncomingMessage, target: WebReplyTarget, sink: EventSink) -> None:
+        def accepted(opened: OpenTurn) -> None:
+            # The page now knows which stored answer is its own: if this stream breaks off, it reads that one.
+            sink.emit("accepted", {"answer_id": opened.answer_id})
+
         try:
-            await self._manager.handle(message, target)
+            await self._manager.handle(message, target, on_accepted=accepted)
         except Exception:
             # handle() is the turn boundary and catches its own; this is only what escapes before a turn exists.
             log.exception("web=turn_failed")

@@ -150,15 +150,18 @@ class ConversationManager:
         *,
         kb_ids: Sequence[str] | None = None,
         document_ids: Sequence[str] = (),
+        on_accepted: Callable[[OpenTurn], None] | None = None,
     ) -> TurnResult | None:
         """Answer one message (or run its command) into `target`; None when nothing was answered.
 
         This is the turn boundary: whatever breaks inside, the person gets a short apology and the turn is
         stored as failed. Commands run at once; questions of one conversation run one at a time, in order.
+        `on_accepted` hears the stored turn the moment its question is stored (from then on it is answered even if
+        this process dies: a page can wait for that answer).
         """
         with turn_scope():
             try:
-                return await self._handle(message, target, kb_ids, document_ids)
+                return await self._handle(message, target, kb_ids, document_ids, on_accepted)
             except Exception:
                 # The store failed before a turn existed (resolving, storing the question): still apologise.
                 log.exception("turn=failed_before_answer platform=%s", message.key.platform)
@@ -171,6 +174,7 @@ class ConversationManager:
         target: ReplyTarget,
         kb_ids: Sequence[str] | None,
         document_ids: Sequence[str],
+        on_accepted: Callable[[OpenTurn], None] | None = None,
     ) -> TurnResult | None:
         chat = message.key.chat_key
         if message.command is not None:
@@ -210,10 +214,12 @@ class ConversationManager:
         self._spawn(self._show_typing(target), "turn-typing")
         gate_key = _gate_key(message.key)
         async with self._arrivals.arrive(gate_key) as let_next_in:
-            accepted = await self._accept(message)
+            accepted = await self._accept(message, on_accepted)
             if accepted is None:
                 return None
             conversation, opened = accepted
+            if on_accepted is not None:
+                on_accepted(opened)
             try:
                 async with (
                     self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in),
@@ -226,9 +232,12 @@ class ConversationManager:
                 await self._record_failure(opened, exc, None, "")
                 raise
 
-    async def _accept(self, message: IncomingMessage) -> tuple[ConversationRecord, OpenTurn] | None:
+    async def _accept(
+        self, message: IncomingMessage, on_accepted: Callable[[OpenTurn], None] | None = None
+    ) -> tuple[ConversationRecord, OpenTurn] | None:
         """Store the question with its answer's placeholder, written by this process, before it waits for its turn:
-        from here on it is not lost with this process (another finishes it). None for a retried delivery."""
+        from here on it is not lost with this process (another finishes it). None for a retried delivery, whose
+        first delivery's turn `on_accepted` hears (a page that sent it again waits for that answer)."""
         conversation = await self._state.conversation(message.key)
         try:
             opened = await self._recorder.open(
@@ -238,8 +247,12 @@ class ConversationManager:
                 event_key=_event_key(message),
                 instance=self._parts.instance,
             )
-        except DuplicateEvent:
+        except DuplicateEvent as duplicate:
             log.info("turn=duplicate platform=%s message=%s", message.key.platform, message.message_id)
+            if on_accepted is not None:
+                first = await self._parts.conversations.answer_to_event(duplicate.event_key)
+                if first is not None:
+                    on_accepted(OpenTurn(first.conversation_id, first.request_id, first.id))
             return None
         return conversation, opened
 

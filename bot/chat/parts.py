@@ -90,6 +90,10 @@ class Conversations(Protocol):
         event stored before."""
         ...
 
+    async def answer_to_event(self, event_key: str) -> MessageRecord | None:
+        """The answer to the question a platform event brought, or None."""
+        ...
+
     async def by_id(self, conversation_id: str) -> ConversationRecord | None:
         """The conversation with this id, or None."""
         ...

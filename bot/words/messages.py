@@ -605,6 +605,7 @@ def job_outcome(job: JobRecord) -> str:
 WEB_NEEDS_ACCESS: Final = "This ragbot is private: open the access link your admin gave you."
 WEB_SESSION_EXPIRED: Final = "Your session is no longer valid. Reload the page to start a new one."
 WEB_BAD_BODY: Final = 'The request body must be JSON like {"text": "your question"}.'
+WEB_BAD_MESSAGE_ID: Final = 'A question\'s "id" must be 1 to 64 letters, digits, "-" or "_".'
 WEB_ADMIN_ONLY: Final = "Only admins can upload files. Enter the admin token first."
 WEB_UPLOAD_FORM: Final = "Send the files as a multipart form with one or more `file` fields."
 WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type one of them, or nothing, and send again."

@@ -257,6 +257,19 @@ class ConversationRepo:
             raise NotFound("conversation", conversation_id) from exc
         return _message(question), _message(placeholder)
 
+    async def answer_to_event(self, event_key: str) -> MessageRecord | None:
+        """The answer (or its placeholder) to the question a platform event brought, or None."""
+        question = aliased(Message)
+        statement = (
+            select(Message)
+            .join(question, col(question.request_id) == col(Message.request_id))
+            .where(col(question.event_key) == event_key, col(Message.role) == "assistant")
+            .where(col(Message.conversation_id) == col(question.conversation_id))
+        )
+        async with self._db.session() as session:
+            row = (await session.exec(statement)).first()
+        return None if row is None else _message(row)
+
     async def orphaned_answers(self, live: Collection[str], limit: int = 50) -> list[MessageRecord]:
         """Answers still being written (`streaming`) by a process not in `live`, oldest first: their writer died."""
         statement = (

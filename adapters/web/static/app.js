@@ -470,13 +470,16 @@
         showStatus(null);
         addErrorBubble(String(data.text || t("something_went_wrong", "Something went wrong.")), ctx);
         break;
+      case "accepted":
+        ctx.answerId = String(data.answer_id || "");
+        break;
       case "done":
         ctx.done = true;
         break;
       default:
         break; // unknown events are ignored, so the server may add some
     }
-    if (name !== "user" && name !== "done") {
+    if (name !== "user" && name !== "done" && name !== "accepted") {
       scrollToEnd(false);
     }
   }
@@ -531,7 +534,15 @@
   var RECOVER_ATTEMPTS = 120;
 
   function newContext(userBubble) {
-    return { userBubble: userBubble, created: [], streaming: new Set(), failed: false, done: false, streamed: false };
+    return {
+      userBubble: userBubble,
+      created: [],
+      streaming: new Set(),
+      failed: false,
+      done: false,
+      streamed: false,
+      answerId: "",
+    };
   }
 
   function finishContext(ctx) {
@@ -590,7 +601,7 @@
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ text: trimmed }),
+        body: JSON.stringify({ text: trimmed, id: questionId() }),
       });
       await consume(response, ctx);
       if (ctx.streamed && !ctx.done && !(await recoverAnswer(ctx))) {
@@ -619,20 +630,35 @@
     els.input.focus();
   }
 
+  /** A name for one question: sent again (a proxy retrying the request), it is answered once. */
+  function questionId() {
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map
+      .call(bytes, function (byte) {
+        return ("0" + byte.toString(16)).slice(-2);
+      })
+      .join("");
+  }
+
   function pause(ms) {
     return new Promise(function (resolve) {
       setTimeout(resolve, ms);
     });
   }
 
-  /** The answer's stream broke off (its server went away): another server finishes the stored question, so read
-   *  the conversation until its newest answer is no longer being written, and show that answer in place. */
+  /** The answer's stream broke off (its server went away). A question the server had stored (it said so with
+   *  `accepted`) is finished by another server: read the conversation until that answer is no longer being
+   *  written, and show it in place. A question never stored is not waited for: the person sends it again. */
   async function recoverAnswer(ctx) {
+    if (!ctx.answerId) {
+      return false;
+    }
     showStatus(t("reconnecting", "The connection broke: waiting for the answer…"));
     for (var attempt = 0; attempt < RECOVER_ATTEMPTS; attempt++) {
       await pause(1000);
-      var last = await newestMessage();
-      if (last && last.role === "assistant" && last.status !== "streaming") {
+      var last = await storedMessage(ctx.answerId);
+      if (last && last.status !== "streaming") {
         ctx.created.forEach(function (bubble) {
           bubble.el.remove();
         });
@@ -655,14 +681,16 @@
     return false;
   }
 
-  async function newestMessage() {
+  async function storedMessage(id) {
     try {
       var response = await fetch("/api/history", { credentials: "same-origin" });
       if (!response.ok) {
         return null; // the next server may not be up yet
       }
       var list = (await response.json()).messages || [];
-      return list.length ? list[list.length - 1] : null;
+      return list.filter(function (entry) {
+        return entry.id === id;
+      })[0] || null;
     } catch (error) {
       return null;
     }
