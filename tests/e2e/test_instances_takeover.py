@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import shutil
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -23,16 +25,18 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+from playwright.async_api import async_playwright, expect
 
 from fakes.openai_api import FakeOpenAI
 from fakes.slack import FakeSlackAPI
 from fakes.telegram import FakeTelegramBotAPI
-from harness.instances import Instances, poll, running_instances
+from harness.instances import SERVED_BY, Instances, poll, running_instances
 from harness.processes import free_port, run_ragbot
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import fresh_postgres_database
 from tests.e2e.test_instances import ACCESS_TOKEN, HANDBOOK, KB, _browser, _env
 
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ANSWER = "Lunch is served from noon in the atrium on the second floor, every working day of the week."
 QUESTIONS_PER_BROWSER = 4
 BROWSERS = 25
@@ -50,15 +54,24 @@ def _model_reply(body: Any) -> str:
     return content.rsplit("Latest question: ", 1)[-1].split("\n", 1)[0]
 
 
+@dataclass
+class Site:
+    """The instances behind haproxy and the chat model they share."""
+
+    instances: Instances
+    model: FakeOpenAI
+
+
 @pytest_asyncio.fixture(scope="module")
-async def three(
+async def site(
     tmp_path_factory: pytest.TempPathFactory,
     postgres_url: str,
     weaviate_server: WeaviateServer,
     model_dir: Path,
     tiktoken_dir: Path | None,
-) -> AsyncIterator[Instances]:
-    """Three instances on a fresh database with a handbook, their chat model writing about 15 words a second."""
+) -> AsyncIterator[Site]:
+    """Four instances on a fresh database with a handbook, their chat model writing about 15 words a second (one
+    is killed under a browser's answer, two in the drill, and one answers on)."""
     work = tmp_path_factory.mktemp("takeover")
     database_url = await fresh_postgres_database(postgres_url)
     async with FakeOpenAI(api_key="x") as model, FakeSlackAPI() as slack, FakeTelegramBotAPI() as telegram:
@@ -73,8 +86,8 @@ async def three(
         for args in (("kb", "create", KB), ("ingest", "handbook.md", "--kb", KB)):
             code, _, err = await run_ragbot(cli, work, *args)
             assert code == 0, err
-        async with running_instances(env, work, count=3) as instances:
-            yield instances
+        async with running_instances(env, work, count=4) as instances:
+            yield Site(instances, model)
 
 
 @dataclass
@@ -195,7 +208,7 @@ async def _browse(url: str, number: int, drill: Drill) -> tuple[list[Seen], list
 
 
 async def _kill_at_random_moments(instances: Instances, drill: Drill, randomness: random.Random) -> list[str]:
-    """Kill two of the three, each once a random number of questions has been accepted; the last one answers on."""
+    """Kill two of those alive, each once a random number of questions has been accepted; one answers on."""
     killed = []
     for low, high in ((10, 35), (45, 75)):
         await drill.until_accepted(randomness.randint(low, high))
@@ -206,7 +219,47 @@ async def _kill_at_random_moments(instances: Instances, drill: Drill, randomness
     return killed
 
 
-async def test_every_accepted_question_ends_with_one_complete_answer_its_asker_sees(three: Instances) -> None:
+async def test_a_page_whose_answer_broke_off_with_its_instance_shows_the_answer_written_again(
+    site: Site, tmp_path: Path
+) -> None:
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"chromium is missing at {CHROMIUM}: install Debian's chromium package")
+    site.model.tokens_per_second = 3.0  # about six seconds of answer: its instance dies while it is written
+    served_by: list[str] = []
+    try:
+        async with async_playwright() as playwright:
+            args = ["--no-sandbox"] if os.geteuid() == 0 else []
+            chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+            page = await chromium.new_page(base_url=site.instances.url, viewport={"width": 1280, "height": 800})
+            page.on(
+                "response",
+                lambda r: served_by.append(r.headers.get(SERVED_BY.lower(), "")) if "/api/messages" in r.url else None,
+            )
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            await page.goto(f"/?access={ACCESS_TOKEN}")
+            await expect(page.locator("body[data-ready=true]")).to_have_count(1)
+            await page.get_by_test_id("input").fill("When is lunch served?")
+            await page.get_by_test_id("input").press("Enter")
+            answer = page.locator("[data-testid=message][data-role=assistant]")
+            await expect(answer.get_by_test_id("message-text")).to_contain_text("Lunch is served", timeout=30_000)
+            assert served_by, "the question's response never came"
+            assert served_by[0], served_by
+            await site.instances.kill(served_by[0])
+            await expect(page.get_by_test_id("status")).to_contain_text("waiting for the answer", timeout=15_000)
+            await expect(answer.get_by_test_id("message-text")).to_have_text(ANSWER, timeout=60_000)
+            await expect(page.get_by_test_id("send")).to_be_enabled()
+            await expect(page.locator("[data-testid=message][data-role=error]")).to_have_count(0)
+            await page.screenshot(path=str(tmp_path / "answer-written-again.png"), full_page=True)
+            await chromium.close()
+    finally:
+        site.model.tokens_per_second = 15.0
+    assert errors == []
+
+
+async def test_every_accepted_question_ends_with_one_complete_answer_its_asker_sees(site: Site) -> None:
+    three = site.instances
+    assert sum(instance.process.returncode is None for instance in three.instances) == 3
     randomness = random.Random(21)
     drill = Drill()
     killer = asyncio.create_task(_kill_at_random_moments(three, drill, randomness))

@@ -145,6 +145,25 @@ async def test_a_question_streams_deltas_then_a_final_with_sources_and_history_r
         assert (await response.json())["messages"][-1]["feedback"] == "up"
 
 
+async def test_a_question_sent_again_with_its_id_is_answered_once_and_told_which_answer_is_its(
+    served: Served, browser: aiohttp.ClientSession
+) -> None:
+    served.model.reply = "Lunch is served from noon [1]."
+    question = {"text": "When is lunch, once?", "id": "q-0123456789abcdef"}
+    async with browser.post("/api/messages", json=question) as response:
+        first = await _events(response)
+    async with browser.post("/api/messages", json=question) as response:  # a proxy's retry, or the page's resend
+        again = await _events(response)
+    [accepted] = [data["answer_id"] for name, data in first if name == "accepted"]
+    assert first[-2][1]["message_id"] == accepted
+    assert [name for name, _ in again] == ["status", "accepted", "done"]  # typing shown, then no second answer
+    assert again[1][1]["answer_id"] == accepted
+    async with browser.get("/api/history") as response:
+        history = (await response.json())["messages"]
+    assert [m["text"] for m in history].count("When is lunch, once?") == 1
+    assert [m["id"] for m in history if m["role"] == "assistant"][-1] == accepted
+
+
 ROOMS = (
     "# Meeting rooms\n\n**Formats**: rooms are booked by the hour.\n\n"
     "- The *Blue room* seats twelve people and has a `projector`.\n- The Green room seats four.\n"
@@ -186,6 +205,9 @@ async def test_another_browser_sees_neither_the_history_nor_can_rate_the_answers
         (b'{"question": "wrong field"}', 400, messages.WEB_BAD_BODY),
         (b'["a list"]', 400, messages.WEB_BAD_BODY),
         (json.dumps({"text": "x" * 70_000}).encode(), 413, messages.web_text_too_long(64 * 1024)),
+        (b'{"text": "hi", "id": 42}', 400, messages.WEB_BAD_MESSAGE_ID),
+        (b'{"text": "hi", "id": "has space"}', 400, messages.WEB_BAD_MESSAGE_ID),
+        (json.dumps({"text": "hi", "id": "x" * 65}).encode(), 400, messages.WEB_BAD_MESSAGE_ID),
     ],
 )
 async def test_a_bad_request_body_gets_a_clear_error(
