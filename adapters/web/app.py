@@ -22,6 +22,7 @@ from adapters.web.session import (
     SESSION_AGE,
     SESSION_COOKIE,
     SessionSigner,
+    SharedRevocations,
     load_key,
     token_matches,
 )
@@ -39,6 +40,7 @@ from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from storage.db import Database
 from storage.records import MessageRecord
+from storage.repos.leases import LeaseRepo
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ _MESSAGE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Files per upload: with the per-file limit, what one upload may make the process hold.
 _MAX_UPLOAD_FILES: Final = 20
 _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
+_ADMIN_KEY: Final = web.RequestKey("web_admin", bool)
 # The commands that take files (as Telegram's and Slack's adapters attach a document to them).
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 
@@ -72,8 +75,16 @@ class WebChat:
 
     name = PLATFORM
 
-    def __init__(self, manager: ConversationManager, config: WebConfig, signer: SignerSource) -> None:
+    def __init__(
+        self,
+        manager: ConversationManager,
+        config: WebConfig,
+        signer: SignerSource,
+        revocations: SharedRevocations | None = None,
+    ) -> None:
         self._manager = manager
+        # Admin logouts heard by every instance (None: this process's memory alone, for tests of one process).
+        self._revocations = revocations
         self._config = config
         self._signer_source = signer
         self._loaded_signer: SessionSigner | None = None
@@ -147,6 +158,7 @@ class WebChat:
             cookie = self._signer.new_session()
             session_id = cookie.split(".")[0]
         request[_SESSION_KEY] = session_id
+        request[_ADMIN_KEY] = await self._admin(session_id, request.cookies.get(ADMIN_COOKIE))
         try:
             response = await handler(request)
         except web.HTTPException as exc:
@@ -177,8 +189,14 @@ class WebChat:
     def _key(self, request: web.Request) -> ConversationKey:
         return ConversationKey(PLATFORM, "", request[_SESSION_KEY])
 
+    async def _admin(self, session_id: str, proof: str | None) -> bool:
+        """Whether the admin proof holds for this session: signed, fresh, and logged out on no instance."""
+        if not self._signer.is_admin(session_id, proof, self._config.admin_token):
+            return False
+        return proof is None or self._revocations is None or not await self._revocations.revoked(proof)
+
     def _is_admin(self, request: web.Request) -> bool:
-        return self._signer.is_admin(request[_SESSION_KEY], request.cookies.get(ADMIN_COOKIE), self._config.admin_token)
+        return bool(request.get(_ADMIN_KEY, False))
 
     def _user(self, request: web.Request) -> UserRef:
         # Web admins are proven by the token they entered (their cookie), not listed by id.
@@ -400,6 +418,8 @@ class WebChat:
         """Revoke the admin proof (a copy of the cookie kept elsewhere is refused too) and forget it."""
         if proof := request.cookies.get(ADMIN_COOKIE):
             self._signer.revoke(proof)
+            if self._revocations is not None:
+                await self._revocations.revoke(proof)
         response = web.json_response({"admin": False})
         response.del_cookie(ADMIN_COOKIE, path="/")
         return response
@@ -488,4 +508,4 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
     async def signer() -> SessionSigner:
         return SessionSigner(await load_key(database, settings.data_dir))
 
-    return WebChat(manager, config, signer)
+    return WebChat(manager, config, signer, SharedRevocations(LeaseRepo(database)))

@@ -2,8 +2,8 @@
 
 Each proof carries the time it was issued and is refused past its age (the session's and the access link's
 as long as a browser keeps a cookie, an admin's 12 hours); an admin's proof is bound to one session id and can
-be revoked before then (log out). Revocations are kept in this process's memory: a restart forgets them, and a
-proof revoked before it is good again until its 12 hours are up; another instance never hears of them.
+be revoked before then (log out). Revocations are kept in the database (SharedRevocations) until the proof would
+have expired anyway, so every instance refuses a logged-out proof, before and after a restart.
 
 The signing key is kept in the database, so every instance behind a load balancer checks the cookies any of
 them issued. Keeping it there exposes nothing a reader of the database lacks: it holds every session's id and
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from storage.db import Database
+from storage.repos.leases import LeaseRepo
 from storage.repos.shared_keys import shared_key
 
 SESSION_COOKIE: Final = "ragbot_session"
@@ -131,3 +132,23 @@ def _same(given: str, expected: str) -> bool:
 def token_matches(given: str, expected: str) -> bool:
     """Constant-time comparison of a token someone typed with the configured one."""
     return _same(given, expected)
+
+
+class SharedRevocations:
+    """Admin proofs logged out on any instance, kept in the database (as leases by its clock) until they would
+    have expired anyway: a proof copied before its logout is refused by every instance, and after a restart."""
+
+    def __init__(self, leases: LeaseRepo) -> None:
+        self._leases = leases
+
+    async def revoke(self, proof: str) -> None:
+        """Refuse `proof` everywhere from now on."""
+        await self._leases.acquire(_revoked_name(proof), "web-logout", lease=ADMIN_AGE + _CLOCK_SKEW)
+
+    async def revoked(self, proof: str) -> bool:
+        """Whether `proof` was logged out on some instance."""
+        return await self._leases.holder(_revoked_name(proof)) is not None
+
+
+def _revoked_name(proof: str) -> str:
+    return "revoked-admin:" + hashlib.sha256(proof.encode()).hexdigest()[:48]

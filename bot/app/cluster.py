@@ -13,11 +13,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from bot.app.services import Services
-from bot.chat.instances import ConversationLocks, Presence
+from bot.chat.instances import ConversationLocks, Presence, new_instance_id
 from bot.chat.manager import ConversationManager
 from bot.chat.parts import LocalStops, StopBus, TurnLocks
 from bot.chat.recovery import TurnRecovery
-from bot.knowledge.jobs import runner_id
 from storage.notify import Notifications
 from storage.repos.leases import LeaseRepo
 
@@ -44,7 +43,7 @@ async def join(services: Services) -> AsyncIterator[Cluster]:
     """Announce this process (and leave on exit); on PostgreSQL also lock conversations and carry stops."""
     leases = LeaseRepo(services.db)
     period = services.settings.INSTANCE_LEASE
-    presence = Presence(leases, runner_id(), period=period)
+    presence = Presence(leases, new_instance_id(), period=period)
     async with AsyncExitStack() as stack:
         await presence.start()
         stack.push_async_callback(presence.stop)

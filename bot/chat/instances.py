@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Final, Protocol
@@ -106,9 +108,10 @@ class Presence:
         return 1.0 / len(self._live)
 
 
-def new_instance_id(base: str) -> str:
-    """A process's name among the others: where it runs (`base`: host and pid) and a random tag against reuse."""
-    return f"{base}:{secrets.token_hex(3)}"[:64]
+def new_instance_id() -> str:
+    """A process's name among the others: where it runs (host, pid) and a random tag against a reused pid; at most
+    55 characters, so it fits every column and lease name that carries it whole (64)."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class ConversationLocks:

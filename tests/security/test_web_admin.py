@@ -113,6 +113,34 @@ async def test_a_copied_admin_cookie_is_refused_after_logout(served: Served) -> 
         assert not await _is_admin(thief), "logout revoked the proof on the server, not only in the browser"
 
 
+async def test_a_copied_admin_cookie_logged_out_is_refused_by_every_instance_and_after_a_restart(
+    tmp_path: Path, embedded_settings: EmbeddedSettings
+) -> None:
+    settings = settings_in(embedded_settings, tmp_path, WEB_ACCESS_TOKEN=ACCESS_TOKEN)
+    proxied = networks("127.0.0.1")
+    async with (
+        serve(settings, public=True, trusted_proxies=proxied) as first,
+        first.browser(**_client("203.0.113.20")) as admin,
+    ):
+        await opened(admin)
+        assert (await login(admin))[0] == 200
+        copied = {SESSION_COOKIE: cookie(admin, SESSION_COOKIE) or "", ADMIN_COOKIE: cookie(admin, ADMIN_COOKIE) or ""}
+        async with admin.post("/api/admin/logout", json={}) as response:
+            assert response.status == 200
+    # Another instance on the same database (here: the same one started again, its memory empty).
+    async with (
+        serve(settings, public=True, trusted_proxies=proxied) as other,
+        other.browser(**_client("203.0.113.21")) as thief,
+    ):
+        await opened(thief)
+        plant(thief, copied)
+        assert not await _is_admin(thief), "the logout was kept in one process's memory only"
+        async with other.browser(**_client("203.0.113.22")) as admin:
+            await opened(admin)
+            assert (await login(admin))[0] == 200
+            assert await _is_admin(admin), "a new login works (the drill is sound)"
+
+
 async def test_an_admin_proof_expires_on_the_server_after_twelve_hours(served: Served) -> None:
     async with served.browser(**_client("203.0.113.12")) as admin:
         await opened(admin)

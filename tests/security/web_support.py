@@ -14,7 +14,7 @@ import aiohttp
 from aiohttp import web
 
 from adapters.web.app import WebChat, WebConfig
-from adapters.web.session import SessionSigner, load_key
+from adapters.web.session import SessionSigner, SharedRevocations, load_key
 from adapters.web.settings import WebSettings
 from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
@@ -25,6 +25,7 @@ from bot.chat.limits import RateLimit
 from bot.metrics import ChatMetrics
 from bot.settings_base import Network
 from harness.processes import free_port
+from storage.repos.leases import LeaseRepo
 
 # Long enough for the 32-character minimum; the drills' own, never a deployment's.
 ADMIN_TOKEN = "drill-admin-token-0123456789abcdefghij"
@@ -87,6 +88,7 @@ async def serve(
                 address_rate_limit=RateLimit(count=web_settings.WEB_ADDRESS_RATE_LIMIT, window=60.0),
             ),
             signer,
+            SharedRevocations(LeaseRepo(services.db)),
         )
         chat.mount(app)
         others = [a for a in load_adapters(manager, settings, services.db) if a.name != "web"] if platforms else []
