@@ -55,8 +55,12 @@ class KeyRing:
     @classmethod
     def in_dir(cls, data_dir: Path) -> KeyRing:
         """The ring kept in `data_dir`, made (with the dir, both owner-only) on first use."""
-        private_dir(data_dir)
-        path = data_dir / KEY_FILE
+        return cls.at(data_dir / KEY_FILE)
+
+    @classmethod
+    def at(cls, path: Path) -> KeyRing:
+        """The ring kept in the file `path`, made (with its dir, both owner-only) on first use."""
+        private_dir(path.parent)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -262,5 +262,5 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         redirect_url=slack.SLACK_REDIRECT_URL,
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
-    installs = SlackInstallRepo(database, box=SecretBox(KeyRing.in_dir(settings.data_dir)))
+    installs = SlackInstallRepo(database, box=SecretBox(KeyRing.at(settings.secrets_key_file())))
     return SlackAdapter(manager, config, installs)

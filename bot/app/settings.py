@@ -29,6 +29,7 @@ from rag.relevance import RerankConfig
 from rag.retrieval import FusionWeights, RetrievalConfig
 from rag.stages.search import SearchConfig
 from storage.db import DatabaseConfig
+from storage.secret_box import KEY_FILE
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
 _SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
@@ -48,6 +49,9 @@ class CoreSettings(BaseSettings):
     )
 
     RAGBOT_DATA_DIR: Path = Path("data")
+    # The key ring that seals secrets kept in the database (Slack tokens). Unset: secrets.key in the data dir.
+    # Instances on one database need the same file (mount or copy it): one cannot open what another sealed.
+    RAGBOT_SECRETS_KEY_FILE: Path | None = None
     RAGBOT_HOST: str = "127.0.0.1"
     RAGBOT_PORT: int = Field(default=8080, ge=1, le=65535)
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -233,6 +237,12 @@ class CoreSettings(BaseSettings):
     def data_dir(self) -> Path:
         """The data directory as an absolute path."""
         return self.RAGBOT_DATA_DIR.expanduser().resolve()
+
+    def secrets_key_file(self) -> Path:
+        """Where the key ring that seals the database's secrets is kept."""
+        if self.RAGBOT_SECRETS_KEY_FILE is not None:
+            return self.RAGBOT_SECRETS_KEY_FILE.expanduser().resolve()
+        return self.data_dir / KEY_FILE
 
     def database(self) -> DatabaseConfig:
         """Relational store: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir."""

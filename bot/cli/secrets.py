@@ -25,7 +25,7 @@ async def rotate(settings: Settings) -> int:
     Each step leaves the ring able to open everything stored, so a stop at any point loses nothing: run it
     again. A running service reads the ring again when the file changes.
     """
-    ring = KeyRing.in_dir(settings.data_dir)
+    ring = KeyRing.at(settings.secrets_key_file())
     old = ring.keys
     ring.write([Fernet.generate_key(), *old])
     database = Database(settings.database())

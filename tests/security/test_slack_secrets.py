@@ -20,11 +20,12 @@ from slack_sdk.oauth.installation_store import Installation
 
 from adapters.slack.app import BOT_SCOPES, INSTALL_PATH, REDIRECT_PATH
 from adapters.slack.stores import DatabaseInstallationStore
+from bot.app.settings import Settings
 from fakes.slack import events
 from harness.processes import ROOT, SETTINGS_PREFIXES, run_ragbot
 from storage.db import Database, DatabaseConfig
 from storage.repos.slack_installs import SlackInstallRepo
-from storage.secret_box import KEY_FILE, SEALED, KeyRing, SecretBox
+from storage.secret_box import KEY_FILE, SEALED, KeyRing, SecretBox, SecretUnreadable
 from tests.conftest import EmbeddedSettings
 from tests.e2e.test_slack import TOKEN, Slack
 from tests.security.slack_support import slack_scene
@@ -218,3 +219,19 @@ def test_a_running_service_opens_tokens_sealed_after_a_rotation(tmp_path: Path) 
     assert running.open(after) == "xoxb-before"
     assert running.seal("xoxb-new") != running.seal("xoxb-new")  # Fernet: a fresh IV each time
     assert SecretBox(rotating).open(running.seal("xoxb-new")) == "xoxb-new"  # sealed with the new key
+
+
+def test_instances_with_their_own_data_dirs_open_each_others_secrets_through_one_key_file(tmp_path: Path) -> None:
+    shared = tmp_path / "keys" / "ragbot-secrets.key"
+    first, second = (
+        Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path / name, RAGBOT_SECRETS_KEY_FILE=shared)
+        for name in ("i0", "i1")
+    )
+    sealed = SecretBox(KeyRing.at(first.secrets_key_file())).seal("xoxb-workspace-token")
+    assert SecretBox(KeyRing.at(second.secrets_key_file())).open(sealed) == "xoxb-workspace-token"
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o600
+    # Each with a ring of its own (the default, in its data dir), one cannot open what the other sealed.
+    alone = Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path / "i2")
+    assert alone.secrets_key_file() == (tmp_path / "i2" / KEY_FILE).resolve()
+    with pytest.raises(SecretUnreadable):
+        SecretBox(KeyRing.at(alone.secrets_key_file())).open(sealed)
