@@ -18,10 +18,13 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 from adapters.telegram import words as telegram_words
 from adapters.telegram.access import Access, Refusals
 from adapters.telegram.pacing import Pacer
+from adapters.telegram.poller import Leases as PollerLeases
+from adapters.telegram.poller import PollerLease
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
+from bot.chat.instances import new_instance_id
 from bot.chat.manager import ConversationManager
 from bot.commands.registry import Asker
 from bot.errors import PlatformError
@@ -33,6 +36,7 @@ from bot.words.catalogue import DEFAULT_LANGUAGE, languages
 from bot.words.language import turn_language
 from storage.db import Database
 from storage.records import MessageRecord
+from storage.repos.leases import LeaseRepo
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,9 @@ class TelegramConfig:
     base_url: str | None
     base_file_url: str | None
     download_limit: int
+    # Seconds the poller's lease lasts unless renewed (INSTANCE_LEASE): another instance polls within about this
+    # long of the poller's death.
+    poller_lease: float = 15.0
 
 
 class TelegramAdapter:
@@ -68,9 +75,14 @@ class TelegramAdapter:
 
     name = PLATFORM
 
-    def __init__(self, manager: ConversationManager, config: TelegramConfig) -> None:
+    def __init__(
+        self, manager: ConversationManager, config: TelegramConfig, leases: PollerLeases | None = None
+    ) -> None:
         self._manager = manager
         self._config = config
+        # Where the instances on one database agree which of them polls (None: this process polls, alone).
+        self._leases = leases
+        self._poller: PollerLease | None = None
         self._application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._me: BotIdentity | None = None
         self._seen: OrderedDict[int, None] = OrderedDict()
@@ -113,16 +125,40 @@ class TelegramAdapter:
                 self._config.webhook_url, secret_token=self._config.webhook_secret, allowed_updates=ALLOWED_UPDATES
             )
             log.info("telegram=webhook bot=@%s url=%s", bot.username, self._config.webhook_url)
+        elif self._leases is None:
+            await self._start_polling()
         else:
-            assert application.updater is not None
-            await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES, error_callback=self._polling_error)
-            log.info("telegram=polling bot=@%s", bot.username)
+            # Telegram refuses a second poller of one bot (409): the instances on the database take turns.
+            self._poller = PollerLease(
+                self._leases,
+                f"telegram-poller:{bot.id}",
+                new_instance_id(),
+                start=self._start_polling,
+                stop=self._stop_polling,
+                period=self._config.poller_lease,
+            )
+            await self._poller.begin()
+
+    async def _start_polling(self) -> None:
+        assert self._application is not None
+        assert self._application.updater is not None
+        await self._application.updater.start_polling(
+            allowed_updates=ALLOWED_UPDATES, error_callback=self._polling_error
+        )
+        log.info("telegram=polling bot=@%s", self._application.bot.username)
+
+    async def _stop_polling(self) -> None:
+        assert self._application is not None
+        if self._application.updater is not None and self._application.updater.running:
+            await self._application.updater.stop()
 
     async def stop(self) -> None:
         """Stop receiving; answers in flight finish first (PTB waits for its handler tasks)."""
         application = self._application
         if application is None:
             return
+        if self._poller is not None:
+            await self._poller.end()  # stops polling, and another instance takes over at once
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
         if application.running:
@@ -350,5 +386,6 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         base_url=telegram.TELEGRAM_API_BASE_URL,
         base_file_url=telegram.TELEGRAM_FILE_BASE_URL,
         download_limit=int(telegram.TELEGRAM_DOWNLOAD_LIMIT_MB * 1_000_000),
+        poller_lease=settings.INSTANCE_LEASE,
     )
-    return TelegramAdapter(manager, config)
+    return TelegramAdapter(manager, config, LeaseRepo(database))

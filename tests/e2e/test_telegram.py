@@ -28,6 +28,7 @@ from bot.words import messages
 from fakes.telegram import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 from harness.processes import free_port
 from rag.ingest.documents import SourceFile
+from storage.db import Database, DatabaseConfig
 from tests.conftest import EmbeddedSettings
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
@@ -461,9 +462,13 @@ async def test_a_chat_that_speaks_chinese_gets_the_adapters_notices_in_chinese(t
 
 
 async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_crash_loop(
-    telegram: Bot, caplog: pytest.LogCaptureFixture
+    telegram: Bot, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    second = create_telegram(telegram.manager, telegram.settings, telegram.services.db)
+    # Another ragbot on another database with the same token (on the same database, the poller's lease keeps the
+    # second from polling at all: tests/e2e/test_telegram_poller.py).
+    elsewhere = Database(DatabaseConfig(url=f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}"))
+    await elsewhere.open()
+    second = create_telegram(telegram.manager, telegram.settings, elsewhere)
     assert second is not None
     with caplog.at_level("ERROR", logger="adapters.telegram.app"):
         await second.start()
@@ -476,6 +481,7 @@ async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_c
             await telegram.fake.wait_for(lambda: len(telegram.fake.calls("getUpdates")) >= before + 6, timeout=30)
         finally:
             await second.stop()
+            await elsewhere.close()
     conflicts = [r for r in caplog.records if "telegram=conflict" in r.getMessage()]
     assert len(conflicts) <= 2  # one line per poller that met it, not one per retry
     fake = telegram.fake
