@@ -26,6 +26,7 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.chat.recovery import TurnRecovery
 from bot.words import messages
 from fakes.slack import FakeSlackAPI, Shown, events
 from harness.processes import free_port
@@ -540,3 +541,22 @@ async def test_socket_mode_answers_over_the_websocket_and_a_redelivery_once(slac
     finally:
         await adapter.stop()
     assert len(slack.bot_replies("C0SOCKET", ts)) == 1
+
+
+async def test_an_answer_whose_process_died_is_written_again_in_its_thread_in_a_message_that_says_so(
+    slack: Slack,
+) -> None:
+    conversations = slack.services.conversations
+    thread = slack.fake.user_message(TEAM, "C0RESUME", BOB, "When is lunch served?")
+    conversation = await conversations.resolve("slack", TEAM, "C0RESUME", thread)
+    # Another process stored the question and died while it answered (kill -9): its answer is still `streaming`.
+    await conversations.open_turn(
+        conversation.id, "dead-request", "When is lunch served?", author=BOB, instance="gone:1:dead00"
+    )
+    alive = {slack.manager._parts.instance}
+    assert await TurnRecovery(conversations, slack.manager, lambda: alive).sweep() == 1
+    (shown,) = await slack.answers("C0RESUME", thread)
+    assert "noon" in shown
+    assert messages.resumed("en") in shown
+    answer = await _last_answer(slack.services, ("slack", TEAM, "C0RESUME", thread))
+    assert answer.request_id == "dead-request"

@@ -22,6 +22,7 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.chat.recovery import TurnRecovery
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker
 from bot.words import messages
@@ -490,3 +491,21 @@ async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_c
     )
     shown = await _answered(fake, 7200, 1)
     assert "noon" in shown[0]  # the first poller still answers
+
+
+async def test_an_answer_whose_process_died_is_written_again_in_a_new_message_that_says_so(telegram: Bot) -> None:
+    fake, conversations = telegram.fake, telegram.services.conversations
+    user = 7414
+    conversation = await conversations.resolve("telegram", "", str(user), "")
+    # Another process stored the question and died while it answered (kill -9): its answer is still `streaming`.
+    await conversations.open_turn(
+        conversation.id, "dead-request", "When is lunch served?", author=str(user), instance="gone:1:dead00"
+    )
+    alive = {telegram.manager._parts.instance}
+    assert await TurnRecovery(conversations, telegram.manager, lambda: alive).sweep() == 1
+    (shown,) = await _answered(fake, user, 1)
+    assert "noon" in shown
+    assert messages.resumed("en") in shown
+    answer = await _stored_answer(telegram.services, str(user))
+    assert answer.request_id == "dead-request"
+    assert answer.platform_message_id == str(fake.bot_messages(user)[0].message_id)
