@@ -157,6 +157,7 @@ class TelegramAdapter:
         application = self._application
         if application is None:
             return
+        self._manager.stop_resuming(PLATFORM, self._resume_target)
         if self._poller is not None:
             await self._poller.end()  # stops polling, and another instance takes over at once
         if application.updater is not None and application.updater.running:

@@ -131,7 +131,7 @@ class ConversationManager:
         self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
         self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
-        self._resumers: dict[str, Resumer] = {}
+        self._resumers: dict[str, list[Resumer]] = {}
         parts.jobs.subscribe(self._job_changed)
 
     async def _job_changed(self, job: JobRecord) -> None:
@@ -299,16 +299,23 @@ class ConversationManager:
     def resume_on(self, platform: str, targets: Resumer) -> None:
         """Let this process finish `platform`'s answers whose process died: `targets` gives a reply target for a
         conversation and the question, or None when it cannot reach that chat (the answer goes out as a new message
-        that says it continues)."""
-        self._resumers[platform] = targets
+        that says it continues). The first adapter still registered for a platform is used."""
+        self._resumers.setdefault(platform, []).append(targets)
+
+    def stop_resuming(self, platform: str, targets: Resumer) -> None:
+        """An adapter that stops takes back what it registered with `resume_on`."""
+        registered = self._resumers.get(platform, [])
+        if targets in registered:
+            registered.remove(targets)
 
     async def resume(self, answer: MessageRecord) -> bool:
         """Take over an answer whose writer died and answer its question again here; False when this process cannot
         (its platform is not served here) or another process took it first."""
         conversations = self._parts.conversations
         conversation = await conversations.by_id(answer.conversation_id)
-        if conversation is None or (targets := self._resumers.get(conversation.platform)) is None:
+        if conversation is None or not (registered := self._resumers.get(conversation.platform)):
             return False
+        targets = registered[0]
         key = ConversationKey(conversation.platform, conversation.workspace, conversation.chat, conversation.thread)
         question = await conversations.question_of(answer)
         target = await targets(key, question) if question is not None else None
