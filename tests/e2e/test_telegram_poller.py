@@ -3,6 +3,7 @@ poller with 409 Conflict, as the fake does), and when it is killed -9 the other 
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -19,6 +20,16 @@ from tests.e2e.test_instances import HANDBOOK, KB, TELEGRAM_USER, _env, _model_r
 
 LEASE = 3.0
 HOLDER = "telegram=poller role=holder"
+STANDBY = "telegram=poller role=standby"
+RETRY = 2.0  # how often a standby instance tries to take the lease (PollerLease's default)
+
+
+def _field(log: str, line_start: str, key: str) -> str:
+    """`key`'s value on the first log line holding `line_start`."""
+    line = next(line for line in log.splitlines() if line_start in line)
+    found = re.search(rf"\b{key}=(\S+)", line)
+    assert found is not None, line
+    return found.group(1)
 
 
 async def _answered(fake: FakeTelegramBotAPI, count: int) -> None:
@@ -67,19 +78,28 @@ async def test_one_instance_polls_and_another_takes_over_within_seconds_of_its_d
             stack.push_async_callback(stop_instance, instance)
             instances.append(instance)
         holder = await _holder(instances, 30)
+        standby = next(instance for instance in instances if instance is not holder)
+        await standby.wait_logged(STANDBY, seconds=30)
+        await standby.wait_logged("instances=2", seconds=30)
         telegram.queue_update(telegram.private_message("How do I install the VPN client?", user=TELEGRAM_USER))
         await _answered(telegram, 1)
+        # Only the holder polls; the other names it as the lease's holder: its instance id, as its presence says.
+        owner = _field(holder.log_text(), HOLDER, "owner")
+        assert _field(standby.log_text(), STANDBY, "holder") == owner
+        assert owner in _field(standby.log_text(), "instances=2", "live").split(",")
+        assert "telegram=polling" not in standby.log_text()
 
         holder.process.kill()
         await holder.process.wait()
         killed_at = time.monotonic()
-        survivor = next(instance for instance in instances if instance is not holder)
+        survivor = standby
         await survivor.wait_logged(HOLDER, seconds=LEASE + 20)
         took = time.monotonic() - killed_at
         telegram.queue_update(telegram.private_message("When is lunch served?", user=TELEGRAM_USER))
         await _answered(telegram, 2)
 
     print(f"poller: taken over {took:.1f} s after the holder's death (lease {LEASE} s)")
-    assert took <= LEASE + 2 * 2.0 + 2.0, took  # the lease, two standby retries, and a margin for a busy machine
+    assert took <= LEASE + RETRY + 2.0, took  # the lease, the standby's next try, and a margin for a busy machine
     for instance in instances:
         assert "telegram=conflict" not in instance.log_text(), instance.log_text()[-2000:]
+    assert telegram.conflicts == []  # the fake answered no getUpdates with 409 all along

@@ -13,12 +13,15 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest_asyncio
 from sqlalchemy.exc import OperationalError
 
 from adapters.telegram.poller import FENCE, PollerLease
+from bot.app.settings import Settings
+from bot.cli.doctor import database_finding
 from storage.db import Database, DatabaseConfig
 from storage.errors import DatabaseUnavailable
 from storage.repos.leases import LeaseRepo
@@ -288,3 +291,17 @@ async def test_when_postgresql_goes_away_the_holder_stops_polling_and_one_polls_
         await b.end()
         await db_a.close()
         await db_b.close()
+
+
+async def test_doctor_names_the_process_that_polls(db: Database, tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, RAGBOT_DATA_DIR=tmp_path, DATABASE_URL=db.config.url)
+    telegram = Telegram()
+    a = _process(LeaseRepo(db), telegram.updater("host-a:41:c0ffee"))
+    await a.begin()
+    try:
+        finding = await database_finding(settings)
+        assert finding.detail.endswith(f"; held: {NAME} by host-a:41:c0ffee"), finding.detail
+    finally:
+        await a.end()
+    finding = await database_finding(settings)
+    assert "held:" not in finding.detail, "a clean stop gives the lease up"
