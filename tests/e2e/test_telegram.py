@@ -469,7 +469,9 @@ async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_c
     # second from polling at all: tests/e2e/test_telegram_poller.py).
     elsewhere = Database(DatabaseConfig(url=f"sqlite:///{tmp_path / 'elsewhere.sqlite3'}"))
     await elsewhere.open()
-    second = create_telegram(telegram.manager, telegram.settings, elsewhere)
+    # Its own manager too, as another ragbot has: this one's keeps its own adapter for the answers it resumes.
+    other_manager = build_manager(telegram.services, chat_policy(telegram.settings))
+    second = create_telegram(other_manager, telegram.settings, elsewhere)
     assert second is not None
     with caplog.at_level("ERROR", logger="adapters.telegram.app"):
         await second.start()
