@@ -116,7 +116,11 @@ async def _answered(fake: FakeTelegramBotAPI, chat_id: int, count: int, thread_i
             message.reply_markup or "Sources" in message.text or "Only" in message.text for message in shown[:count]
         )
 
-    await fake.wait_for(done, timeout=60)
+    try:
+        await fake.wait_for(done, timeout=60)
+    except TimeoutError as exc:
+        exc.add_note(f"chat {chat_id} shows: {fake.visible(chat_id, thread_id)}")
+        raise
     return fake.visible(chat_id, thread_id)
 
 
@@ -380,7 +384,10 @@ async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTele
                 "TELEGRAM_FILE_BASE_URL": fake.base_file_url,
             }
         )
-        adapter = create_telegram(telegram.manager, settings, telegram.services.db)
+        # Its own manager, as a second bot's ragbot has: the module's manager keeps resuming answers through its own
+        # adapter, not through this one once it is stopped.
+        manager = build_manager(telegram.services, chat_policy(settings))
+        adapter = create_telegram(manager, settings, telegram.services.db)
         assert adapter is not None
         app = web.Application()
         adapter.mount(app)

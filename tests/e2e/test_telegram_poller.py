@@ -14,6 +14,8 @@ from fakes.slack import FakeSlackAPI
 from fakes.telegram import FakeTelegramBotAPI
 from harness.instances import Instance, poll, start_instance, stop_instance
 from harness.processes import free_port, run_ragbot
+from storage.db import Database, DatabaseConfig
+from storage.repos.conversations import ConversationRepo
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import fresh_postgres_database
 from tests.e2e.test_instances import HANDBOOK, KB, TELEGRAM_USER, _env, _model_reply
@@ -37,7 +39,29 @@ async def _answered(fake: FakeTelegramBotAPI, count: int) -> None:
         shown = fake.bot_messages(TELEGRAM_USER["id"])
         return len(shown) >= count and all("Sources" in message.text for message in shown[:count])
 
-    await fake.wait_for(done, timeout=60)
+    try:
+        await fake.wait_for(done, timeout=60)
+    except TimeoutError as exc:
+        exc.add_note(f"the chat shows: {fake.visible(TELEGRAM_USER['id'])}")
+        raise
+
+
+async def _stored(database_url: str, seconds: float) -> None:
+    """Wait until the person's answer is stored as done (the chat shows it a moment before): killed earlier, its
+    process would leave it to be written again by the survivor, a turn take-over this test is not about."""
+    db = Database(DatabaseConfig(url=database_url))
+    await db.open()
+    try:
+        conversations = ConversationRepo(db)
+
+        async def done() -> bool:
+            found = await conversations.find("telegram", "", str(TELEGRAM_USER["id"]))
+            latest = await conversations.recent(found.id, 1) if found is not None else []
+            return bool(latest) and latest[-1].role == "assistant" and latest[-1].status == "done"
+
+        assert await poll(done, seconds), "the answer was not stored as done"
+    finally:
+        await db.close()
 
 
 async def _holder(instances: list[Instance], seconds: float) -> Instance:
@@ -83,6 +107,7 @@ async def test_one_instance_polls_and_another_takes_over_within_seconds_of_its_d
         await standby.wait_logged("instances=2", seconds=30)
         telegram.queue_update(telegram.private_message("How do I install the VPN client?", user=TELEGRAM_USER))
         await _answered(telegram, 1)
+        await _stored(database_url, 30)
         # Only the holder polls; the other names it as the lease's holder: its instance id, as its presence says.
         owner = _field(holder.log_text(), HOLDER, "owner")
         assert _field(standby.log_text(), STANDBY, "holder") == owner
