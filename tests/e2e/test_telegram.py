@@ -51,7 +51,7 @@ class Bot:
 
 # The bot is private unless told otherwise: the people (besides the admin) and groups these tests speak as.
 ALLOWED_USERS = (DEFAULT_USER["id"], BOB["id"], 7003, 7004, 7010, 7100, 7200, 7406, 7413, 7414, 7500, 7608, 7621, 7700)
-ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801)
+ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801, 7900)
 ALLOWED_CHATS = (-100555, -100777, -100778, -100779, -100888, -100999)
 
 
@@ -504,7 +504,7 @@ async def test_a_second_poller_on_the_same_token_is_reported_in_one_line_not_a_c
 
 async def test_an_answer_whose_process_died_is_written_again_in_a_new_message_that_says_so(telegram: Bot) -> None:
     fake, conversations = telegram.fake, telegram.services.conversations
-    user = 7414
+    user = 7900  # a chat of its own (7414 is the /start test's "/start ref42" newcomer, greeted there)
     conversation = await conversations.resolve("telegram", "", str(user), "")
     # Another process stored the question and died while it answered (kill -9): its answer is still `streaming`.
     await conversations.open_turn(
