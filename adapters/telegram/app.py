@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 os.environ.setdefault("PTB_TIMEDELTA", "1")
 
 WEBHOOK_PATH: Final = "/telegram/webhook"
+# The poller's lease is named per bot (its id from getMe): two bots on one database each get a poller.
+POLLER_LEASE_PREFIX: Final = "telegram-poller:"
 SECRET_HEADER: Final = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES: Final = ["message", "callback_query"]
 _SEEN_UPDATES: Final = 10_000
@@ -131,8 +133,9 @@ class TelegramAdapter:
             # Telegram refuses a second poller of one bot (409): the instances on the database take turns.
             self._poller = PollerLease(
                 self._leases,
-                f"telegram-poller:{bot.id}",
-                new_instance_id(),
+                f"{POLLER_LEASE_PREFIX}{bot.id}",
+                # The process's presence owner, so the poller's holder reads as one of the instances alive.
+                self._manager.instance or new_instance_id(),
                 start=self._start_polling,
                 stop=self._stop_polling,
                 period=self._config.poller_lease,

@@ -558,6 +558,11 @@ class ConversationManager:
         await self._parts.stops.publish(conversation_id)
         return True
 
+    @property
+    def instance(self) -> str:
+        """This process's name among those on the database (its presence lease's owner); "" when it serves alone."""
+        return self._parts.instance
+
     def share(self) -> float:
         """This process's part of a limit every process shares (a platform's rate budget): one over those alive."""
         return 1.0 / max(len(self._parts.live()), 1)

@@ -11,7 +11,7 @@ import openai
 
 from bot.app.preflight import check_writable_dir
 from bot.app.settings import Settings, platform_settings
-from bot.chat.instances import INSTANCE_PREFIX
+from bot.chat.instances import CONVERSATION_PREFIX, INSTANCE_PREFIX
 from bot.errors import StartupError
 from rag.errors import RagError
 from rag.models.chat import OpenAIChatModel
@@ -26,6 +26,8 @@ from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 Verdict = Literal["ok", "missing", "error"]
+# Leases that are not a role one process holds for all: each process's presence, each conversation's turn.
+_NOT_ROLES = (INSTANCE_PREFIX, CONVERSATION_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +51,16 @@ async def database_finding(settings: Settings) -> Finding:
     db = Database(config)
     try:
         await db.open()
-        serving = sorted(lease.owner for lease in await LeaseRepo(db).live(INSTANCE_PREFIX))
+        live = await LeaseRepo(db).live("")
     finally:
         await db.close()
+    serving = sorted(lease.owner for lease in live if lease.name.startswith(INSTANCE_PREFIX))
+    # What one process does for all (the Telegram poller of a bot, a reindex): which process does it now.
+    roles = sorted(f"{lease.name} by {lease.owner}" for lease in live if not lease.name.startswith(_NOT_ROLES))
     where = "embedded SQLite" if config.is_sqlite else "PostgreSQL (DATABASE_URL)"
     alive = f"`ragbot serve` alive on it: {', '.join(serving)}" if serving else "no `ragbot serve` on it"
-    return Finding("database", "ok", f"{where}: {config.redacted()}, schema up to date; {alive}")
+    held = f"; held: {', '.join(roles)}" if roles else ""
+    return Finding("database", "ok", f"{where}: {config.redacted()}, schema up to date; {alive}{held}")
 
 
 async def _weaviate(settings: Settings) -> Finding:

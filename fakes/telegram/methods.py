@@ -100,6 +100,7 @@ class BotMethods(TelegramState):
 
     async def _get_updates(self, params: Json) -> list[Json]:
         if self.webhook is not None:
+            self.conflicts.append(WEBHOOK_ACTIVE)
             raise ApiError(409, WEBHOOK_ACTIVE)
         offset = optional_int(params, "offset") or 0
         limit = min(max(optional_int(params, "limit") or 100, 1), 100)
@@ -125,6 +126,7 @@ class BotMethods(TelegramState):
                     await poll.wake.wait()
                     poll.wake.clear()
                     if poll.conflict is not None:
+                        self.conflicts.append(poll.conflict)
                         raise ApiError(409, poll.conflict)
         except TimeoutError:
             return []

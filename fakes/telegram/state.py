@@ -37,6 +37,9 @@ class TelegramState(FakeAPI):
         self.callback_answers: dict[str, Json] = {}
         self.webhook: Webhook | None = None
         self.webhook_deliveries: list[tuple[int, int]] = []  # (update_id, HTTP status)
+        self.conflicts: list[
+            str
+        ] = []  # each 409 Conflict getUpdates answered (a held poll whose client hung up ends silently)
         self._clock = clock
         self._chats: dict[int, Json] = {}
         self._users: dict[int, Json] = {int(DEFAULT_USER["id"]): dict(DEFAULT_USER)}

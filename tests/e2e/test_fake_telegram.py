@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dtm
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -24,6 +25,7 @@ from telegram.ext import Application, ApplicationBuilder, CommandHandler, Contex
 from telegram.warnings import PTBDeprecationWarning
 
 from fakes.telegram import DEFAULT_GROUP, FakeTelegramBotAPI, parse_html
+from fakes.telegram.wire import TERMINATED_BY_POLL, WEBHOOK_ACTIVE
 
 ALICE = 1001
 KEYBOARD = InlineKeyboardMarkup([[InlineKeyboardButton("Sources", callback_data="sources")]])
@@ -419,6 +421,26 @@ async def test_a_second_poller_ends_the_first_with_conflict(fake: FakeTelegramBo
         await fake.wait_for(lambda: len(fake.calls("getUpdates")) > polls and fake.polling, timeout=5)
         fake.queue_update(fake.private_message("for the survivor"))
         assert len(await asyncio.wait_for(newer, 5)) == 1
+    assert fake.conflicts == [TERMINATED_BY_POLL]
+
+
+async def test_a_poller_that_hung_up_leaves_no_poll_behind_to_conflict_with_the_next(fake: FakeTelegramBotAPI) -> None:
+    # A poller killed -9: its connection closes with it, and Telegram's held request ends there, so whoever polls
+    # next polls alone.
+    async with make_bot(fake) as dead:
+        held = asyncio.create_task(dead.get_updates(timeout=10))
+        await fake.wait_for(lambda: fake.polling, timeout=5)
+        held.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await held
+    # Its connections are closed, as the kernel closes a dead process's sockets.
+    await fake.wait_for(lambda: not fake.polling, timeout=5)
+    async with make_bot(fake) as next_one:
+        polling = asyncio.create_task(next_one.get_updates(timeout=10))
+        await fake.wait_for(lambda: fake.polling, timeout=5)
+        fake.queue_update(fake.private_message("for the next poller"))
+        assert len(await asyncio.wait_for(polling, 5)) == 1
+    assert fake.conflicts == []
 
 
 async def test_polling_while_a_webhook_is_set_is_a_conflict(fake: FakeTelegramBotAPI, bot: Bot) -> None:
@@ -427,6 +449,7 @@ async def test_polling_while_a_webhook_is_set_is_a_conflict(fake: FakeTelegramBo
     assert (info.url, info.pending_update_count) == ("https://bot.example.org/telegram", 0)
     with pytest.raises(Conflict, match="webhook is active"):
         await bot.get_updates(timeout=0)
+    assert fake.conflicts == [WEBHOOK_ACTIVE]
     with pytest.raises(BadRequest, match=r"^Secret token contains unallowed characters"):
         await bot.set_webhook("https://bot.example.org/telegram", secret_token="not allowed!")
     assert await bot.delete_webhook()
