@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Final, Protocol
 
-from storage.errors import StorageError
+from storage.errors import first_line
 from storage.records import LeaseRecord
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class Presence:
             self._task.cancel()
             with suppress(asyncio.CancelledError):
                 await self._task
-        with suppress(StorageError):
+        with suppress(Exception):  # leaving: the lease lapses on its own when the database is away
             await self._leases.release(self._name, self.instance_id)
 
     async def beat(self) -> None:
@@ -96,8 +96,8 @@ class Presence:
             await asyncio.sleep(self.period / 3)
             try:
                 await self.beat()
-            except StorageError as exc:
-                log.warning("instances=beat_failed reason=%s", exc)
+            except Exception as exc:  # the driver's errors too (a database away): beat again, never stop beating
+                log.warning("instances=beat_failed reason=%s", first_line(exc))
 
     def live(self) -> frozenset[str]:
         """The processes alive at the last beat, this one included."""
@@ -147,8 +147,10 @@ class ConversationLocks:
             renewer.cancel()
             with suppress(asyncio.CancelledError):
                 await renewer
-            with suppress(StorageError):
+            try:
                 await self._leases.lapse(name, owner)
+            except Exception as exc:  # the turn is over whatever happens here: the lease lapses on its own
+                log.warning("conversation=lease_release_failed name=%s reason=%s", name, first_line(exc))
 
     async def _renew(self, name: str, owner: str) -> None:
         while True:
@@ -157,5 +159,5 @@ class ConversationLocks:
                 if not await self._leases.renew(name, owner, lease=self._period):
                     log.warning("conversation=lease_lost name=%s", name)
                     return
-            except StorageError as exc:
-                log.warning("conversation=lease_renew_failed name=%s reason=%s", name, exc)
+            except Exception as exc:  # the driver's errors too: the turn goes on, and the next renewal may work
+                log.warning("conversation=lease_renew_failed name=%s reason=%s", name, first_line(exc))

@@ -17,7 +17,7 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from storage.errors import StorageError
+from storage.errors import first_line
 from storage.records import MessageRecord
 
 log = logging.getLogger(__name__)
@@ -83,8 +83,8 @@ class TurnRecovery:
         while True:
             try:
                 await self.sweep()
-            except StorageError as exc:
-                log.warning("recovery=sweep_failed reason=%s", exc)
+            except Exception as exc:  # the driver's errors too (a database away): sweep again next time
+                log.warning("recovery=sweep_failed reason=%s", first_line(exc))
             await asyncio.sleep(self._every)
 
     async def sweep(self) -> int:
