@@ -18,6 +18,11 @@ alone, then --repeats bursts of that many conversations started at once (merged)
     --channels channels, once with SLACK_STREAMING=native and once with edit (bench/concurrency_slack.py; not in the
     default --scenarios). (t) and (s) run their fake model in the bench process, as before.
 
+--instances 1,2 (issue 21): (b) only, against N `ragbot serve` behind haproxy on one PostgreSQL and a three-node
+Weaviate cluster (replication factor 3, QUORUM), every N on the same processes and data, alternating burst by burst
+(bench/concurrency_instances.py); --repeats is then the rounds (one burst per N each). --database, --scenarios and
+--with-ingestion do not apply: the database is a throw-away PostgreSQL cluster with pg_stat_statements loaded.
+
 --with-ingestion: after the turn alone, a document of --ingestion-chunks one-section chunks is ingested into a
 knowledge base no chat reads ((a) through the services' DocumentIngestor, (b) by `ragbot ingest` beside the server),
 and bursts follow one another until it is done (bench/ingestion_load.py). The service's embedder is then the model
@@ -38,6 +43,7 @@ database and size runs in a bench process of its own, so (a)'s memory is one ser
 
     .venv/bin/python -m bench.concurrency [--database sqlite|postgres|both] [--conversations 200,1000]
         [--repeats 3,1] [--tokens-per-second 50] [--scenarios abts] [--with-ingestion] [--ingestion-chunks 60000]
+    .venv/bin/python -m bench.concurrency --instances 1,2 --conversations 200,1000 --repeats 2
 """
 
 from __future__ import annotations
@@ -54,12 +60,13 @@ from pathlib import Path
 
 from bench.bursts import Plan, bursts
 from bench.common import ROOT, commit, machine
+from bench.concurrency_instances import POSTGRES_SETTINGS, InstancePlan, instances_run, print_instances
 from bench.concurrency_manager import ManagerScenario
 from bench.concurrency_slack import slack_run
 from bench.concurrency_telegram import telegram_run
 from bench.concurrency_web import web_run
 from bench.conversations import ANSWER_WORDS, DOCUMENT, DOCUMENT_NAME, KB, MODEL_TTFT, reply_for
-from bench.databases import DATABASES, chosen, databases
+from bench.databases import DATABASES, chosen, create_database, databases
 from bench.figures import Figures
 from bench.ingestion_load import ARCHIVE_KB, CliIngestion, InProcessIngestion, archive_document
 from bench.log_counts import TallyHandler
@@ -69,6 +76,7 @@ from bench.serving import serve_env
 from bot.app.services import build_services
 from bot.app.settings import Settings
 from fakes.openai_api import FakeOpenAI
+from harness.postgres import running_postgres
 from rag.ingest.documents import SourceFile
 
 
@@ -113,6 +121,28 @@ async def _run(args: argparse.Namespace) -> list[Figures]:
             async with databases(database) as fresh:
                 for size, repeats in zip(args.conversations, args.repeats, strict=True):
                     results += await _in_child(args, fake.base_url, database, await fresh(str(size)), size, repeats)
+    return results
+
+
+async def _run_instances(args: argparse.Namespace) -> list[Figures]:
+    """--instances: every size on a fresh database and Weaviate cluster, the instance counts alternating."""
+    results: list[Figures] = []
+    with running_postgres(POSTGRES_SETTINGS) as base:
+        async with model_process(MODEL_TTFT, args.tokens_per_second, None) as fake:
+            for size, rounds in zip(args.conversations, args.repeats, strict=True):
+                counts = ", ".join(map(str, args.instances))
+                print(f"(b) {size} SSE clients through haproxy, {counts} instances · postgres, 3 Weaviate", flush=True)
+                work = Path(tempfile.mkdtemp(prefix="ragbot-bench-instances-"))
+                database_url = await create_database(base, f"instances_{size}")
+                values = _values(args, size, work / "cli", fake.base_url, database_url)
+                plan = InstancePlan(size, rounds, tuple(args.instances))
+                label = "(b) web · postgres · 3 Weaviate"
+                try:
+                    results += await instances_run(label, values, fake, plan, work, args.weaviate_binary, base)
+                except BaseException:
+                    print(f"kept {work} (the instances' logs, haproxy's, Weaviate's) for a look", file=sys.stderr)
+                    raise
+                shutil.rmtree(work, ignore_errors=True)
     return results
 
 
@@ -222,6 +252,18 @@ def _report(args: argparse.Namespace, results: list[Figures]) -> None:
     print_tables(results)
 
 
+def _report_instances(args: argparse.Namespace, results: list[Figures]) -> None:
+    memory = next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal"))
+    print(
+        f"\ncommit {commit()} · {machine()}, {int(memory.split()[1]) / 1024**2:.1f} GiB RAM · "
+        f"{', '.join(map(str, args.conversations))} conversations at once · instances "
+        f"{', '.join(map(str, args.instances))} (the same processes; the others out of haproxy) · rounds "
+        f"{', '.join(map(str, args.repeats))} · PostgreSQL, 3 Weaviate nodes (factor 3, QUORUM) · fake model "
+        f"{args.tokens_per_second:g} deltas/s, TTFT {MODEL_TTFT * 1000:.0f} ms, {ANSWER_WORDS} deltas per answer\n"
+    )
+    print_instances(results)
+
+
 def _numbers(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
@@ -235,6 +277,9 @@ def main() -> None:
     parser.add_argument("--tokens-per-second", type=float, default=50.0)
     parser.add_argument("--turn-limit", type=int, default=0, help="CHAT_MAX_CONCURRENT_TURNS etc. (conversations + 8)")
     parser.add_argument("--scenarios", default="ab", help="any of a, b, t (Telegram) and s (Slack), e.g. ab or s")
+    parser.add_argument(
+        "--instances", type=_numbers, default=[], help="web chat on N instances behind haproxy, e.g. 1,2 (issue 21)"
+    )
     parser.add_argument("--with-ingestion", action="store_true", help="a large ingestion beside the bursts")
     parser.add_argument("--ingestion-chunks", type=int, default=60_000)
     parser.add_argument("--ingestion-embedder", choices=("fake", "local"), default="fake")
@@ -264,7 +309,12 @@ def main() -> None:
         args.repeats = args.repeats * len(args.conversations)
     if len(args.repeats) != len(args.conversations):
         parser.error("--repeats: one number, or one per --conversations size")
+    if args.instances and args.with_ingestion:
+        parser.error("--instances runs the web chat alone: no --with-ingestion")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    if args.instances:
+        _report_instances(args, asyncio.run(_run_instances(args)))
+        return
     if args.child:
         asyncio.run(_child(args))
         return

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+from multidict import CIMultiDictProxy
 
 from bench.bursts import Plan, bursts
 from bench.conversations import RUN_TIMEOUT, SOURCE_TITLE, known_answer, question
@@ -55,7 +56,7 @@ class WebScenario:
     async def converse(self, person: Seen) -> None:
         session = self._sessions.pop(person.number)
         try:
-            await _ask(self._url, session, person)
+            await ask(self._url, session, person)
         finally:
             await session.close()
 
@@ -76,14 +77,17 @@ class WebScenario:
         await self._connector.close()
 
 
-async def _ask(url: str, session: aiohttp.ClientSession, person: Seen) -> None:
-    """Post the question and read the event stream: each delta's arrival and the text so far, then the final."""
+async def ask(url: str, session: aiohttp.ClientSession, person: Seen) -> CIMultiDictProxy[str]:
+    """Post the question and read the event stream: each delta's arrival and the text so far, then the final.
+
+    Returns the response's headers (behind haproxy they name the instance that answered)."""
     person.started = time.monotonic()
     text = event = ""
     # The Origin a browser on the chat page sends (adapters/web/guard.py refuses a post without it).
     post = session.post(f"{url}/api/messages", json={"text": question(person.number)}, headers={"Origin": url})
     async with post as response:
         response.raise_for_status()
+        headers = response.headers
         async for raw in response.content:
             line = raw.decode().rstrip("\n")
             if line.startswith("event: "):
@@ -108,6 +112,7 @@ async def _ask(url: str, session: aiohttp.ClientSession, person: Seen) -> None:
         person.error = "the deltas do not add up to the final text"
     if person.final is not None and person.sources != [SOURCE_TITLE]:
         person.error = f"sources {person.sources}"
+    return headers
 
 
 async def web_run(

@@ -43,15 +43,20 @@ async def databases(kind: str) -> AsyncIterator[FreshDatabase]:
         base = _server_url(external) if external else stack.enter_context(running_postgres())
 
         async def fresh(label: str) -> str | None:
-            name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
-            connection = await asyncpg.connect(f"{base}/postgres")
-            try:
-                await connection.execute(f'CREATE DATABASE "{name}"')
-            finally:
-                await connection.close()
-            return f"{base}/{name}"
+            return await create_database(base, label)
 
         yield fresh
+
+
+async def create_database(base: str, label: str) -> str:
+    """A new database named after `label` on the PostgreSQL server at `base` (no database part): its URL."""
+    name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
+    connection = await asyncpg.connect(f"{base}/postgres")
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return f"{base}/{name}"
 
 
 def _server_url(url: str) -> str:

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,8 +44,11 @@ def _as_server_user(args: list[str], home: Path) -> list[str]:
 
 
 @contextmanager
-def running_postgres() -> Iterator[str]:
-    """Start a cluster, yield its base URL (no database name), remove it afterwards."""
+def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Start a cluster, yield its base URL (no database name), remove it afterwards.
+
+    `settings` are more server settings (`-c name=value`), e.g. shared_preload_libraries for a benchmark.
+    """
     home = Path(tempfile.mkdtemp(prefix="ragbot-pg-"))
     data = home / "data"
     port = _free_port()
@@ -69,6 +72,7 @@ def running_postgres() -> Iterator[str]:
         "full_page_writes=off",
         "-c",
         "max_connections=200",
+        *(part for name, value in (settings or {}).items() for part in ("-c", f"{name}={value}")),
     ]
     log = (home / "server.log").open("wb")
     process = subprocess.Popen(_as_server_user(server_args, home), stdout=log, stderr=subprocess.STDOUT)

@@ -163,6 +163,10 @@ class WeaviateCluster:
         """The node called `name`."""
         return next(node for node in self.nodes if node.name == name)
 
+    def pids(self) -> dict[str, int]:
+        """Each running node's process id, by name (a benchmark reads their CPU from /proc)."""
+        return {name: process.pid for name, process in self._processes.items() if process.returncode is None}
+
     def running(self, name: str) -> bool:
         """Whether the node's process runs."""
         process = self._processes.get(name)
