@@ -119,6 +119,9 @@ def _copies(templates: list[ChunkRecord], first_copy: int) -> Iterator[ChunkReco
 async def _write(stack: IndexStack, chunks: Iterator[ChunkRecord], pool: np.ndarray, count: int, seed: int) -> float:
     """Write `count` chunks from `chunks` with the store's batch writes; returns the seconds it took."""
     rng = np.random.default_rng(seed)
+    # On a cluster, one call at a time: a failover closes the old node's client under the other call in flight,
+    # which then raises CancelledError from grpc (seen here when a node was slow to answer its ready probe).
+    writers = 1 if stack.replication_factor > 1 else _WRITERS
     started = last = time.perf_counter()
     pending: set[asyncio.Task[None]] = set()
     written = 0
@@ -126,7 +129,7 @@ async def _write(stack: IndexStack, chunks: Iterator[ChunkRecord], pool: np.ndar
         size = min(_WRITE_CALL, count - written)
         batch = [next(chunks) for _ in range(size)]
         vectors = pool_vectors(pool, rng, size).astype(np.float32).tolist()
-        if len(pending) >= _WRITERS:
+        if len(pending) >= writers:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()
@@ -205,12 +208,12 @@ async def run_direct(args: argparse.Namespace) -> None:
             started = time.perf_counter()
             times = await _latency(retriever, index, kb.id, query_vectors, args.queries)
             summary = {
-                name: [round(statistics.median(values), 1), round(percentile(values, 0.95), 1)]
+                name: [round(value, 1) for value in (statistics.median(values), *_tail(values))]
                 for name, values in times.items()
                 if values
             }
             # Everything measured at this size, in the log at once: a long fill is not lost to a later failure.
-            print(f"  {held} chunks, ms p50/p95: {json.dumps(summary)} ({time.perf_counter() - started:.0f} s)")
+            print(f"  {held} chunks, ms p50/p95/p99: {json.dumps(summary)} ({time.perf_counter() - started:.0f} s)")
             print(f"  memory after import {after_import}, after queries {_memory(stack)}", flush=True)
             results.append(
                 {
@@ -225,6 +228,10 @@ async def run_direct(args: argparse.Namespace) -> None:
         count = await stack.store.count(Collection.CHUNKS, [kb.id])
         print(f"the index reports {count} chunks in the knowledge base", flush=True)
     _report(args, results, ingested, len(templates), stack.replication_factor)
+
+
+def _tail(values: list[float]) -> tuple[float, float]:
+    return percentile(values, 0.95), percentile(values, 0.99)
 
 
 def _cells(values: list[float]) -> str:
