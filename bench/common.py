@@ -9,12 +9,14 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.weaviate_cluster import running_cluster
 from storage.db import Database, DatabaseConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 from storage.weaviate.server import WeaviateServer
-from storage.weaviate.store import WeaviateStore
+from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,18 +48,64 @@ def commit() -> str:
 @asynccontextmanager
 async def local_stack(weaviate_binary: Path, prefix: str) -> AsyncIterator[tuple[WeaviateStore, Database]]:
     """A fresh local Weaviate and SQLite store in a temporary folder, stopped again afterwards."""
-    work = Path(tempfile.mkdtemp(prefix=prefix))
+    async with _local(weaviate_binary, Path(tempfile.mkdtemp(prefix=prefix))) as (store, db, _server):
+        yield store, db
+
+
+@asynccontextmanager
+async def _local(weaviate_binary: Path, work: Path) -> AsyncIterator[tuple[WeaviateStore, Database, WeaviateServer]]:
     server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=work / "weaviate"))
     endpoint = await server.start()
     db = Database(DatabaseConfig(url=f"sqlite:///{work / 'bench.sqlite3'}"))
     await db.open()
     store = await WeaviateStore.connect(endpoint, WeaviateConfig())
     try:
-        yield store, db
+        yield store, db, server
     finally:
         await store.close()
         await db.close()
         await server.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStack:
+    """A fresh Weaviate (one node, or a three-node cluster) with ragbot's store over it, SQLite beside it, and
+    each node's server process and data dir, to measure their memory and size."""
+
+    store: WeaviateStore
+    db: Database
+    pids: dict[str, int]
+    data_dirs: dict[str, Path]
+    replication_factor: int
+
+
+@asynccontextmanager
+async def index_stack(weaviate_binary: Path, prefix: str, *, cluster: bool = False) -> AsyncIterator[IndexStack]:
+    """`local_stack`, or with `cluster` three weaviate-server processes on loopback (harness/weaviate_cluster.py)
+    that the store writes to with replication factor 3 and reads from at consistency QUORUM."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    if not cluster:
+        async with _local(weaviate_binary, work) as (store, db, server):
+            assert server.pid is not None
+            yield IndexStack(store, db, {"local": server.pid}, {"local": work / "weaviate"}, 1)
+        return
+    async with running_cluster(weaviate_binary, work / "cluster") as nodes:
+        db = Database(DatabaseConfig(url=f"sqlite:///{work / 'bench.sqlite3'}"))
+        await db.open()
+        config = WeaviateConfig(replication_factor=3, consistency="QUORUM")
+        store = await WeaviateStore.connect(endpoints_from_urls(nodes.http_urls, nodes.grpc_urls), config)
+        try:
+            pids = {node.name: nodes.pid(node.name) for node in nodes.nodes}
+            yield IndexStack(
+                store,
+                db,
+                {name: pid for name, pid in pids.items() if pid is not None},
+                {node.name: node.data_dir for node in nodes.nodes},
+                3,
+            )
+        finally:
+            await store.close()
+            await db.close()
 
 
 def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:

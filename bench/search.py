@@ -13,7 +13,11 @@ small per-chunk noise; the vectors go through the embedding cache and the index 
 (RERANK takes them from the search hits, as in production). Index structure and sizes are real; semantic quality is
 not what is timed. Each turn's SQL statements are counted through SQLAlchemy's before_cursor_execute event.
 
-    .venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300]
+With --cluster the index is three Weaviate nodes on loopback (harness/weaviate_cluster.py), written with replication
+factor 3 and read at consistency QUORUM. With --direct (for a million chunks) only one corpus copy goes through the
+ingestor, the rest is written straight into the index and the store's searches are timed: see bench/search_index.py.
+
+    .venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300] [--cluster] [--direct]
 """
 
 from __future__ import annotations
@@ -22,20 +26,18 @@ import argparse
 import asyncio
 import cProfile
 import dataclasses
-import hashlib
-import json
 import os
-import random
 import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sqlalchemy import event
 
-from bench.common import commit, local_stack, machine, parse_arguments, percentile
+from bench.common import commit, index_stack, machine, parse_arguments, percentile
+from bench.search_corpus import MODEL_ID, POOL, PoolEmbedder, TimedIndex, corpus, questions, real_vectors
+from bench.search_index import run_direct
 from fakes.openai_api import FakeOpenAI
 from rag.config import ChatModelConfig
 from rag.faq.search import FaqSearch
@@ -55,42 +57,14 @@ from rag.tokens import TokenCounter
 from rag.types import Vector
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
-from storage.records import KnowledgeBaseRecord, SearchHit
+from storage.records import KnowledgeBaseRecord
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.merge_reads import MergeReadRepo
-from storage.weaviate.schema import Collection
-from storage.weaviate.store import WeaviateStore
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-POOL = 2000
-NOISE = 0.05
 FAKE_TTFT = 0.2
-
-
-class PoolEmbedder:
-    """Document vectors drawn from a pool of real embeddings, each with its own small, fixed noise."""
-
-    provider = "local"
-    model_id = MODEL_ID
-    dimension = 384
-
-    def __init__(self, pool: np.ndarray) -> None:
-        self._pool = pool
-
-    def prompt(self, kind: EmbedKind) -> str:
-        return ""
-
-    async def embed(self, texts: Sequence[str], *, kind: EmbedKind = "passage") -> list[Vector]:
-        vectors = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-            rng = np.random.default_rng(seed)
-            vector = self._pool[seed % len(self._pool)] + rng.normal(0.0, NOISE, self._pool.shape[1])
-            vectors.append((vector / np.linalg.norm(vector)).tolist())
-        return vectors
 
 
 class QueryEmbedder:
@@ -128,73 +102,6 @@ class StatementCount:
         """Statements since the last take."""
         sent, self.sent = self.sent, 0
         return sent
-
-
-class TimedIndex:
-    """The store's searches, recording the wall time during which at least one search was in flight."""
-
-    def __init__(self, store: WeaviateStore) -> None:
-        self._store = store
-        self.intervals: list[tuple[float, float]] = []
-
-    def in_flight(self) -> float:
-        """Seconds covered by the recorded intervals (overlaps counted once), then forget them."""
-        total, end = 0.0, float("-inf")
-        for start, stop in sorted(self.intervals):
-            if stop > end:
-                total += stop - max(start, end)
-                end = stop
-        self.intervals.clear()
-        return total
-
-    async def _timed(self, call: Any) -> list[SearchHit]:
-        start = time.perf_counter()
-        try:
-            result: list[SearchHit] = await call
-            return result
-        finally:
-            self.intervals.append((start, time.perf_counter()))
-
-    async def search_vector(
-        self, collection: Collection, kb_ids: Sequence[str], vector: Sequence[float], limit: int
-    ) -> list[SearchHit]:
-        return await self._timed(self._store.search_vector(collection, kb_ids, vector, limit))
-
-    async def search_bm25(
-        self, collection: Collection, kb_ids: Sequence[str], tokens: str, limit: int
-    ) -> list[SearchHit]:
-        return await self._timed(self._store.search_bm25(collection, kb_ids, tokens, limit))
-
-    async def search_hybrid(self, *args: Any, **kwargs: Any) -> list[SearchHit]:
-        return await self._timed(self._store.search_hybrid(*args, **kwargs))
-
-
-def _corpus(eval_dir: Path) -> list[str]:
-    """SciFact and CMRC 2018 texts interleaved, so an index of any size holds both languages."""
-    english = [
-        f"{row['title']}\n\n{row['text']}"
-        for row in map(json.loads, (eval_dir / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
-    ]
-    chinese = [
-        f"{row.get('title') or ''}\n\n{row['text']}".strip()
-        for row in map(json.loads, (eval_dir / "cmrc2018" / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
-    ]
-    # CMRC passages are fewer and longer-lived in chunks: one for every four SciFact abstracts.
-    mixed: list[str] = []
-    for index, text in enumerate(english):
-        mixed.append(text)
-        if index % 4 == 3 and chinese:
-            mixed.append(chinese[(index // 4) % len(chinese)])
-    return mixed
-
-
-def _queries(eval_dir: Path, count: int) -> list[str]:
-    rows = []
-    for name in ("scifact", "cmrc2018"):
-        lines = (eval_dir / name / "queries.jsonl").read_text(encoding="utf-8").splitlines()
-        rows.extend(str(json.loads(line)["text"]) for line in lines[: count // 2])
-    random.Random(20261122).shuffle(rows)
-    return rows
 
 
 async def _fill(
@@ -271,18 +178,17 @@ def _row(label: str, values: list[float]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    async with local_stack(args.weaviate_binary, "ragbot-bench-search-") as (store, db):
+    async with index_stack(args.weaviate_binary, "ragbot-bench-search-", cluster=args.cluster) as stack:
+        store, db = stack.store, stack.db
         cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
         tokens = TokenCounter("cl100k_base", Path(cache_dir) if cache_dir else None)
         lexical = LexicalAnalyzer()
         lexical.tokens("warm up")
         real = OnnxEmbedder(args.model_dir, model_id=MODEL_ID)
         cache = SqlEmbeddingCache(db)
-        texts = _corpus(args.eval_dir)
-        queries = _queries(args.eval_dir, args.queries)
-        print(f"embedding a pool of {POOL} passages and {len(queries)} queries with the real model", flush=True)
-        pool = np.array(await real.embed(texts[:POOL]))
-        query_vectors = dict(zip(queries, await real.embed(queries), strict=True))
+        texts = corpus(args.eval_dir)
+        queries = questions(args.eval_dir, args.queries)
+        pool, query_vectors = await real_vectors(real, texts[:POOL], queries, args.vectors_cache)
         documents = DocumentRepo(db)
         ingestor = DocumentIngestor(
             documents, store, CachedEmbedder(PoolEmbedder(pool), cache), lexical, tokens.encoding
@@ -353,7 +259,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--profile", type=Path, help="also profile the search turns into PROFILE.<size>.prof")
-    asyncio.run(_run(parse_arguments(parser)))
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="write chunks straight into the index (one corpus copy through the ingestor, the rest through the "
+        "store's batch writes) and time the store's searches, not the pipeline: for a million chunks",
+    )
+    parser.add_argument(
+        "--cluster", action="store_true", help="three Weaviate nodes, replication factor 3, consistency QUORUM"
+    )
+    parser.add_argument("--vectors-cache", type=Path, help="keep the pool's and the queries' real vectors in this file")
+    args = parse_arguments(parser)
+    asyncio.run(run_direct(args) if args.direct else _run(args))
 
 
 if __name__ == "__main__":

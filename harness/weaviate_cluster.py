@@ -172,6 +172,11 @@ class WeaviateCluster:
         process = self._processes.get(name)
         return process is not None and process.returncode is None
 
+    def pid(self, name: str) -> int | None:
+        """The running node's process id (None while it is down), to read its memory from /proc."""
+        process = self._processes.get(name)
+        return process.pid if process is not None and process.returncode is None else None
+
     async def start(self) -> None:
         """Start every node and return once all are ready and the cluster reports all of them healthy."""
         for node in self.nodes:
