@@ -7,14 +7,13 @@ databases there), else a throw-away cluster started as the tests start theirs (h
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import ExitStack, asynccontextmanager
 from typing import Any
 
-import asyncpg
 from sqlalchemy.engine import make_url
 
+from harness.postgres import create_database as new_database
 from harness.postgres import running_postgres
 
 DATABASES = ("sqlite", "postgres")
@@ -50,13 +49,7 @@ async def databases(kind: str) -> AsyncIterator[FreshDatabase]:
 
 async def create_database(base: str, label: str) -> str:
     """A new database named after `label` on the PostgreSQL server at `base` (no database part): its URL."""
-    name = f"bench_{label}_{uuid.uuid4().hex[:8]}"
-    connection = await asyncpg.connect(f"{base}/postgres")
-    try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await connection.close()
-    return f"{base}/{name}"
+    return await new_database(base, f"bench_{label}")
 
 
 def _server_url(url: str) -> str:

@@ -10,9 +10,12 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+import asyncpg
 
 _USER = "ragbot"
 
@@ -100,3 +103,15 @@ def _wait_ready(port: int, process: subprocess.Popen[bytes], home: Path) -> None
             return
         time.sleep(0.2)
     raise RuntimeError("postgres did not become ready in 60s")
+
+
+async def create_database(base_url: str, prefix: str = "t") -> str:
+    """A new, empty database on the cluster at `base_url` (no database part), named `prefix` and a random tag: its
+    URL."""
+    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
+    connection = await asyncpg.connect(f"{base_url}/postgres")
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return f"{base_url}/{name}"

@@ -21,6 +21,8 @@ from typing import IO
 
 import aiohttp
 
+from storage.weaviate.server import NODE_DEFAULTS
+
 NODE_COUNT = 3
 _READY_TIMEOUT_SECONDS = 120.0
 _STOP_GRACE_SECONDS = 20.0
@@ -125,13 +127,7 @@ def node_env(node: ClusterNode, nodes: list[ClusterNode]) -> dict[str, str]:
         "ASYNC_REPLICATION_FREQUENCY": "1s",
         "ASYNC_REPLICATION_FREQUENCY_WHILE_PROPAGATING": "1s",
         "ASYNC_REPLICATION_PROPAGATION_DELAY": "1s",
-        "DEFAULT_VECTORIZER_MODULE": "none",
-        "API_BASED_MODULES_DISABLED": "true",
-        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
-        "DISABLE_TELEMETRY": "true",
-        "GO_PROFILING_DISABLE": "true",
-        "LIMIT_RESOURCES": "true",
-        "QUERY_DEFAULTS_LIMIT": "10",
+        **NODE_DEFAULTS,
     }
     if node is not first:
         env["CLUSTER_JOIN"] = f"127.0.0.1:{first.ports.gossip}"

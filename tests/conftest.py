@@ -8,16 +8,14 @@ same command works on a machine with a network. Anything missing fails the test;
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import asyncpg
 import pytest
 import pytest_asyncio
 
-from harness.postgres import running_postgres
+from harness.postgres import create_database, running_postgres
 from rag.config import EmbedderConfig
 from rag.errors import EmbedderUnavailable
 from rag.models.embedders import resolve_model_dir
@@ -99,13 +97,7 @@ def postgres_url() -> Iterator[str]:
 
 async def fresh_postgres_database(base_url: str) -> str:
     """The URL of a new, empty database on the cluster at `base_url`."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    connection = await asyncpg.connect(f"{base_url}/postgres")
-    try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await connection.close()
-    return f"{base_url}/{name}"
+    return await create_database(base_url)
 
 
 def weaviate_urls(server: WeaviateServer) -> dict[str, str]:

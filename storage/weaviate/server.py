@@ -24,6 +24,18 @@ from storage.weaviate.config import WeaviateEndpoint, WeaviateServerConfig
 
 log = logging.getLogger(__name__)
 
+# What every node ragbot starts runs with, alone or in a cluster: no modules and no calls out, anonymous access on
+# loopback, memory kept within the machine's.
+NODE_DEFAULTS = {
+    "DEFAULT_VECTORIZER_MODULE": "none",
+    "API_BASED_MODULES_DISABLED": "true",
+    "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+    "DISABLE_TELEMETRY": "true",
+    "GO_PROFILING_DISABLE": "true",
+    "LIMIT_RESOURCES": "true",
+    "QUERY_DEFAULTS_LIMIT": "10",
+}
+
 _PID_FILE = "ragbot-weaviate.pid"
 _ENDPOINT_FILE = "ragbot-weaviate.endpoint.json"
 _NODE_NAME_FILE = "ragbot-node-name"
@@ -136,13 +148,7 @@ class WeaviateServer:
             # (measured here); 1 is what Weaviate's own embedded mode uses for a single node.
             "RAFT_TIMEOUTS_MULTIPLIER": "1",
             "GRPC_PORT": str(grpc_port),
-            "DEFAULT_VECTORIZER_MODULE": "none",
-            "API_BASED_MODULES_DISABLED": "true",
-            "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
-            "DISABLE_TELEMETRY": "true",
-            "GO_PROFILING_DISABLE": "true",
-            "LIMIT_RESOURCES": "true",
-            "QUERY_DEFAULTS_LIMIT": "10",
+            **NODE_DEFAULTS,
         }
         args = [
             str(self.config.binary.resolve()),
