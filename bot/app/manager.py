@@ -29,6 +29,7 @@ def chat_policy(settings: Settings) -> ChatPolicy:
         group_answer_mode=settings.CHAT_ANSWER_MODE,
         rate_limit=RateLimit(count=settings.CHAT_RATE_LIMIT, window=60.0),
         max_turns=settings.CHAT_MAX_CONCURRENT_TURNS,
+        max_arrivals=max(settings.database_pool_size() // 2, 1),
         history_limit=settings.HISTORY_MESSAGES,
     )
 

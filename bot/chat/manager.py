@@ -57,6 +57,9 @@ class ChatPolicy:
     # cheap reads, hence more of them (a burst of 100 /kb list is still refused past these).
     command_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=30, window=60.0))
     max_turns: int = 64
+    # Questions stored at once on arrival, before their turn: a burst waits here, in order, not in the database
+    # pool's queue, whose timeout would fail it (keep it under the pool, which turns and jobs share).
+    max_arrivals: int = 16
     # Seconds a question waits behind another of its conversation before the conversation is told of its queue.
     queue_notice_after: float = 2.0
     # Seconds a question waits for a free answer slot (every one of max_turns busy) before it is told its place.
@@ -124,6 +127,7 @@ class ConversationManager:
         self._command_rate = RateLimiter(policy.command_rate_limit, clock)
         self._gate = TurnGate(policy.max_turns)
         self._arrivals = Arrivals()
+        self._storing = asyncio.Semaphore(policy.max_arrivals)
         # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
         self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
@@ -238,6 +242,12 @@ class ConversationManager:
         """Store the question with its answer's placeholder, written by this process, before it waits for its turn:
         from here on it is not lost with this process (another finishes it). None for a retried delivery, whose
         first delivery's turn `on_accepted` hears (a page that sent it again waits for that answer)."""
+        async with self._storing:
+            return await self._store(message, on_accepted)
+
+    async def _store(
+        self, message: IncomingMessage, on_accepted: Callable[[OpenTurn], None] | None
+    ) -> tuple[ConversationRecord, OpenTurn] | None:
         conversation = await self._state.conversation(message.key)
         try:
             opened = await self._recorder.open(

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from bot.types import ConversationKey, MessageRef, UserRef
 from bot.words import messages
+from storage.records import MessageRecord
 from tests.support.chat import RecordingTarget, ScriptedAnswerer, wait_until
-from tests.unit.bot.chat.stand_ins import ADMIN, ALICE, DM, KnowledgeNames, Parts, manager, message
+from tests.unit.bot.chat.stand_ins import (
+    ADMIN,
+    ALICE,
+    DM,
+    Conversations,
+    KnowledgeNames,
+    Parts,
+    manager,
+    message,
+)
 
 WEB = ConversationKey("web", "", "s1")
 
@@ -154,3 +165,43 @@ async def test_a_queue_notice_that_cannot_be_sent_does_not_hold_up_the_question_
     (stream,) = stuck.streams
     assert stream.finished is not None
     assert stream.finished.text == "first answer"
+
+
+class _SlowStore(Conversations):
+    """Stores that wait for `release`, counting how many run at once (as a burst would meet a busy database)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.storing = 0
+        self.most_at_once = 0
+        self.changed = asyncio.Event()
+
+    async def open_turn(self, *args: Any, **kwargs: Any) -> tuple[MessageRecord, MessageRecord]:
+        self.storing += 1
+        self.most_at_once = max(self.most_at_once, self.storing)
+        self.changed.set()
+        try:
+            await self.release.wait()
+            return await super().open_turn(*args, **kwargs)
+        finally:
+            self.storing -= 1
+
+
+async def test_a_burst_of_arrivals_is_stored_a_bounded_number_at_a_time_and_every_question_is_answered() -> None:
+    store = _SlowStore()
+    parts = Parts(conversations=store, knowledge=KnowledgeNames("handbook"))
+    chat = manager(parts, default_kbs=("handbook",), max_arrivals=3)
+    targets = [RecordingTarget() for _ in range(10)]
+    keys = [ConversationKey("test", "team", f"dm-{n}") for n in range(10)]
+    burst = [asyncio.create_task(chat.handle(message("VPN?", key=k), t)) for k, t in zip(keys, targets, strict=True)]
+    await wait_until(lambda: store.storing >= 3, store.changed)
+    for target in targets:  # every one of them arrived (the typing is shown before the store)
+        await asyncio.wait_for(target.typed.wait(), 10)
+    for _ in range(20):  # let any store not held back by the bound begin
+        await asyncio.sleep(0)
+    assert store.storing == 3
+    store.release.set()
+    await asyncio.wait_for(asyncio.gather(*burst), 10)
+    assert store.most_at_once == 3
+    assert all(len(target.replies()) == 1 for target in targets)
