@@ -148,8 +148,8 @@ class Database:
             raise RuntimeError("Database.open() has not been awaited")
         return self._engine
 
-    async def open(self) -> None:
-        """Connect, then create or migrate the schema."""
+    async def open(self, *, migrate: bool = True) -> None:
+        """Connect, then create or migrate the schema (or only connect: a second engine on a migrated store)."""
         path = self.config.sqlite_path()
         if path is not None:
             _private_sqlite_file(path)
@@ -163,7 +163,8 @@ class Database:
             self.write_line.attach(engine.sync_engine)
         try:
             async with engine.begin() as connection:
-                await connection.run_sync(_upgrade)
+                if migrate:
+                    await connection.run_sync(_upgrade)
         except (SQLAlchemyError, OSError) as exc:
             await engine.dispose()
             raise DatabaseUnavailable(self.config.redacted(), str(exc).splitlines()[0]) from exc

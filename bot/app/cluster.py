@@ -3,7 +3,7 @@
 On PostgreSQL any number of processes serve one database: each conversation's turns take a lease, and a /stop
 heard by one process reaches the one writing the answer through LISTEN/NOTIFY. SQLite serves one process, so
 neither is needed there; presence and recovery run on both (a restarted process finishes what its predecessor
-was writing).
+was writing), on PostgreSQL with the presence beating on a thread of its own (bot.app.heartbeat).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
+from bot.app.heartbeat import beating_apart
 from bot.app.services import Services
-from bot.chat.instances import ConversationLocks, Presence, new_instance_id
+from bot.chat.instances import ConversationLocks, HeldLeases, Presence, new_instance_id
 from bot.chat.manager import ConversationManager
 from bot.chat.parts import LocalStops, StopBus, TurnLocks
 from bot.chat.recovery import TurnRecovery
@@ -40,18 +41,22 @@ class Cluster:
 
 @asynccontextmanager
 async def join(services: Services) -> AsyncIterator[Cluster]:
-    """Announce this process (and leave on exit); on PostgreSQL also lock conversations and carry stops."""
+    """Announce this process (and leave on exit); on PostgreSQL also lock conversations and carry stops, with the
+    presence beating on a thread of its own so a busy process is not mistaken for a dead one."""
     leases = LeaseRepo(services.db)
     period = services.settings.INSTANCE_LEASE
-    presence = Presence(leases, new_instance_id(), period=period)
+    instance_id = new_instance_id()
     async with AsyncExitStack() as stack:
-        await presence.start()
-        stack.push_async_callback(presence.stop)
         if services.db.config.is_sqlite:
+            presence = Presence(leases, instance_id, period=period)
+            await presence.start()
+            stack.push_async_callback(presence.stop)
             yield Cluster(presence, None, LocalStops(), None)
             return
+        held = HeldLeases()
+        presence = await stack.enter_async_context(beating_apart(services.db.config, instance_id, held, period=period))
         notifications = Notifications(services.db, STOP_CHANNEL)
-        locks = ConversationLocks(leases, presence.instance_id, period=period)
+        locks = ConversationLocks(leases, instance_id, held, period=period)
         yield Cluster(presence, locks, notifications, notifications)
 
 

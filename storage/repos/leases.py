@@ -8,6 +8,8 @@ processes whose clocks disagree still agree on who holds a lease.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import and_, delete, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -57,6 +59,26 @@ class LeaseRepo:
         )
         async with self._db.session() as session:
             return bool((await session.exec(statement)).rowcount)
+
+    async def renew_each(self, held: Mapping[str, str], *, lease: float) -> set[str]:
+        """Extend every live hold in `held` (name to owner) by `lease` seconds in one statement; the names renewed
+        (a name missing lapsed or was taken, as with `renew`)."""
+        if not held:
+            return set()
+        statement = (
+            update(Lease)
+            .where(
+                col(Lease.name).in_(held.keys()),
+                col(Lease.owner).in_(held.values()),
+                col(Lease.expires_at) >= database_time(),
+            )
+            .values(expires_at=database_time(lease))
+            .returning(col(Lease.name), col(Lease.owner))
+            .execution_options(**_NO_SYNC)
+        )
+        async with self._db.session() as session:
+            rows = (await session.exec(statement)).all()
+        return {name for name, owner in rows if held.get(name) == owner}
 
     async def release(self, name: str, owner: str) -> None:
         """Let go of `name` if `owner` holds it."""

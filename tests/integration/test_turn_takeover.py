@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.app.settings import Settings
-from bot.chat.instances import ConversationLocks, Presence
+from bot.chat.instances import ConversationLocks, HeldLeases, Presence
 from bot.chat.manager import ConversationManager
 from bot.chat.recovery import TurnRecovery
 from bot.cli.doctor import database_finding
@@ -197,7 +197,8 @@ class _CountingLeases(LeaseRepo):
 
 async def test_one_conversation_is_held_by_one_process_at_a_time(db: Database) -> None:
     leases = _CountingLeases(db)
-    a, b = ConversationLocks(leases, "a", period=30), ConversationLocks(leases, "b", period=30)
+    a = ConversationLocks(leases, "a", HeldLeases(), period=30)
+    b = ConversationLocks(leases, "b", HeldLeases(), period=30)
     order: list[str] = []
     async with a.hold("c1"):
         order.append("a in")
@@ -218,7 +219,7 @@ async def _enter(locks: ConversationLocks, conversation_id: str, order: list[str
 async def test_a_conversation_held_by_a_process_that_died_is_taken_once_its_lease_lapses(db: Database) -> None:
     leases = LeaseRepo(db)
     assert await leases.acquire("conversation:c1", "dead/1", lease=1.0)  # and never renewed
-    locks = ConversationLocks(leases, "b", period=30, poll_max=0.2)
+    locks = ConversationLocks(leases, "b", HeldLeases(), period=30, poll_max=0.2)
     async with asyncio.timeout(10), locks.hold("c1"):
         holder = await leases.holder("conversation:c1")
         assert isinstance(holder, LeaseRecord)
@@ -260,3 +261,17 @@ async def test_doctor_names_the_processes_serving_the_database(db: Database, tmp
         await presence.stop()
     finding = await database_finding(settings)
     assert "no `ragbot serve` on it" in finding.detail
+
+
+async def test_many_leases_are_renewed_in_one_statement_except_those_lapsed_or_held_by_another(db: Database) -> None:
+    leases = LeaseRepo(db)
+    assert await leases.acquire("conversation:mine", "a/1", lease=30)
+    assert await leases.acquire("conversation:taken", "b/1", lease=30)
+    assert await leases.acquire("conversation:lapsed", "a/2", lease=-1)
+    held = {"conversation:mine": "a/1", "conversation:taken": "a/3", "conversation:lapsed": "a/2"}
+    assert await leases.renew_each(held, lease=60) == {"conversation:mine"}
+    assert await leases.holder("conversation:lapsed") is None
+    taken = await leases.holder("conversation:taken")
+    assert taken is not None
+    assert taken.owner == "b/1"
+    assert await leases.renew_each({}, lease=60) == set()
