@@ -20,6 +20,7 @@ from adapters.telegram.access import Access, Refusals
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.poller import Leases as PollerLeases
 from adapters.telegram.poller import PollerLease
+from adapters.telegram.receipts import ReceiptQueue
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
@@ -52,6 +53,8 @@ ALLOWED_UPDATES: Final = ["message", "callback_query"]
 _SEEN_UPDATES: Final = 10_000
 # Updates handled at once across chats; one chat's turns still run one at a time in the manager.
 _CONCURRENT_UPDATES: Final = 256
+# Longest a webhook's 200 or the next poll waits for an update's question to be stored (adapters.telegram.receipts).
+_RECEIPT_WITHIN: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ class TelegramAdapter:
         self._pacer = Pacer(share=self._share)
         self._conflict_reported = False
         self._refusals = Refusals()
+        self._receipts = ReceiptQueue(within=_RECEIPT_WITHIN)
 
     def mount(self, app: web.Application) -> None:
         """The webhook route, in webhook mode."""
@@ -100,6 +104,8 @@ class TelegramAdapter:
 
     def _build(self) -> Application[Any, Any, Any, Any, Any, Any]:
         builder = ApplicationBuilder().token(self._config.token).concurrent_updates(_CONCURRENT_UPDATES)
+        self._receipts = ReceiptQueue(within=_RECEIPT_WITHIN)  # bound to the loop that starts the application
+        builder = builder.update_queue(self._receipts)
         builder = builder.connection_pool_size(64).pool_timeout(30)
         if self._config.base_url:
             builder = builder.base_url(self._config.base_url)
@@ -199,7 +205,7 @@ class TelegramAdapter:
         log.warning("telegram=polling_error reason=%s", error)
 
     async def webhook(self, request: web.Request) -> web.Response:
-        """A delivery from Telegram: secret checked in constant time, queued, 200 at once."""
+        """A delivery from Telegram: secret checked in constant time, queued, 200 once its question is stored."""
         expected = self._config.webhook_secret or ""
         given = request.headers.get(SECRET_HEADER, "")
         if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
@@ -226,7 +232,15 @@ class TelegramAdapter:
         return True
 
     async def _on_update(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        if not isinstance(update, Update) or not self._first_delivery(update.update_id):
+        if not isinstance(update, Update):
+            return
+        try:
+            await self._handle_update(update)
+        finally:
+            self._receipts.settle(update.update_id)
+
+    async def _handle_update(self, update: Update) -> None:
+        if not self._first_delivery(update.update_id):
             return
         if update.callback_query is not None:
             if self._admits_press(update.callback_query):
@@ -334,7 +348,9 @@ class TelegramAdapter:
             except PlatformError as exc:
                 log.warning("telegram=notice_failed reason=%s", exc)
             return
-        await self._manager.handle(translated, target)
+        if translated.command is not None:
+            self._receipts.settle(update.update_id)  # a command stores no question, and may run for minutes
+        await self._manager.handle(translated, target, on_accepted=lambda _: self._receipts.settle(update.update_id))
 
     async def _feedback(self, query: CallbackQuery) -> None:
         """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""

@@ -51,7 +51,7 @@ class Bot:
 
 # The bot is private unless told otherwise: the people (besides the admin) and groups these tests speak as.
 ALLOWED_USERS = (DEFAULT_USER["id"], BOB["id"], 7003, 7004, 7010, 7100, 7200, 7406, 7413, 7414, 7500, 7608, 7621, 7700)
-ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801, 7900)
+ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801, 7900, 7950, 7951)
 ALLOWED_CHATS = (-100555, -100777, -100778, -100779, -100888, -100999)
 
 
@@ -358,6 +358,47 @@ async def test_the_same_update_delivered_twice_is_answered_once(telegram: Bot) -
     assert "Software Center" in shown[1]
 
 
+class _HeldStore:
+    """Holds the next question's store until released, as a database slowed by a burst would; released on exit
+    whatever happened, so a failing test does not leave a turn waiting for ever."""
+
+    def __init__(self, services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.storing = asyncio.Event()
+        self.release = asyncio.Event()
+        self.stored = asyncio.Event()
+        store = services.conversations.open_turn
+
+        async def held(*args: Any, **kwargs: Any) -> Any:
+            self.storing.set()
+            await self.release.wait()
+            opened = await store(*args, **kwargs)
+            self.stored.set()
+            return opened
+
+        monkeypatch.setattr(services.conversations, "open_turn", held)
+
+    async def __aenter__(self) -> _HeldStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release.set()
+
+
+async def test_a_polled_update_is_confirmed_to_telegram_only_once_its_question_is_stored(
+    telegram: Bot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = telegram.fake
+    async with _HeldStore(telegram.services, monkeypatch) as held:
+        fake.queue_update(fake.private_message("When is lunch served?", user={**BOB, "id": 7950}))
+        await asyncio.wait_for(held.storing.wait(), 10)
+        with pytest.raises(TimeoutError):  # the next getUpdates would confirm it: it waits for the store
+            await fake.wait_for(lambda: fake.pending_updates == 0, timeout=1.0)
+        held.release.set()
+        await fake.wait_for(lambda: fake.pending_updates == 0, timeout=10)
+        assert held.stored.is_set()
+    assert "noon" in (await _answered(fake, 7950, 1))[0]
+
+
 async def test_a_429_storm_delays_the_answer_but_never_loses_it(telegram: Bot) -> None:
     fake = telegram.fake
     group = -100999
@@ -418,6 +459,22 @@ async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_ans
     ):
         assert r.status == 400
     assert len(fake.bot_messages(7100)) == 1
+
+
+async def test_a_webhook_delivery_is_answered_200_only_once_its_question_is_stored(
+    webhook: tuple[FakeTelegramBotAPI, str], telegram: Bot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, url = webhook
+    async with _HeldStore(telegram.services, monkeypatch) as held:
+        update = fake.private_message("When is lunch served?", user={**BOB, "id": 7951})
+        posting = asyncio.create_task(fake.post_webhook(url, update, secret="s3cret_token"))
+        await asyncio.wait_for(held.storing.wait(), 10)
+        done, _ = await asyncio.wait({posting}, timeout=1.0)
+        assert not done, "Telegram heard the update arrived before its question was stored"
+        held.release.set()
+        assert await asyncio.wait_for(posting, 10) == 200
+        assert held.stored.is_set()
+    assert "noon" in (await _answered(fake, 7951, 1))[0]
 
 
 @pytest.mark.parametrize(("language_code", "lang"), [("", "en"), ("zh", "zh")])
