@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import weaviate
@@ -39,6 +41,10 @@ class NodeFailover:
         self._index = 0
         self._client: weaviate.WeaviateAsyncClient | None = None
         self._moving = asyncio.Lock()
+        # Closing a client cancels the calls still waiting on it (its gRPC channel's RPCs), so a replaced client is
+        # kept open, as retired, until the last call that started on it ends.
+        self._in_flight: Counter[weaviate.WeaviateAsyncClient] = Counter()
+        self._retired: set[weaviate.WeaviateAsyncClient] = set()
 
     @property
     def client(self) -> weaviate.WeaviateAsyncClient:
@@ -75,27 +81,59 @@ class NodeFailover:
         raise IndexUnavailable(f"no Weaviate node answers: {'; '.join(errors)}")
 
     async def close(self) -> None:
-        """Close the client in use."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
+        """Close the client in use and the replaced ones still answering calls."""
+        clients = [self._client, *self._retired]
+        self._client, self._retired = None, set()
+        for client in clients:
+            if client is not None:
+                await client.close()
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T:
         """The call's result; when its node stopped answering, the result of the call sent once to the next node.
 
         `call` must read the client when it runs (not capture it beforehand), so the second try uses the new one.
-        With a single node this is the call itself.
+        A call cut (CancelledError) by its client's close after a failover is sent once more too; a cancelled caller's
+        is not. With a single node this is the call itself.
         """
         if not self.several:
             return await call()
-        endpoint = self.endpoint
+        endpoint, client = self.endpoint, self.client
         try:
-            return await self._race(call, endpoint)
+            async with self._counted(client):
+                return await self._race(call, endpoint)
         except (NodeDown, WeaviateBaseError) as exc:
             if not isinstance(exc, NodeDown) and await answers_ready(endpoint):
                 raise
             await self._move_past(endpoint, exc)
-        return await call()
+        except asyncio.CancelledError:
+            if not self._lost_to_failover(client):
+                raise
+            log.warning("weaviate=resend from=%s to=%s reason=cancelled", endpoint.http_url, self.endpoint.http_url)
+        async with self._counted(self.client):
+            return await call()
+
+    @contextlib.asynccontextmanager
+    async def _counted(self, client: weaviate.WeaviateAsyncClient) -> AsyncIterator[None]:
+        """One call in flight on `client`; a retired client is closed when its last call ends."""
+        self._in_flight[client] += 1
+        try:
+            yield
+        finally:
+            self._in_flight[client] -= 1
+            if not self._in_flight[client]:
+                del self._in_flight[client]
+                if client in self._retired:
+                    self._retired.discard(client)
+                    # Shielded: a caller cancelled now must not leave the client half closed.
+                    await asyncio.shield(client.close())
+
+    def _lost_to_failover(self, client: weaviate.WeaviateAsyncClient) -> bool:
+        """Whether a CancelledError came from `client` being closed after a failover, not from the caller.
+
+        Counting the calls keeps that from happening; this covers a call that read the client as it was replaced.
+        """
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() == 0 and self._client is not None and self._client is not client
 
     async def _race(self, call: Callable[[], Awaitable[T]], endpoint: WeaviateEndpoint) -> T:
         """The call, or NodeDown as soon as its node, asked while the call still waits, does not answer."""
@@ -121,7 +159,9 @@ class NodeFailover:
             self._index = (self._index + 1) % len(self.endpoints)
             await self.connect()
             log.warning("weaviate=failover from=%s to=%s reason=%s", endpoint.http_url, self.endpoint.http_url, reason)
-            if old is not None:
+            if old is not None and self._in_flight[old]:
+                self._retired.add(old)
+            elif old is not None:
                 await old.close()
 
 
