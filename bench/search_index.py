@@ -119,9 +119,6 @@ def _copies(templates: list[ChunkRecord], first_copy: int) -> Iterator[ChunkReco
 async def _write(stack: IndexStack, chunks: Iterator[ChunkRecord], pool: np.ndarray, count: int, seed: int) -> float:
     """Write `count` chunks from `chunks` with the store's batch writes; returns the seconds it took."""
     rng = np.random.default_rng(seed)
-    # On a cluster, one call at a time: a failover closes the old node's client under the other call in flight,
-    # which then raises CancelledError from grpc (seen here when a node was slow to answer its ready probe).
-    writers = 1 if stack.replication_factor > 1 else _WRITERS
     started = last = time.perf_counter()
     pending: set[asyncio.Task[None]] = set()
     written = 0
@@ -129,7 +126,7 @@ async def _write(stack: IndexStack, chunks: Iterator[ChunkRecord], pool: np.ndar
         size = min(_WRITE_CALL, count - written)
         batch = [next(chunks) for _ in range(size)]
         vectors = pool_vectors(pool, rng, size).astype(np.float32).tolist()
-        if len(pending) >= writers:
+        if len(pending) >= _WRITERS:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()
