@@ -87,6 +87,7 @@ class SlackAdapter:
             self.app = AsyncApp(
                 client=self._client(None),
                 signing_secret=config.signing_secret,
+                process_before_response=True,  # "received" once the question is stored: listeners.py
                 installation_store=self._installations,
                 installation_store_bot_only=True,
                 oauth_settings=AsyncOAuthSettings(
@@ -107,6 +108,7 @@ class SlackAdapter:
             self.app = AsyncApp(
                 client=self._client(config.bot_token),
                 signing_secret=config.signing_secret,
+                process_before_response=True,
             )
         listeners = self._listeners = SlackListeners(manager, config, self._installations, clock=clock)
         self.app.use(self._not_replayed)

@@ -54,6 +54,10 @@ from bot.words import messages
 log = logging.getLogger(__name__)
 
 _INSTALLER_TTL: Final = 60.0
+# Slack waits 3 s for "received" and then sends again: a question's store gets at most this long before it is told.
+_ACK_WITHIN: Final = 2.0
+# Called once a delivery needs nothing more before Slack hears it arrived (its question stored, or nothing to store).
+Settle = Callable[[object], None]
 
 
 class SlackListeners:
@@ -82,7 +86,7 @@ class SlackListeners:
         where = place(event, self._workspace(context))
         if where.private:
             return  # a mention in a DM also arrives as the DM message, answered there
-        await self._tracked(self._answer(event, where, context, continuing=False))
+        await self._received(lambda settle: self._answer(event, where, context, settle, continuing=False))
 
     async def on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """A DM, or a reply in a thread ragbot answers in (other channel messages are not for it)."""
@@ -95,10 +99,10 @@ class SlackListeners:
             in_thread = bool(event.get("thread_ts")) and event.get("thread_ts") != event.get("ts")
             if not in_thread or not await self._manager.known(conversation_key(where)):
                 return  # channel chatter: only mentions and threads ragbot answers in are for it
-        await self._tracked(self._answer(event, where, context, continuing=True))
+        await self._received(lambda settle: self._answer(event, where, context, settle, continuing=True))
 
     async def _answer(
-        self, event: Mapping[str, Any], where: Place, context: AsyncBoltContext, *, continuing: bool
+        self, event: Mapping[str, Any], where: Place, context: AsyncBoltContext, settle: Settle, *, continuing: bool
     ) -> None:
         client = context.client
         assert client is not None
@@ -130,7 +134,9 @@ class SlackListeners:
         if isinstance(translated, Notice):
             await self._notify(target, translated.say(lang))
             return
-        await self._manager.handle(translated, target)
+        if translated.command is not None:
+            settle(None)  # a command (a shared file's ingestion) stores no question, and may run for minutes
+        await self._manager.handle(translated, target, on_accepted=settle)
 
     def target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
         """A reply target in `where` for `user` of `team`, answering in `lang`."""
@@ -166,10 +172,12 @@ class SlackListeners:
     async def on_command(
         self, ack: Callable[..., Awaitable[None]], command: dict[str, Any], respond: Any, context: AsyncBoltContext
     ) -> None:
+        await self._received(lambda settle: self._command(command, respond, context, settle))
         await ack()
-        await self._tracked(self._command(command, respond, context))
 
-    async def _command(self, command: Mapping[str, Any], respond: Any, context: AsyncBoltContext) -> None:
+    async def _command(
+        self, command: Mapping[str, Any], respond: Any, context: AsyncBoltContext, settle: Settle
+    ) -> None:
         workspace = self._workspace(context)
         channel = str(command.get("channel_id") or "")
         user_id = str(command.get("user_id") or "")
@@ -197,9 +205,10 @@ class SlackListeners:
                 private=private,
                 style=self._style,
             )
+            settle(None)  # a command stores no question, and may run for minutes
             await self._manager.handle(message, ResponseTarget(respond))
             return
-        await self._ask(command, respond, context, Place(workspace, channel, "", private), user, text)
+        await self._ask(command, respond, context, Place(workspace, channel, "", private), user, text, settle)
 
     async def _ask(
         self,
@@ -209,6 +218,7 @@ class SlackListeners:
         where: Place,
         user: UserRef,
         text: str,
+        settle: Settle,
     ) -> None:
         """A question asked with the slash command: posted in the channel and answered in its thread (in a DM, under
         it in the DM itself)."""
@@ -239,7 +249,7 @@ class SlackListeners:
             raw=command,
         )
         target = self.target(client, where, user.id, str(command.get("team_id") or context.team_id or ""), lang)
-        await self._manager.handle(message, target)
+        await self._manager.handle(message, target, on_accepted=settle)
 
     async def on_feedback(
         self,
@@ -251,6 +261,11 @@ class SlackListeners:
     ) -> None:
         """A press on 👍 / 👎: recorded, and the answer shows the choice in place of its buttons."""
         await ack()
+        self._spawn(self._feedback(body, action, respond, context))  # Slack hears the ack when this returns
+
+    async def _feedback(
+        self, body: Mapping[str, Any], action: Mapping[str, Any], respond: Any, context: AsyncBoltContext
+    ) -> None:
         parsed = parse_feedback(str(action.get("value") or ""))
         container = body.get("container") or {}
         message = body.get("message") or {}
@@ -290,15 +305,31 @@ class SlackListeners:
             cached = self._installers[workspace] = (self._clock(), installer or "")
         return bool(cached[1]) and cached[1] == user_id
 
-    async def _tracked(self, work: Awaitable[None]) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self.work.add(task)
+    async def _received(self, work: Callable[[Settle], Awaitable[None]]) -> None:
+        """Run `work` past this listener, and return once it settled (stored its question, or has none to store) or
+        ended, at most _ACK_WITHIN seconds: Bolt tells Slack "received" when the listener returns
+        (process_before_response), so a process killed after that has the question in the database."""
+        settled = asyncio.Event()
+        task = self._spawn(work(lambda _: settled.set()))
+        waiter = asyncio.ensure_future(settled.wait())
         try:
-            await work
+            await asyncio.wait({task, waiter}, timeout=_ACK_WITHIN, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if task is not None:
-                self.work.discard(task)
+            waiter.cancel()
+        if not settled.is_set() and not task.done():
+            log.warning("slack=receipt_unsettled within=%.0fs", _ACK_WITHIN)
+
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
+        """`work` as a task of its own, kept in `work` until it ends, so stopping can let it finish."""
+        task = asyncio.ensure_future(work)
+        self.work.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self.work.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.error("slack=listener_failed reason=%s", error, exc_info=error)
 
 
 def _said(message: IncomingMessage) -> str:

@@ -33,6 +33,7 @@ from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.support.documents import make_xlsx
+from tests.support.held_store import HeldStore
 
 SECRET = "test-signing-secret"
 TEAM = "T0ACME"
@@ -296,6 +297,56 @@ async def test_a_retried_event_is_answered_once(slack: Slack) -> None:
     later = await slack.mention("How do I install the VPN client?", channel="C0RETRY")
     await slack.answers("C0RETRY", later)
     assert len(slack.bot_replies("C0RETRY", str(event["ts"]))) == 1
+
+
+async def _posted_once_stored(
+    slack: Slack, monkeypatch: pytest.MonkeyPatch, payload: dict[str, Any], *, form: bool = False
+) -> None:
+    """POST `payload` while its question's store is held: Slack hears nothing until the store is done."""
+    async with HeldStore(slack.services, monkeypatch) as held:
+        posting = asyncio.create_task(slack.post(payload, form=form))
+        await asyncio.wait_for(held.storing.wait(), 10)
+        done, _ = await asyncio.wait({posting}, timeout=1.0)
+        assert not done, "Slack heard the delivery arrived before its question was stored"
+        held.release.set()
+        status, _ = await asyncio.wait_for(posting, 10)
+        assert status == 200
+        assert held.stored.is_set()
+
+
+async def test_a_mention_is_acknowledged_only_once_its_question_is_stored(
+    slack: Slack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ts = slack.fake.user_message(TEAM, "C0STORED", BOB, "When is lunch served?")
+    event = events.app_mention(channel="C0STORED", user=BOB, text="When is lunch served?", team=TEAM, ts=ts)
+    await _posted_once_stored(slack, monkeypatch, events.envelope(event, team_id=TEAM))
+    (shown,) = await slack.answers("C0STORED", ts)
+    assert "noon" in shown
+
+
+async def test_a_question_asked_with_the_slash_command_is_acknowledged_only_once_it_is_stored(
+    slack: Slack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fields, _ = _command(slack, "When is lunch served?", channel="C0STOREDCMD")
+    await _posted_once_stored(slack, monkeypatch, fields, form=True)
+    (root,) = [m for m in slack.fake.visible("C0STOREDCMD") if m.thread_ts in (None, m.ts)]
+    (shown,) = await slack.answers("C0STOREDCMD", root.ts)
+    assert "noon" in shown
+
+
+async def test_a_store_slower_than_slacks_three_seconds_is_acknowledged_in_time_and_still_answered(
+    slack: Slack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ts = slack.fake.user_message(TEAM, "C0SLOWSTORE", BOB, "How do I install the VPN client?")
+    event = events.app_mention(
+        channel="C0SLOWSTORE", user=BOB, text="How do I install the VPN client?", team=TEAM, ts=ts
+    )
+    async with HeldStore(slack.services, monkeypatch) as held:
+        status, _ = await asyncio.wait_for(slack.post(events.envelope(event, team_id=TEAM)), 10)
+        assert status == 200
+        assert not held.stored.is_set()  # told "received" while the store still waits, or Slack would send again
+    (shown,) = await slack.answers("C0SLOWSTORE", ts)
+    assert "Software Center" in shown
 
 
 async def test_an_admins_file_is_ingested_with_progress_and_then_answerable(slack: Slack) -> None:

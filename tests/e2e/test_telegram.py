@@ -31,6 +31,7 @@ from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from storage.db import Database, DatabaseConfig
 from tests.conftest import EmbeddedSettings
+from tests.support.held_store import HeldStore
 
 ADMIN: dict[str, Any] = {"id": 7001, "is_bot": False, "first_name": "Ada", "username": "ada"}
 BOB: dict[str, Any] = {"id": 7002, "is_bot": False, "first_name": "Bob", "username": "bob"}
@@ -358,37 +359,11 @@ async def test_the_same_update_delivered_twice_is_answered_once(telegram: Bot) -
     assert "Software Center" in shown[1]
 
 
-class _HeldStore:
-    """Holds the next question's store until released, as a database slowed by a burst would; released on exit
-    whatever happened, so a failing test does not leave a turn waiting for ever."""
-
-    def __init__(self, services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.storing = asyncio.Event()
-        self.release = asyncio.Event()
-        self.stored = asyncio.Event()
-        store = services.conversations.open_turn
-
-        async def held(*args: Any, **kwargs: Any) -> Any:
-            self.storing.set()
-            await self.release.wait()
-            opened = await store(*args, **kwargs)
-            self.stored.set()
-            return opened
-
-        monkeypatch.setattr(services.conversations, "open_turn", held)
-
-    async def __aenter__(self) -> _HeldStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.release.set()
-
-
 async def test_a_polled_update_is_confirmed_to_telegram_only_once_its_question_is_stored(
     telegram: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = telegram.fake
-    async with _HeldStore(telegram.services, monkeypatch) as held:
+    async with HeldStore(telegram.services, monkeypatch) as held:
         fake.queue_update(fake.private_message("When is lunch served?", user={**BOB, "id": 7950}))
         await asyncio.wait_for(held.storing.wait(), 10)
         with pytest.raises(TimeoutError):  # the next getUpdates would confirm it: it waits for the store
@@ -465,7 +440,7 @@ async def test_a_webhook_delivery_is_answered_200_only_once_its_question_is_stor
     webhook: tuple[FakeTelegramBotAPI, str], telegram: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake, url = webhook
-    async with _HeldStore(telegram.services, monkeypatch) as held:
+    async with HeldStore(telegram.services, monkeypatch) as held:
         update = fake.private_message("When is lunch served?", user={**BOB, "id": 7951})
         posting = asyncio.create_task(fake.post_webhook(url, update, secret="s3cret_token"))
         await asyncio.wait_for(held.storing.wait(), 10)
