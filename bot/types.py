@@ -16,6 +16,8 @@ Outcome = Literal[
     "model_error",
     "failed",
     "stopped",
+    "timed_out",
+    "interrupted",
     "chat",
 ]
 

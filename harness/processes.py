@@ -54,6 +54,16 @@ async def ragbot(env: dict[str, str], cwd: Path, *args: str) -> asyncio.subproce
     )
 
 
+async def serve_logged(env: dict[str, str], cwd: Path) -> tuple[asyncio.subprocess.Process, Path]:
+    """Start `ragbot serve` writing its output to serve.log in `cwd`: the process and its log."""
+    log = cwd / "serve.log"
+    with log.open("wb") as output:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bot.cli.main", "serve", env=env, cwd=cwd, stdout=output, stderr=output
+        )
+    return process, log
+
+
 async def run_ragbot(env: dict[str, str], cwd: Path, *args: str) -> tuple[int, str, str]:
     """Run a ragbot command to its end: exit code, stdout, stderr."""
     process = await ragbot(env, cwd, *args)

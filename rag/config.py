@@ -50,5 +50,8 @@ class AnswerConfig:
     fallback: Fallback = "extractive"
     fallback_text: str = "I could not find an answer to that in the knowledge base."
     template: PromptTemplate = field(default_factory=lambda: DEFAULT)
+    # Seconds an answer's delivery may take in all (a model that trickles would keep it open for ever): past it,
+    # the answer ends with what was written and a note.
+    deadline: float = 180.0
     # Without a model: how long the quoted sentences may be and where sentence embeddings are trusted.
     extractive: ExtractiveConfig = field(default_factory=ExtractiveConfig)

@@ -65,6 +65,8 @@ class TurnContext:
     on_text: Callable[[str], Awaitable[None]] | None = None
     # Set when the asker stops the answer (`/stop`): delivery ends at once, keeping what was written.
     stop: asyncio.Event | None = None
+    # Seconds the delivery may take in all; past it, it ends as if stopped, with the outcome `timed_out`.
+    deadline: float | None = None
 
     @property
     def ranked(self) -> list[Candidate]:

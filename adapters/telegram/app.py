@@ -96,6 +96,9 @@ class TelegramAdapter:
         self._conflict_reported = False
         self._refusals = Refusals()
         self._receipts = ReceiptQueue(within=_RECEIPT_WITHIN)
+        # Set once stopping began: a webhook delivery then gets a 503, so Telegram sends it again (to the next
+        # process), instead of a 200 for an update no one will handle.
+        self._stopping = False
 
     def mount(self, app: web.Application) -> None:
         """The webhook route, in webhook mode."""
@@ -166,6 +169,7 @@ class TelegramAdapter:
         application = self._application
         if application is None:
             return
+        self._stopping = True
         self._manager.stop_resuming(PLATFORM, self._resume_target)
         if self._poller is not None:
             await self._poller.end()  # stops polling, and another instance takes over at once
@@ -174,6 +178,7 @@ class TelegramAdapter:
         if application.running:
             await application.stop()
         await application.shutdown()
+        self._application = None
 
     async def _register_commands(self) -> None:
         # The menu is cosmetic: rights are checked on every command. Admins see their commands in their chats.
@@ -212,7 +217,7 @@ class TelegramAdapter:
             log.warning("telegram=webhook_refused reason=secret")
             return web.json_response({"ok": False}, status=403)
         application = self._application
-        if application is None:
+        if application is None or self._stopping:
             return web.json_response({"ok": False}, status=503)
         try:
             body = await request.json()

@@ -125,6 +125,8 @@ class CoreSettings(BaseSettings):
     ANSWER_FALLBACK: Literal["extractive", "fixed", "model"] = "extractive"
     ANSWER_FALLBACK_TEXT: str = "I could not find an answer to that in the knowledge base."
     ANSWER_CONTEXT_TOKENS: int = Field(default=6000, ge=500, le=2_000_000)
+    # Seconds an answer may take to be written in all; a model that trickles past it is cut off with a note.
+    ANSWER_DEADLINE: float = Field(default=180.0, gt=0, le=3600)
     EXTRACTIVE_ANSWER_CHARS: int = Field(default=400, ge=80, le=4000)
 
     DEFAULT_KNOWLEDGE_BASES: str = ""
@@ -137,6 +139,8 @@ class CoreSettings(BaseSettings):
     INSTANCE_LEASE: float = Field(default=15.0, ge=3.0, le=600.0)
     # An answer whose process died longer ago than this is closed rather than written again (seconds).
     TURN_RESUME_MAX_AGE: float = Field(default=600.0, ge=0.0, le=86_400.0)
+    # On SIGTERM: seconds the answers being written get to finish before they are cut off with a note.
+    SHUTDOWN_GRACE: float = Field(default=25.0, ge=0.0, le=600.0)
     RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
     # Reachable from the internet (behind a reverse proxy): the web chat needs its access token, /metrics and
     # the detailed /healthz move to the internal listener. A webhook adapter or a non-loopback host means it too.
@@ -401,6 +405,7 @@ class CoreSettings(BaseSettings):
             answer_faq_directly=self.FAQ_ANSWER_DIRECTLY,
             fallback=self.ANSWER_FALLBACK,
             fallback_text=self.ANSWER_FALLBACK_TEXT,
+            deadline=self.ANSWER_DEADLINE,
             extractive=ExtractiveConfig(
                 max_chars=self.EXTRACTIVE_ANSWER_CHARS, embed_languages=frozenset(self.embedding_languages())
             ),

@@ -68,6 +68,7 @@ class Answerer:
             truncated=check.truncated,
             on_text=on_text,
             stop=stop,
+            deadline=self.parts.answer.deadline,
             fallback_text=fallback_text,
             stored_history=tuple(stored_history) if stored_history is not None else None,
         )

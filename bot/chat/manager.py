@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bot.chat.inflight import CUT_WITHIN, InFlight
 from bot.chat.limits import Arrivals, RateLimit, RateLimiter, TurnGate
 from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
@@ -20,7 +21,7 @@ from bot.commands.registry import CommandRegistry
 from bot.errors import PlatformError
 from bot.knowledge.tenancy import OPERATOR, tenant_of
 from bot.metrics import ChatMetrics
-from bot.ports import ReplyTarget
+from bot.ports import ReplyStream, ReplyTarget
 from bot.reply.deliver import deliver_text
 from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, UserRef
 from bot.words import language, messages
@@ -36,6 +37,7 @@ Resumer = Callable[[ConversationKey, MessageRecord], Awaitable[ReplyTarget | Non
 
 # How a turn whose final text never reached the chat is counted (its stored answer's status too).
 UNDELIVERED = "undelivered"
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ class ConversationManager:
         self._gate = TurnGate(policy.max_turns)
         self._arrivals = Arrivals()
         self._storing = asyncio.Semaphore(policy.max_arrivals)
+        self._inflight = InFlight()
         # The queue notices' tasks, held until they end (the loop keeps only weak references to tasks).
         self._notices: set[asyncio.Task[None]] = set()
         self._stops: dict[str, asyncio.Event] = {}
@@ -163,7 +166,7 @@ class ConversationManager:
         `on_accepted` hears the stored turn the moment its question is stored (from then on it is answered even if
         this process dies: a page can wait for that answer).
         """
-        with turn_scope():
+        with turn_scope(), self._inflight.track():
             try:
                 return await self._handle(message, target, kb_ids, document_ids, on_accepted)
             except Exception:
@@ -278,6 +281,11 @@ class ConversationManager:
         resumed: bool = False,
     ) -> TurnResult | None:
         """Read the chat and its history (one statement), then answer the stored question."""
+        if self._inflight.closing:
+            # Shutting down: the stored question stays `streaming` under this process, and whichever process runs
+            # next answers it (recovery), rather than one that is about to be cut.
+            log.info("turn=left_for_next reason=shutting_down request=%s", opened.request_id)
+            return None
         key = message.key
         epoch, history = await self._parts.conversations.turn_view(conversation.id, self.policy.history_limit)
         self._state.observe(epoch)
@@ -352,7 +360,7 @@ class ConversationManager:
     async def _resumed_turn(
         self, message: IncomingMessage, target: ReplyTarget, conversation: ConversationRecord, opened: OpenTurn
     ) -> None:
-        with turn_scope():
+        with turn_scope(), self._inflight.track():
             try:
                 async with self._gate.turn(_gate_key(message.key)), self._parts.turn_locks.hold(conversation.id):
                     await self._open_turn(message, target, conversation, opened, None, (), resumed=True)
@@ -454,11 +462,38 @@ class ConversationManager:
             await self._record_failure(opened, exc, turn, text)
             await stream.fail(apology(exc, lang))
             answer = Answer(text=text, outcome="failed", message_id=opened.answer_id, language=lang)
+        except asyncio.CancelledError:
+            # Cut (a shutdown past its grace): the chat keeps what was written, with a note, and so does the store.
+            await asyncio.shield(self._cut(opened, stream, turn, lang))
+            raise
         finally:
             if self._stops.get(conversation.id) is stop:
                 del self._stops[conversation.id]
         self.metrics.turn(message.key.platform, outcome or answer.outcome, time.perf_counter() - started)
         return TurnResult(turn, answer, conversation.id)
+
+    async def _cut(self, opened: OpenTurn, stream: ReplyStream, turn: TurnContext | None, lang: str) -> None:
+        text = turn.text if turn is not None else ""
+        note = messages.interrupted_note(lang)
+        try:
+            async with asyncio.timeout(CUT_WITHIN):
+                if turn is None or not text:
+                    await stream.fail(note)
+                    await self._recorder.withdraw(opened, INTERRUPTED)
+                    return
+                shown = Answer(text, outcome=INTERRUPTED, message_id=opened.answer_id, notice=note, language=lang)
+                ref = await stream.finish(shown)
+                turn.outcome = INTERRUPTED
+                await self._recorder.finish(
+                    opened, turn, text, platform_message_id=ref.id if ref else "", delivered=ref is not None
+                )
+        except Exception as exc:  # the process is going: the next one closes what is left `streaming`
+            log.warning("turn=cut_unrecorded request=%s reason=%s", opened.request_id, first_line(exc))
+
+    async def drain(self, grace: float) -> int:
+        """Stop starting answers; let those in flight end within `grace` seconds, then cut the rest (each keeps what
+        it wrote, with a note). Questions stored but not begun stay for the next process. Returns how many were cut."""
+        return await self._inflight.drain(grace)
 
     async def _record_failure(self, opened: OpenTurn, exc: BaseException, turn: TurnContext | None, text: str) -> None:
         try:
@@ -473,6 +508,8 @@ class ConversationManager:
             notices.append(messages.question_cut(lang))
         if turn.outcome == "stopped":
             notices.append(messages.stopped_note(lang))
+        elif turn.outcome == "timed_out":
+            notices.append(messages.timed_out_note(lang))
         return Answer(
             text=turn.text,
             sources=tuple(await self._parts.sources.of_turn(shown_sources(turn), turn.text)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
@@ -16,6 +17,7 @@ from bot.app.settings import Settings, is_loopback, platform_settings
 from bot.cli.signals import stop_requested
 from bot.knowledge.bases import KnowledgeBases
 from bot.metrics import ChatMetrics
+from bot.ports import Adapter
 from bot.words.messages import knowledge_bases_missing
 
 log = logging.getLogger("ragbot")
@@ -30,6 +32,30 @@ async def _start_site(app: web.Application, host: str, port: int) -> web.AppRunn
         await runner.cleanup()
         raise
     return runner
+
+
+async def _stop_listening(runners: list[web.AppRunner]) -> None:
+    """Close the listening sockets; requests already in flight (an answer's stream) go on."""
+    for runner in runners:
+        for site in list(runner.sites):
+            await site.stop()
+
+
+async def _stop_all(
+    adapters: Sequence[Adapter], runners: list[web.AppRunner], stop_jobs: Callable[[], Awaitable[None]]
+) -> None:
+    """Stop the adapters, the listeners and the job runner, each whatever the one before it did."""
+    for adapter in reversed(adapters):
+        try:
+            await adapter.stop()
+        except Exception:
+            log.exception("serve=adapter_stop_failed adapter=%s", type(adapter).__name__)
+    for runner in reversed(runners):
+        try:
+            await runner.cleanup()
+        except Exception:
+            log.exception("serve=listener_stop_failed")
+    await stop_jobs()
 
 
 async def _warn_of_missing_knowledge_bases(settings: Settings, knowledge: KnowledgeBases) -> None:
@@ -98,9 +124,9 @@ async def serve(settings: Settings) -> None:
                 _say_exposure(settings, exposure)
                 await stop.wait()
                 log.info("serve=stopping")
+                # Accept nothing more, then let the answers in flight end (or cut them) while the recovery and the
+                # stops still run.
+                await _stop_listening(runners)
+                await manager.drain(settings.SHUTDOWN_GRACE)
         finally:
-            for adapter in reversed(adapters):
-                await adapter.stop()
-            for runner in reversed(runners):
-                await runner.cleanup()
-            await services.jobs.stop()
+            await _stop_all(adapters, runners, services.jobs.stop)

@@ -23,6 +23,8 @@ OUTCOME_GROUPS = {
     "failed": "failed",
     "model_error": "failed",
     "stopped": "stopped",
+    "timed_out": "timed out",
+    "interrupted": "interrupted",
     "undelivered": "undelivered",
 }
 _TOP = 10

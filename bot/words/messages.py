@@ -60,6 +60,16 @@ def stopped_note(lang: str) -> str:
     return catalogue(lang).text("turn.stopped")
 
 
+def interrupted_note(lang: str) -> str:
+    """The notice under an answer cut off because the server is stopping."""
+    return catalogue(lang).text("turn.interrupted")
+
+
+def timed_out_note(lang: str) -> str:
+    """The notice under an answer cut off at its deadline (the model was too slow)."""
+    return catalogue(lang).text("turn.timed_out")
+
+
 def resumed(lang: str) -> str:
     """The notice under an answer another process wrote again after the one writing it died."""
     return catalogue(lang).text("turn.resumed")

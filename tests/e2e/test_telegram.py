@@ -386,8 +386,15 @@ async def test_a_429_storm_delays_the_answer_but_never_loses_it(telegram: Bot) -
     assert fake.rate_limited >= 4
 
 
+@dataclass
+class WebhookBot:
+    fake: FakeTelegramBotAPI
+    url: str
+    adapter: TelegramAdapter
+
+
 @pytest_asyncio.fixture
-async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTelegramBotAPI, str]]:
+async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[WebhookBot]:
     """A second bot in webhook mode, mounted on ragbot's aiohttp server, with its own fake Bot API."""
     async with FakeTelegramBotAPI(limits_on=False) as fake:
         port = free_port()
@@ -404,7 +411,7 @@ async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTele
         # adapter, not through this one once it is stopped.
         manager = build_manager(telegram.services, chat_policy(settings))
         adapter = create_telegram(manager, settings, telegram.services.db)
-        assert adapter is not None
+        assert isinstance(adapter, TelegramAdapter)
         app = web.Application()
         adapter.mount(app)
         runner = web.AppRunner(app)
@@ -412,16 +419,16 @@ async def webhook(telegram: Bot, tmp_path: Path) -> AsyncIterator[tuple[FakeTele
         await web.TCPSite(runner, "127.0.0.1", port).start()
         await adapter.start()
         try:
-            yield fake, f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+            yield WebhookBot(fake, f"http://127.0.0.1:{port}{WEBHOOK_PATH}", adapter)
         finally:
             await adapter.stop()
             await runner.cleanup()
 
 
 async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_answered_once(
-    webhook: tuple[FakeTelegramBotAPI, str],
+    webhook: WebhookBot,
 ) -> None:
-    fake, url = webhook
+    fake, url = webhook.fake, webhook.url
     update = fake.private_message("When is lunch served?", user={**BOB, "id": 7100})
     assert await fake.post_webhook(url, update, secret="wrong") == 403
     assert await fake.post_webhook(url, update) == 403
@@ -437,9 +444,9 @@ async def test_a_webhook_delivery_needs_the_secret_and_a_retried_delivery_is_ans
 
 
 async def test_a_webhook_delivery_is_answered_200_only_once_its_question_is_stored(
-    webhook: tuple[FakeTelegramBotAPI, str], telegram: Bot, monkeypatch: pytest.MonkeyPatch
+    webhook: WebhookBot, telegram: Bot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake, url = webhook
+    fake, url = webhook.fake, webhook.url
     async with HeldStore(telegram.services, monkeypatch) as held:
         update = fake.private_message("When is lunch served?", user={**BOB, "id": 7951})
         posting = asyncio.create_task(fake.post_webhook(url, update, secret="s3cret_token"))
@@ -450,6 +457,14 @@ async def test_a_webhook_delivery_is_answered_200_only_once_its_question_is_stor
         assert await asyncio.wait_for(posting, 10) == 200
         assert held.stored.is_set()
     assert "noon" in (await _answered(fake, 7951, 1))[0]
+
+
+async def test_a_webhook_delivery_once_the_adapter_is_stopping_gets_a_503_so_telegram_sends_it_again(
+    webhook: WebhookBot,
+) -> None:
+    await webhook.adapter.stop()
+    update = webhook.fake.private_message("When is lunch served?", user={**BOB, "id": 7100})
+    assert await webhook.fake.post_webhook(webhook.url, update, secret="s3cret_token") == 503
 
 
 @pytest.mark.parametrize(("language_code", "lang"), [("", "en"), ("zh", "zh")])

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from playwright.async_api import Browser, Dialog, Locator, Page, async_playwrigh
 from adapters.web.words import page_texts
 from bot.words import messages
 from fakes.openai_api import FakeOpenAI
-from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, wait_until_ready
+from harness.processes import ROOT, SETTINGS_PREFIXES, free_port, run_ragbot, serve_logged, wait_until_ready
 from storage.weaviate.server import WeaviateServer
 from tests.conftest import weaviate_urls
 
@@ -198,11 +197,7 @@ async def site(
         for args in (("kb", "create", KB), ("ingest", "vpn.md", "printers.md", "quasar-notes.md", "--kb", KB)):
             code, _, err = await run_ragbot(env, root, *args)
             assert code == 0, err
-        log = root / "serve.log"
-        with log.open("wb") as output:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.cli.main", "serve", env=env, cwd=root, stdout=output, stderr=output
-            )
+        process, log = await serve_logged(env, root)
         url = f"http://127.0.0.1:{env['RAGBOT_PORT']}"
         try:
             try:

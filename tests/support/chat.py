@@ -137,6 +137,8 @@ class ScriptedAnswerer:
         self.histories: list[tuple[MessageRecord, ...] | None] = []
         self.release = asyncio.Event()
         self.holding = asyncio.Event()
+        # The answers' deadline, as Answerer.prepare sets it from ANSWER_DEADLINE (None: none).
+        self.deadline: float | None = None
         self.rag_stream = Pipeline("rag_stream", [_Scripted(self), StreamAnswer()])
         self.chat_stream = Pipeline("chat_stream", [_Scripted(self), StreamAnswer()])
 
@@ -159,7 +161,12 @@ class ScriptedAnswerer:
         self.fallback_texts.append(fallback_text)
         self.languages.append(language)
         return TurnContext(
-            query=question, kb_ids=tuple(kb_ids), conversation_id=conversation_id, on_text=on_text, stop=stop
+            query=question,
+            kb_ids=tuple(kb_ids),
+            conversation_id=conversation_id,
+            on_text=on_text,
+            stop=stop,
+            deadline=self.deadline,
         )
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:

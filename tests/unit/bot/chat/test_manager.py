@@ -205,3 +205,58 @@ async def test_a_burst_of_arrivals_is_stored_a_bounded_number_at_a_time_and_ever
     await asyncio.wait_for(asyncio.gather(*burst), 10)
     assert store.most_at_once == 3
     assert all(len(target.replies()) == 1 for target in targets)
+
+
+async def test_an_answer_past_its_deadline_keeps_what_was_written_with_a_note_and_frees_its_conversation() -> None:
+    answerer = ScriptedAnswerer(["Half an ", "|", "answer"])
+    answerer.deadline = 0.2  # the model goes silent after its first piece, past the deadline
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=answerer)
+    chat = manager(parts, default_kbs=("handbook",))
+    target = RecordingTarget()
+    result = await asyncio.wait_for(chat.handle(message("Which VPN client?"), target), 10)
+    assert result is not None
+    assert result.answer.outcome == "timed_out"
+    (stream,) = target.streams
+    assert stream.finished is not None
+    assert stream.finished.text == "Half an "
+    assert stream.finished.notice == messages.timed_out_note("en")
+    answerer.pieces = ["The VPN ", "client."]
+    later = RecordingTarget()
+    await asyncio.wait_for(chat.handle(message("And the lunch?"), later), 10)
+    assert later.replies() == ["The VPN client."]
+
+
+async def test_a_drain_lets_an_answer_in_flight_finish_within_its_grace() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["The VPN ", "|", "client."]))
+    chat = manager(parts, default_kbs=("handbook",))
+    target = RecordingTarget()
+    turn = asyncio.create_task(chat.handle(message("Which VPN client?"), target))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    draining = asyncio.create_task(chat.drain(10.0))
+    parts.answerer.release.set()
+    assert await asyncio.wait_for(draining, 10) == 0
+    await turn
+    assert target.replies() == ["The VPN client."]
+
+
+async def test_a_drain_past_its_grace_cuts_the_answer_with_a_note_and_leaves_the_next_question_stored() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["Half an ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",))
+    first, second = RecordingTarget(), RecordingTarget()
+    answering = asyncio.create_task(chat.handle(message("Which VPN client?"), first))
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    waiting = asyncio.create_task(chat.handle(message("And the lunch?"), second))
+    await wait_until(lambda: len(parts.conversations.messages) == 4, first.changed)  # the second is stored
+    assert await asyncio.wait_for(chat.drain(0.1), 10) == 2
+    for task in (answering, waiting):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    (stream,) = first.streams
+    assert stream.finished is not None
+    assert (stream.finished.text, stream.finished.notice) == ("Half an ", messages.interrupted_note("en"))
+    answers = [m for m in parts.conversations.messages if m.role == "assistant"]
+    assert [(m.text, m.status, m.meta.get("outcome")) for m in answers] == [
+        ("Half an ", "done", "interrupted"),
+        ("", "streaming", None),  # not begun: the next process answers it
+    ]
+    assert second.replies() == []

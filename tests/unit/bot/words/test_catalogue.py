@@ -56,6 +56,8 @@ FIXED: dict[str, Callable[[str], str]] = {
     "searching": messages.searching,
     "question_cut": messages.question_cut,
     "stopped_note": messages.stopped_note,
+    "interrupted_note": messages.interrupted_note,
+    "timed_out_note": messages.timed_out_note,
     "resumed": messages.resumed,
     "nothing_to_stop": messages.nothing_to_stop,
     "stopping": messages.stopping,

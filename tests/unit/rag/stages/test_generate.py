@@ -309,3 +309,40 @@ async def test_a_chinese_question_sharing_only_function_words_with_the_passages_
     await Generate(None, AnswerConfig(), terms=LexicalAnalyzer().tokens).run(turn)
     assert turn.answer is not None
     assert ("".join([piece async for piece in turn.answer]), turn.outcome) == ("没有找到相关内容。", "no_match")
+
+
+async def test_stream_answer_past_its_deadline_ends_with_what_was_written_and_closes_the_model() -> None:
+    import asyncio
+
+    from rag.stages.stream_answer import StreamAnswer
+
+    closed = asyncio.Event()
+    read: list[str] = []
+
+    async def trickling_model() -> AsyncIterator[str]:
+        # Each token comes well within a per-read timeout, so only a deadline on the whole answer ends it.
+        try:
+            while True:
+                read.append("token ")
+                yield "token "
+                await asyncio.sleep(0.01)
+        finally:
+            closed.set()
+
+    turn = TurnContext(query="q", kb_ids=("kb",), deadline=0.2)
+    turn.answer = trickling_model()
+    await asyncio.wait_for(StreamAnswer().run(turn), 5)
+    assert turn.outcome == "timed_out"
+    assert turn.text.startswith("token token ")  # what was written is kept
+    assert turn.text.count("token ") <= len(read)
+    await asyncio.wait_for(closed.wait(), 5)
+
+
+async def test_stream_answer_within_its_deadline_is_untouched() -> None:
+    from rag.stages.stream_answer import StreamAnswer
+
+    turn = TurnContext(query="q", kb_ids=("kb",), deadline=30.0)
+    turn.outcome = "generated"
+    turn.answer = _pieces(["Open ", "9 to 17."])
+    await StreamAnswer().run(turn)
+    assert (turn.text, turn.outcome) == ("Open 9 to 17.", "generated")
