@@ -59,6 +59,11 @@ async def _die_mid_answer(world: ChatWorld, name: str, question: str = "Which VP
     """The process `name` takes the question and dies while its answer streams (its task cancelled, nothing after)."""
     world.answerer = ScriptedAnswerer(["Half an ", "|", "answer"])
     dying = _process(world, name, {name})
+
+    async def nothing_after(*args: object) -> None:
+        """A killed process does not get to end its answer the way a cancelled turn does (a shutdown's cut)."""
+
+    dying._cut = nothing_after  # type: ignore[method-assign]
     turn = asyncio.create_task(dying.handle(_message(question, message_id=f"q-{name}"), RecordingTarget()))
     await asyncio.wait_for(world.answerer.holding.wait(), 10)
     turn.cancel()
