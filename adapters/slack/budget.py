@@ -38,6 +38,12 @@ RATES: Final[dict[str, Rate]] = {
 PER_CHANNEL: Final = frozenset({"chat.postMessage"})
 
 
+# A budget unused this long has refilled (the slowest, 1 a minute with a burst of 1, in a minute): it is dropped at
+# the next sweep, so channels seen once do not stay in memory.
+_IDLE_AFTER: Final = 120.0
+_SWEEP_EVERY: Final = 60.0
+
+
 class Budget:
     """A token bucket for one method in one workspace; final deliveries wait in line, progress only takes spares."""
 
@@ -59,6 +65,7 @@ class Budget:
         self._blocked_until = float("-inf")
         self._finals_waiting = 0
         self._line = asyncio.Lock()
+        self._used = self._at
 
     @property
     def _per_second(self) -> float:
@@ -78,8 +85,14 @@ class Budget:
             self._tokens = min(self._burst, self._tokens + (now - self._at) * self._per_second)
             self._at = now
 
+    def idle(self, now: float, after: float) -> bool:
+        """Whether unused for `after` seconds, with nothing waiting and no 429 pending: a fresh budget is the same."""
+        quiet = now - self._used >= after and now >= self._blocked_until
+        return quiet and not self._finals_waiting and not self._line.locked()
+
     def try_take(self) -> float:
         """Take a spare token for a progress call: 0.0 when taken, else the seconds until one may be spare."""
+        self._used = self._clock()
         self._refill()
         blocked = self._blocked_until - self._clock()
         if blocked > 0:
@@ -93,6 +106,7 @@ class Budget:
     async def take(self) -> None:
         """Wait for a token for a final delivery (in arrival order among finals); reserved tokens count here."""
         self._finals_waiting += 1
+        self._used = self._clock()
         try:
             async with self._line:
                 while True:
@@ -107,6 +121,7 @@ class Budget:
 
     def penalise(self, retry_after: float) -> None:
         """Slack answered 429: nothing goes out before Retry-After, and the bucket starts empty after it."""
+        self._used = self._clock()
         self._blocked_until = max(self._blocked_until, self._clock() + retry_after)
         self._tokens = 0.0
         self._at = self._blocked_until
@@ -132,13 +147,23 @@ class Pacer:
         self._sleep = sleep
         self._share = share
         self._budgets: dict[tuple[str, str, str], Budget] = {}
+        self._swept = clock()
 
     def budget(self, workspace: str, method: str, channel: str = "") -> Budget:
         """The budget of `method` in `workspace` (in `channel` for a per-channel method)."""
         key = (workspace, channel if method in PER_CHANNEL else "", method)
+        now = self._clock()
+        if now - self._swept >= _SWEEP_EVERY:
+            self._swept = now
+            self._budgets = {k: kept for k, kept in self._budgets.items() if not kept.idle(now, _IDLE_AFTER)}
         budget = self._budgets.get(key)
         if budget is None:
             # An unlisted method has no known rate: a generous bucket that only a 429 empties.
             rate = self._rates.get(method, Rate(per_minute=6000, burst=100, reserve=0))
             budget = self._budgets[key] = Budget(rate, clock=self._clock, sleep=self._sleep, share=self._share)
         return budget
+
+    @property
+    def held(self) -> int:
+        """Budgets kept (for tests and /metrics)."""
+        return len(self._budgets)

@@ -14,6 +14,8 @@ from typing import Final
 PER_BOT_PER_SECOND: Final = 30
 PER_CHAT_INTERVAL: Final = 1.0
 PER_GROUP_PER_MINUTE: Final = 20
+# Seconds between sweeps of the chats with nothing in any window: a chat seen once is not kept for ever.
+SWEEP_EVERY: Final = 60.0
 
 
 @dataclass(slots=True)
@@ -33,6 +35,10 @@ class _Window:
 
     def take(self, now: float) -> None:
         self.times.append(now)
+
+    def empty(self, now: float) -> bool:
+        """Whether no call counts any more: a fresh window is the same."""
+        return not self.times or self.times[-1] <= now - self.seconds
 
 
 class Pacer:
@@ -58,6 +64,7 @@ class Pacer:
         self._chats: dict[int, list[_Window]] = {}
         self._blocked: dict[int | None, float] = {}  # chat id, or None for the whole bot
         self._lock = asyncio.Lock()
+        self._swept = clock()
 
     def _windows(self, chat_id: int) -> list[_Window]:
         windows = self._chats.get(chat_id)
@@ -78,6 +85,8 @@ class Pacer:
         while True:
             async with self._lock:
                 now = self._clock()
+                if now - self._swept >= SWEEP_EVERY:
+                    self._sweep(now)
                 delay = self._delay(chat_id, now)
                 if delay <= 0:
                     for window in (self._bot, *self._windows(chat_id)):
@@ -95,6 +104,14 @@ class Pacer:
         scope = None if bot_wide else chat_id
         until = self._clock() + retry_after
         self._blocked[scope] = max(self._blocked.get(scope, 0.0), until)
-        if len(self._chats) > 10_000:  # forget idle chats so the maps stay small
-            self._chats.clear()
-            self._blocked = {k: v for k, v in self._blocked.items() if v > self._clock()}
+
+    def _sweep(self, now: float) -> None:
+        """Forget the chats whose windows count nothing and the penalties that ended: the maps hold what is live."""
+        self._swept = now
+        self._chats = {chat: windows for chat, windows in self._chats.items() if not all(w.empty(now) for w in windows)}
+        self._blocked = {scope: until for scope, until in self._blocked.items() if until > now}
+
+    @property
+    def chats_held(self) -> int:
+        """Chats with a window kept (for tests and /metrics)."""
+        return len(self._chats)

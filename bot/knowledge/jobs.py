@@ -10,8 +10,9 @@ import os
 import secrets
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any
+from typing import Any, Final
 
 from bot.errors import UserFacingError
 from bot.knowledge.ingestion import stored_source
@@ -35,6 +36,8 @@ Clock = Callable[[], float]
 Wait = Callable[[float], Awaitable[None]]
 MAX_ATTEMPTS = 3
 FINISHED = ("succeeded", "failed")
+# Seconds a finished job's event is kept for waiters already on their way; later ones read the database.
+FORGET_AFTER: Final = 600.0
 # The first retry after the database failed a worker or the heartbeat, doubled on each failure up to renew_every.
 _FIRST_RETRY = 1.0
 
@@ -138,6 +141,8 @@ class JobRunner:
         self._heartbeat: asyncio.Task[None] | None = None
         self._listeners: list[Listener] = []
         self._finished: dict[str, asyncio.Event] = {}
+        # When each job this runner saw end ended (by `clock`), oldest first: its event is dropped FORGET_AFTER later.
+        self._ended: deque[tuple[float, str]] = deque()
         # The jobs this runner holds and renews, each with the moment (by `clock`) its lease must have lapsed.
         self._held: dict[str, float] = {}
         self._running: dict[str, asyncio.Task[dict[str, Any]]] = {}
@@ -236,6 +241,7 @@ class JobRunner:
         if job_id not in self._held and not event.is_set():
             job = await self._jobs.get(job_id)
             if job.status in FINISHED:
+                self._ended_now(job_id, event)
                 return job
             self._watched.add(job_id)
         await event.wait()
@@ -554,7 +560,23 @@ class JobRunner:
             return  # told already (by the worker that recorded it, or a heartbeat that saw it end)
         self._given.pop(job.id, None)
         await self._notify(job)
+        self._ended_now(job.id, event)
+
+    def _ended_now(self, job_id: str, event: asyncio.Event) -> None:
+        """Wake the job's waiters, and forget the events of jobs that ended long enough ago: a waiter that comes
+        later reads the job's end from the database."""
         event.set()
+        now = self._clock()
+        self._ended.append((now, job_id))
+        while self._ended and self._ended[0][0] <= now - FORGET_AFTER:
+            _, old = self._ended.popleft()
+            if (kept := self._finished.get(old)) is not None and kept.is_set():
+                del self._finished[old]
+
+    @property
+    def remembered(self) -> int:
+        """Jobs whose end event is kept (for tests and /metrics)."""
+        return len(self._finished)
 
     async def _worker(self) -> None:
         failures = 0

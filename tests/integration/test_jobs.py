@@ -12,7 +12,7 @@ from sqlalchemy import update
 from sqlmodel import col
 
 from bot.cli.knowledge import ingest_sources
-from bot.knowledge.jobs import JobRunner
+from bot.knowledge.jobs import FORGET_AFTER, JobRunner
 from rag.errors import CorruptDocument
 from rag.ports import Progress
 from storage.clock import database_now, database_time
@@ -393,3 +393,25 @@ async def test_a_rerun_resumes_the_unfinished_jobs_of_its_sources_and_counts_onl
     assert (await repo.get(waiting.id)).status == "succeeded"
     assert (await repo.get(unrelated.id)).status == "queued"
     assert await repo.count(kb_id=kb.id) == 5
+
+
+async def test_a_runner_forgets_the_jobs_that_ended_long_ago_and_a_late_waiter_still_hears_the_end(
+    db: Database,
+) -> None:
+    kb_id = await _kb_id(db)
+    repo, clock = JobRepo(db), FakeClock()
+    runner = _runner(repo, ScriptedWork(), clock, "forgetful")
+    await runner.start()
+    try:
+        first = [await runner.submit(kb_id, "file", f"good-{n}.md") for n in range(5)]
+        for job in first:
+            await asyncio.wait_for(runner.wait(job.id), 10)
+        assert runner.remembered == 5
+        clock.advance(FORGET_AFTER + 1)
+        later = await runner.submit(kb_id, "file", "good-later.md")
+        await asyncio.wait_for(runner.wait(later.id), 10)
+        assert runner.remembered == 1  # the five that ended long ago are forgotten
+        again = await asyncio.wait_for(runner.wait(first[0].id), 10)  # read from the database
+        assert again.status == "succeeded"
+    finally:
+        await runner.stop()

@@ -96,3 +96,17 @@ async def test_three_processes_spend_one_workspace_budget_between_them() -> None
     clock.now += 60.0
     taken = [alone.try_take() == 0.0 for _ in range(6)]
     assert taken == [True, True, True, True, False, False]  # the whole burst again, 2 kept for finals
+
+
+async def test_budgets_unused_for_two_minutes_are_forgotten_and_one_in_use_or_penalised_is_kept() -> None:
+    clock = Clock()
+    pacer = Pacer({"chat.postMessage": Rate(per_minute=60, burst=3)}, clock=clock, sleep=clock.sleep)
+    for channel in range(500):
+        pacer.budget("T1", "chat.postMessage", f"C{channel}").try_take()
+    pacer.budget("T1", "chat.postMessage", "C-late").penalise(600)
+    assert pacer.held == 501
+    clock.now += 121
+    busy = pacer.budget("T1", "chat.postMessage", "C-busy")
+    assert busy.try_take() == 0.0
+    assert pacer.held == 2  # the one just used and the one still under a 429
+    assert pacer.budget("T1", "chat.postMessage", "C-late").try_take() > 0.0

@@ -75,3 +75,19 @@ async def test_a_chat_keeps_its_own_rate_whatever_the_number_of_processes() -> N
     clock = _Time()
     pacer = Pacer(clock=clock, sleep=clock.sleep, share=lambda: 1 / 3)
     assert await _times(pacer, clock, [1, 1, 1]) == [0.0, 1.0, 2.0]
+
+
+async def test_chats_seen_once_are_forgotten_once_their_windows_are_empty_and_live_limits_are_kept() -> None:
+    clock = _Time()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    for chat in range(1, 1001):
+        await pacer.acquire(chat)
+    pacer.rate_limited(5000, retry_after=300, bot_wide=False)
+    assert pacer.chats_held == 1000
+    clock.now += 61  # every window (the longest is a group's minute) has emptied
+    await pacer.acquire(-100)  # a group, now
+    assert pacer.chats_held == 1
+    assert pacer.penalised(5000)  # a 429 still running is not forgotten
+    clock.now += 0.5
+    second_ends = round(clock.now + 0.5, 3)
+    assert await _times(pacer, clock, [-100]) == [second_ends]  # the group's own window is kept
