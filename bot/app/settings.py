@@ -55,6 +55,8 @@ class CoreSettings(BaseSettings):
     RAGBOT_HOST: str = "127.0.0.1"
     RAGBOT_PORT: int = Field(default=8080, ge=1, le=65535)
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # `json`: one JSON object per line (time, level, logger, turn, job, message), for a log collector.
+    LOG_FORMAT: Literal["text", "json"] = "text"
 
     DATABASE_URL: str | None = None
     DATABASE_POOL_SIZE: int | None = Field(default=None, ge=1, le=1000)

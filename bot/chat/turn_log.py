@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Final
 
+from bot.log_context import current_job
+
 _TURN: Final[ContextVar[str]] = ContextVar("ragbot_turn", default="-")
 
 
@@ -28,8 +30,9 @@ def turn_scope(turn_id: str | None = None) -> Iterator[str]:
 
 
 class TurnIdFilter(logging.Filter):
-    """Adds `record.turn` so a format string can print it."""
+    """Adds `record.turn` and `record.job` so a format string (or the JSON lines) can print them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.turn = _TURN.get()
+        record.job = current_job()
         return True

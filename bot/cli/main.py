@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bot.chat.turn_log import TurnIdFilter
 from bot.cli.args import build_parser
+from bot.cli.log_format import formatter
 from bot.errors import StartupError, UserFacingError
 from storage.errors import IndexUnavailable
 
@@ -25,10 +26,10 @@ log = logging.getLogger("ragbot")
 EXIT_CONFIG = 2
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s turn=%(turn)s %(message)s", stream=sys.stderr
-    )
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    ours = logging.StreamHandler(sys.stderr)
+    ours.setFormatter(formatter(log_format))
+    logging.basicConfig(level=level, handlers=[ours])  # a no-op where logging is set up already (a test run)
     for handler in logging.getLogger().handlers:
         handler.addFilter(TurnIdFilter())
     for noisy in ("httpx", "httpcore", "weaviate-client", "aiohttp.access"):
@@ -100,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     # Admin commands talk to a person through their own output; their logs would only repeat it.
     quiet = args.command not in ("serve", "weaviate") and settings.LOG_LEVEL != "DEBUG"
-    _configure_logging("ERROR" if quiet else settings.LOG_LEVEL)
+    _configure_logging("ERROR" if quiet else settings.LOG_LEVEL, settings.LOG_FORMAT)
     try:
         if args.command == "serve":
             from bot.cli.serve import serve

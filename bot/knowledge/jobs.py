@@ -17,6 +17,7 @@ from typing import Any, Final
 from bot.errors import UserFacingError
 from bot.knowledge.ingestion import stored_source
 from bot.knowledge.uploads import UploadFolder
+from bot.log_context import job_scope
 from rag.errors import ExtractionError, FaqImportError, RagError
 from rag.ports import Progress
 from storage.errors import NotFound, StorageError, first_line
@@ -370,7 +371,8 @@ class JobRunner:
         if job.id not in self._held:
             return _LeaseLost(job.id)
         try:
-            return await self._work(self._as_given(job), self._progress(job))
+            with job_scope(job.id):
+                return await self._work(self._as_given(job), self._progress(job))
         except Exception as exc:
             return exc
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,7 +38,11 @@ class Serving:
 
 @asynccontextmanager
 async def _serving(
-    root: Path, grace: float, words: int, paths: tuple[Path, WeaviateServer, Path, Path | None]
+    root: Path,
+    grace: float,
+    words: int,
+    paths: tuple[Path, WeaviateServer, Path, Path | None],
+    log_format: str = "text",
 ) -> AsyncIterator[Serving]:
     """`ragbot serve` on the embedded store, no knowledge base (the model answers), a model writing `words` words
     at 0.1 s each, and SHUTDOWN_GRACE `grace`."""
@@ -45,7 +50,7 @@ async def _serving(
     async with PacedModel(api_key="x", pause=0.1) as model:
         model.answer = lambda prompt: " ".join(f"word{n}" for n in range(words))
         env = _env(root, model, weaviate_binary, model_dir, tiktoken_dir) | weaviate_urls(weaviate_server)
-        env.update(SHUTDOWN_GRACE=str(grace), RAGBOT_PORT=str(free_port()))
+        env.update(SHUTDOWN_GRACE=str(grace), RAGBOT_PORT=str(free_port()), LOG_FORMAT=log_format)
         for key in ("WEB_KNOWLEDGE_BASES", "DEFAULT_KNOWLEDGE_BASES"):
             env.pop(key, None)
         process, log = await serve_logged(env, root)
@@ -102,12 +107,18 @@ async def _ask_then_stop(serving: Serving) -> tuple[dict[str, Any], str]:
 async def test_an_answer_that_finishes_within_the_grace_is_delivered_whole_and_serve_exits_cleanly(
     tmp_path: Path, paths: tuple[Path, WeaviateServer, Path, Path | None]
 ) -> None:
-    async with _serving(tmp_path, grace=30, words=WORDS, paths=paths) as serving:
+    async with _serving(tmp_path, grace=30, words=WORDS, paths=paths, log_format="json") as serving:
         final, _ = await asyncio.wait_for(_ask_then_stop(serving), 60)
         assert final["text"] == " ".join(f"word{n}" for n in range(WORDS))
         assert final["notice"] == ""
         assert await asyncio.wait_for(serving.process.wait(), 30) == 0
-    assert "serve=stopping" in serving.log.read_text()
+    # LOG_FORMAT=json: ragbot's lines are JSON objects, the turn's stages carrying its id.
+    text = serving.log.read_text()
+    assert not re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", text, re.MULTILINE), text[-2000:]
+    lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert any(line["message"] == "serve=stopping" for line in lines)
+    (streamed,) = [line for line in lines if "stage=STREAM_ANSWER" in line["message"]]
+    assert streamed["turn"] not in ("", "-")
 
 
 async def test_an_answer_past_the_grace_is_cut_with_what_it_wrote_and_a_note(
