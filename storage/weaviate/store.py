@@ -209,10 +209,12 @@ class WeaviateStore:
         version it records when not the current one, changing nothing."""
         self._missing, self._stale = {}, {}
         for spec in schema.ALL:
-            if await live_target(self._client, spec) is None:
+            target = await live_target(self._client, spec)
+            if target is None:
                 await create_first(self._client, spec, replication_factor=self._replication_factor)
                 continue
-            config = await self._client.collections.use(spec.name).config.get()
+            # The physical collection's own name: a cluster node asked for an alias's config answered 404 once.
+            config = await self._client.collections.use(target).config.get()
             missing = schema.missing_properties(spec, {prop.name for prop in config.properties})
             if missing:
                 self._missing[spec.name] = missing
