@@ -346,3 +346,53 @@ class SharedKey(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     value: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class Schedule(SQLModel, table=True):
+    """Work done again every `every_seconds`: a URL source re-synced, or the retention sweep (kb_id empty).
+
+    The serving processes' clocks fire it; each firing claims its tick in `schedule_tick`, so one runs it.
+    """
+
+    __tablename__ = "schedule"
+    __table_args__ = (UniqueConstraint("kind", "kb_id", "source"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    kind: str = Field(max_length=16)
+    kb_id: str = Field(default="", max_length=36, index=True)
+    source: str = Field(default="", max_length=2048)
+    every_seconds: int
+    created_by: str = Field(default="", max_length=128)
+    # Where to tell the admins when the source is gone or the schedule keeps failing.
+    requested_from: dict[str, Any] = _json_column()
+    # What the source's server said last time, sent back so an unchanged page costs one request.
+    etag: str = Field(default="", max_length=512)
+    last_modified: str = Field(default="", max_length=128)
+    # Conditional fetches since the last full one: a server whose validators lie is caught by the next full one.
+    conditional_runs: int = 0
+    last_run_at: datetime | None = None
+    last_outcome: str = Field(default="", max_length=512)
+    failures: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ScheduleTick(SQLModel, table=True):
+    """One firing of a schedule, claimed by the first process whose clock reached it."""
+
+    __tablename__ = "schedule_tick"
+
+    schedule_id: str = Field(primary_key=True, max_length=36)
+    tick: int = Field(primary_key=True, sa_type=BigInteger, sa_column_kwargs={"autoincrement": False})
+    claimed_by: str = Field(default="", max_length=128)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class FeedbackTally(SQLModel, table=True):
+    """What retention keeps of the conversations it removes: per day, questions asked and the feedback given."""
+
+    __tablename__ = "feedback_tally"
+
+    day: str = Field(primary_key=True, max_length=10)
+    questions: int = 0
+    helpful: int = 0
+    unhelpful: int = 0

@@ -275,3 +275,26 @@ class SlackInstallRecord(SlackInstall):
 
     installed_at: datetime
     updated_at: datetime
+
+
+ScheduleKind = Literal["url_sync", "retention"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    """Work done again every `every_seconds`, with how its last run went."""
+
+    id: str
+    kind: str
+    kb_id: str
+    source: str
+    every_seconds: int
+    created_by: str
+    requested_from: dict[str, Any]
+    etag: str
+    last_modified: str
+    conditional_runs: int
+    last_run_at: datetime | None
+    last_outcome: str
+    failures: int
+    created_at: datetime

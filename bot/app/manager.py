@@ -63,6 +63,7 @@ def command_parts(services: Services) -> CommandParts:
         job_repo=services.job_repo,
         index_lock=services.index_lock,
         uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
+        schedules=services.schedules,
     )
 
 

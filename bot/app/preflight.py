@@ -10,6 +10,7 @@ from pathlib import Path
 from bot.app.exposure import exposure_of
 from bot.app.settings import Settings, platform_settings
 from bot.errors import StartupError
+from bot.knowledge.schedules import EveryError, parse_every
 
 
 def nearest_existing(path: Path) -> Path:
@@ -75,6 +76,10 @@ def check_settings(settings: Settings, *, serving: bool) -> None:
             "ANSWER_FALLBACK", "is model but no CHAT_MODEL is configured", "set CHAT_MODEL or use extractive"
         )
     check_platforms(settings, serving=serving)
+    try:
+        parse_every(settings.RETENTION_EVERY)
+    except EveryError as exc:
+        raise StartupError("RETENTION_EVERY", exc.user_message, "write a period such as 6h or 1d") from exc
     if serving:
         check_port_free(settings.RAGBOT_HOST, settings.RAGBOT_PORT)
 

@@ -46,6 +46,7 @@ from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
 from storage.repos.merge_reads import MergeReadRepo
+from storage.repos.schedules import ScheduleRepo
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
@@ -76,6 +77,7 @@ class Services:
     jobs: JobRunner
     bindings: BindingRepo
     index_lock: IndexLock
+    schedules: ScheduleRepo
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
 
@@ -256,7 +258,8 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             documents, store, cached, lexical, tokens.encoding, settings.extract_limits(), sandbox=sandbox
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
-        work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits())
+        schedules = ScheduleRepo(db)
+        work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
         await knowledge.repair_index()
         services = Services(
             settings=settings,
@@ -286,6 +289,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             ),
             bindings=BindingRepo(db),
             index_lock=index_lock,
+            schedules=schedules,
             vector_model=vector_model,
         )
         services.answerer = Answerer(pipeline_parts(services))

@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from bot.knowledge.ingestion import IngestionLimits
+from bot.knowledge.retention import RetentionPolicy
 from bot.settings_base import Network, PlatformSettings, is_loopback, names, networks
 from rag.config import AnswerConfig, ChatModelConfig, EmbedderConfig
 from rag.extractive import ExtractiveConfig
@@ -143,6 +144,14 @@ class CoreSettings(BaseSettings):
     TURN_RESUME_MAX_AGE: float = Field(default=600.0, ge=0.0, le=86_400.0)
     # On SIGTERM: seconds the answers being written get to finish before they are cut off with a note.
     SHUTDOWN_GRACE: float = Field(default=25.0, ge=0.0, le=600.0)
+    # Conversations with no message for this many days are removed by the retention sweep (their daily question
+    # and feedback counts stay for `ragbot stats`); 0 keeps them for ever.
+    RETENTION_DAYS: int = Field(default=0, ge=0, le=36_500)
+    # How often the retention sweep runs (a number and a unit: 30m, 6h, 1d).
+    RETENTION_EVERY: str = "6h"
+    # The embedding cache keeps at most this many vectors, and none older than EMBEDDING_CACHE_MAX_DAYS (0: any age).
+    EMBEDDING_CACHE_MAX_ENTRIES: int = Field(default=2_000_000, ge=1000)
+    EMBEDDING_CACHE_MAX_DAYS: int = Field(default=0, ge=0, le=36_500)
     RAGBOT_INTERNAL_PORT: int | None = Field(default=None, ge=1, le=65535)
     # Reachable from the internet (behind a reverse proxy): the web chat needs its access token, /metrics and
     # the detailed /healthz move to the internal listener. A webhook adapter or a non-loopback host means it too.
@@ -296,6 +305,10 @@ class CoreSettings(BaseSettings):
             api_key=self.EMBEDDING_API_KEY.get_secret_value() if self.EMBEDDING_API_KEY else None,
             dimension=self.EMBEDDING_DIMENSION,
         )
+
+    def retention_policy(self) -> RetentionPolicy:
+        """How long conversations and cached embeddings are kept."""
+        return RetentionPolicy(self.RETENTION_DAYS, self.EMBEDDING_CACHE_MAX_DAYS, self.EMBEDDING_CACHE_MAX_ENTRIES)
 
     def ingestion_limits(self) -> IngestionLimits:
         """Size, time and address limits for files and URLs."""

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from bot.chat.inflight import CUT_WITHIN, InFlight
 from bot.chat.limits import Arrivals, RateLimit, RateLimiter, TurnGate
@@ -348,6 +349,25 @@ class ConversationManager:
         message = IncomingMessage(key=key, message_id="", user=UserRef(id=question.author), text=question.text)
         log.info("turn=resumed conversation=%s request=%s from=%s", conversation.id, answer.request_id, answer.instance)
         self._spawn(self._resumed_turn(message, target, conversation, opened), "turn-resumed")
+        return True
+
+    async def tell(self, key: ConversationKey, text_in: Callable[[str], str]) -> bool:
+        """Post a notice into a chat outside any turn (a scheduled sync's trouble), in the chat's language; False when
+        no adapter here reaches that platform's chats or the platform refused it."""
+        registered = self._resumers.get(key.platform)
+        if not registered:
+            return False
+        lang = await self.language(key)
+        # Reply targets are made for a question; a notice has none, so it stands in as an empty one.
+        notice = MessageRecord("", "", "", "user", "", "done", "", {}, datetime.now(UTC))
+        target = await registered[0](key, notice)
+        if target is None:
+            return False
+        try:
+            await deliver_text(target, text_in(lang))
+        except PlatformError:
+            log.warning("notice=undelivered platform=%s chat=%s", key.platform, key.chat, exc_info=True)
+            return False
         return True
 
     async def close_orphan(self, answer: MessageRecord) -> bool:

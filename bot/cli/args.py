@@ -116,8 +116,15 @@ def _add_knowledge_commands(commands: Any) -> None:
     docs_delete.add_argument("document_id")
     docs_delete.add_argument("--kb", required=True)
 
-    jobs = commands.add_parser("jobs", help="ingestion jobs, newest first, a page at a time")
+    jobs = commands.add_parser(
+        "jobs", help="ingestion jobs, newest first, a page at a time; --schedules: the scheduled work instead"
+    )
     jobs.add_argument("--kb")
+    jobs.add_argument(
+        "--schedules",
+        action="store_true",
+        help="list the schedules (URL re-syncs, retention) with their period, last and next run, and last outcome",
+    )
     jobs.add_argument("--status", choices=JOB_STATUSES, action="append", help="only jobs in this state (repeatable)")
     jobs.add_argument("--limit", type=_positive, default=JOBS_PAGE, help=f"jobs per page (default {JOBS_PAGE})")
     pages = jobs.add_mutually_exclusive_group()

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bot.cli.args import JOBS_PAGE
 from bot.knowledge.bases import qualified
 from bot.knowledge.ingestion import describe_result
+from bot.knowledge.schedules import FIRING_KINDS, next_run
 from bot.knowledge.tenancy import parse_tenant, shown
-from bot.words.messages import job_outcome
+from bot.words.messages import job_outcome, shown_period
 from rag.errors import ExtractionError, UnsupportedType
 from rag.ingest.extract import detect_type
 from rag.ingest.faq_sheet import is_faq_sheet, template_path
@@ -307,8 +308,10 @@ async def run_docs(services: Services, args: argparse.Namespace, out: TextIO = s
 async def run_jobs(
     services: Services, args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
-    """List jobs newest first, a page at a time; say on `err` how many more there are."""
+    """List jobs newest first, a page at a time; say on `err` how many more there are (or the schedules)."""
     kb_id = (await services.knowledge.find(args.kb)).id if args.kb else None
+    if args.schedules:
+        return await _list_schedules(services, kb_id, out)
     statuses = tuple(args.status or ())
     limit, offset = (None, 0) if args.all else (args.limit, (args.page - 1) * args.limit)
     jobs = await services.job_repo.recent(kb_id=kb_id, statuses=statuses, limit=limit, offset=offset)
@@ -327,6 +330,33 @@ async def run_jobs(
         )
     elif not jobs and total:
         err.write(f"page {args.page} is past the last job ({total} in all)\n")
+    return 0
+
+
+async def _list_schedules(services: Services, kb_id: str | None, out: TextIO) -> int:
+    """One tab-separated line per schedule: id, kind, knowledge base, source, period, last run, next run, outcome."""
+    names = {kb.id: kb.name for kb in await services.knowledge.all()}
+    rows = await services.schedules.all(kb_ids=[kb_id] if kb_id else None)
+    out.write("id\tkind\tkb\tsource\tevery\tlast run\tnext run\tlast outcome\n")
+    now = datetime.now(UTC)
+    for row in rows:
+        if row.kind not in FIRING_KINDS:
+            continue
+        last = row.last_run_at.isoformat(timespec="seconds") if row.last_run_at else "never"
+        outcome = row.last_outcome or "-"
+        if row.failures:
+            outcome += f" ({row.failures} failures in a row)"
+        fields = (
+            row.id,
+            row.kind,
+            names.get(row.kb_id, "-"),
+            row.source or "-",
+            shown_period(row.every_seconds),
+            last,
+            next_run(row.every_seconds, now).isoformat(timespec="seconds"),
+            outcome,
+        )
+        out.write("\t".join(fields) + "\n")
     return 0
 
 

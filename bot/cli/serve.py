@@ -11,6 +11,7 @@ from bot.app import cluster
 from bot.app.exposure import Exposure, exposure_of
 from bot.app.manager import build_manager, chat_policy
 from bot.app.platforms import load_adapters
+from bot.app.schedule import build_scheduler
 from bot.app.server import create_app
 from bot.app.services import build_services
 from bot.app.settings import Settings, is_loopback, platform_settings
@@ -44,7 +45,7 @@ async def _stop_listening(runners: list[web.AppRunner]) -> None:
 async def _stop_all(
     adapters: Sequence[Adapter], runners: list[web.AppRunner], stop_jobs: Callable[[], Awaitable[None]]
 ) -> None:
-    """Stop the adapters, the listeners and the job runner, each whatever the one before it did."""
+    """Stop the adapters, the listeners and the scheduled work, each whatever the one before it did."""
     for adapter in reversed(adapters):
         try:
             await adapter.stop()
@@ -111,7 +112,17 @@ async def serve(settings: Settings) -> None:
         runners: list[web.AppRunner] = []
         # Jobs queued or interrupted before this start are picked up here.
         await services.jobs.start()
+        scheduler = build_scheduler(services, manager, owner=services.jobs.owner)
+
+        async def stop_work() -> None:
+            try:
+                await scheduler.stop()
+            except Exception:
+                log.exception("serve=scheduler_stop_failed")
+            await services.jobs.stop()
+
         try:
+            await scheduler.start()
             runners.append(await _start_site(app, settings.RAGBOT_HOST, settings.RAGBOT_PORT))
             if public:
                 internal = create_app(services, chat_metrics)
@@ -129,4 +140,4 @@ async def serve(settings: Settings) -> None:
                 await _stop_listening(runners)
                 await manager.drain(settings.SHUTDOWN_GRACE)
         finally:
-            await _stop_all(adapters, runners, services.jobs.stop)
+            await _stop_all(adapters, runners, stop_work)

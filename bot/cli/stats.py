@@ -5,12 +5,13 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 
 from bot.app.services import Services
 from bot.errors import UserFacingError
 from storage.records import MessageRecord
+from storage.repos.retention import RetentionRepo
 
 OUTCOME_GROUPS = {
     "faq_direct": "FAQ direct",
@@ -124,10 +125,23 @@ def render_stats(stats: ChatStats, days: int) -> str:
     return "\n".join(lines)
 
 
+def with_tallies(stats: ChatStats, tallies: Sequence[tuple[str, int, int, int]]) -> ChatStats:
+    """The figures with what retention kept of removed conversations: questions per day and feedback counts."""
+    per_day = Counter(stats.questions_per_day)
+    helpful, unhelpful = stats.helpful, stats.unhelpful
+    for day, questions, up, down in tallies:
+        per_day[date.fromisoformat(day)] += questions
+        helpful += up
+        unhelpful += down
+    return replace(stats, questions_per_day=dict(sorted(per_day.items())), helpful=helpful, unhelpful=unhelpful)
+
+
 async def run_stats(services: Services, days: int) -> int:
-    """Print `ragbot stats` for the last `days` days."""
+    """Print `ragbot stats` for the last `days` days, counting what retention removed in that time too."""
     if days < 1:
         raise UserFacingError("--days must be 1 or more.")
     since = datetime.now(UTC) - timedelta(days=days)
-    print(render_stats(compute_stats(await services.conversations.messages_since(since)), days))
+    stats = compute_stats(await services.conversations.messages_since(since))
+    stats = with_tallies(stats, await RetentionRepo(services.db).tallies(since.date().isoformat()))
+    print(render_stats(stats, days))
     return 0

@@ -1,4 +1,4 @@
-"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /faq /fallback /mode /lang."""
+"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /lang."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 
 from bot.commands.registry import Asker, CommandContext, CommandRegistry, Form
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
+from bot.knowledge.ingestion import stored_source
+from bot.knowledge.schedules import SYNC_DEFAULT, URL_SYNC, EveryError, parse_every
 from bot.knowledge.uploads import upload_name
 from bot.reply.status import StatusMessage
 from bot.types import Attachment
@@ -80,13 +82,23 @@ def register_all(registry: CommandRegistry) -> None:
         else:
             raise context.usage_error()
 
-    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("files", files=True)))
+    @registry.register("ingest", admin=True, forms=(Form("urls"), Form("every"), Form("files", files=True)))
     async def ingest(context: CommandContext) -> None:
         await _ingest(context, kind="upload")
 
     @registry.register("jobs", admin=True)
     async def jobs(context: CommandContext) -> None:
         await context.reply(await _jobs(context))
+
+    @registry.register("sync", admin=True, forms=(Form("now"), Form("every")))
+    async def sync(context: CommandContext) -> None:
+        args = context.command.args
+        if not args:
+            await _sync_now(context)
+        elif args[0] == "every" and len(args) == 2:
+            await context.reply(await _sync_every(context, args[1]))
+        else:
+            raise context.usage_error()
 
     @registry.register(
         "faq", admin=True, forms=(Form("add"), Form("import", files=True), Form("list", literal=True), Form("delete"))
@@ -277,9 +289,71 @@ async def _jobs(context: CommandContext) -> str:
     for kb in kbs:
         found += await context.parts.job_repo.recent(kb_id=kb.id, limit=_LIST_LIMIT)
     found.sort(key=lambda job: job.created_at, reverse=True)
-    if not found:
-        return messages.no_jobs(context.lang)
-    return messages.jobs_list(found[:_LIST_LIMIT], names, context.parts.clock(), context.lang)
+    scheduled = [row for row in await context.parts.schedules.all(kb_ids=names) if row.kind == URL_SYNC]
+    listed = messages.jobs_list(found[:_LIST_LIMIT], names, context.parts.clock(), context.lang) if found else ""
+    if not scheduled:
+        return listed or messages.no_jobs(context.lang)
+    shown = messages.schedules_list(scheduled[:_LIST_LIMIT], names, context.lang)
+    return f"{shown}\n\n{listed}" if listed else shown
+
+
+async def _sync_now(context: CommandContext) -> None:
+    """`/sync`: every scheduled page of the chat's knowledge base fetched again now, followed like /ingest."""
+    kb = await _target_kb(context)
+    scheduled = [row for row in await context.parts.schedules.all(kb_ids=[kb.id]) if row.kind == URL_SYNC]
+    if not scheduled:
+        await context.reply(messages.sync_nothing(context.lang))
+        return
+    status = StatusMessage(context.target)
+    await status.update(messages.sync_queued(len(scheduled), context.lang))
+    jobs = [
+        await context.parts.jobs.submit(
+            kb.id,
+            "sync",
+            row.source,
+            requested_by=context.message.user.id,
+            requested_from=_requested_from(context),
+            resume=True,
+        )
+        for row in scheduled
+    ]
+    await _follow(context, status, jobs)
+
+
+async def _sync_every(context: CommandContext, period: str) -> str:
+    """`/sync every 1d|off`: the knowledge base's period for its pages, those scheduled already included."""
+    kb = await _target_kb(context)
+    schedules = context.parts.schedules
+    scheduled = [row for row in await schedules.all(kb_ids=[kb.id]) if row.kind in (URL_SYNC, SYNC_DEFAULT)]
+    if period.lower() == "off":
+        for row in scheduled:
+            await schedules.remove(row.id)
+        return messages.sync_default_off(kb.name, context.lang)
+    every = parse_every(period)
+    await schedules.put(SYNC_DEFAULT, every, kb_id=kb.id, created_by=context.message.user.id)
+    pages = [row for row in scheduled if row.kind == URL_SYNC]
+    for row in pages:
+        await schedules.put(URL_SYNC, every, kb_id=kb.id, source=row.source)
+    return messages.sync_default_set(kb.name, every, len(pages), context.lang)
+
+
+def _requested_from(context: CommandContext) -> dict[str, str]:
+    """Where a job or schedule was asked for: the chat its outcome and troubles are told in."""
+    key = context.message.key
+    return {"platform": key.platform, "workspace": key.workspace, "chat": key.chat}
+
+
+def _every_of(args: Sequence[str]) -> tuple[list[str], int | None]:
+    """`/ingest`'s arguments without `--every PERIOD`, and the period in seconds when given."""
+    rest = list(args)
+    if "--every" not in rest:
+        return rest, None
+    at = rest.index("--every")
+    if at + 1 >= len(rest):
+        raise EveryError.missing()
+    period = rest[at + 1]
+    del rest[at : at + 2]
+    return rest, parse_every(period)
 
 
 async def _faq_add(context: CommandContext, question: str, answer: str) -> str:
@@ -324,10 +398,16 @@ async def _faq_delete(context: CommandContext, faq_id: str) -> str:
 async def _ingest(context: CommandContext, *, kind: str) -> None:
     uploads = context.parts.uploads
     kb = await _target_kb(context)
-    urls = [arg for arg in context.command.args if _URL.match(arg)] if kind == "upload" else []
-    others = [arg for arg in context.command.args if arg not in urls and not (kind == "faq" and arg == "import")]
+    args, every = _every_of(context.command.args) if kind == "upload" else (list(context.command.args), None)
+    urls = [arg for arg in args if _URL.match(arg)] if kind == "upload" else []
+    others = [arg for arg in args if arg not in urls and not (kind == "faq" and arg == "import")]
     if others:
         raise UserFacingError(messages.not_urls(others, context.lang))
+    if every is not None and not urls:
+        raise UserFacingError(messages.every_urls_only(context.lang))
+    if every is not None and any(stored_source("url", url) != url for url in urls):
+        # Credentials are never stored, so a sync would fetch without them and fail: refused before anything queues.
+        raise UserFacingError(messages.every_credentials(context.lang))
     files = context.message.attachments
     if not files and not urls:
         lang = context.lang
@@ -341,11 +421,7 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
         raise _too_large(too_big[0].name, too_big[0].size, limit, context.lang)
     status = StatusMessage(context.target)
     await status.update(messages.ingest_queued(len(files) + len(urls), kb.name, context.lang))
-    requested_from = {
-        "platform": context.message.key.platform,
-        "workspace": context.message.key.workspace,
-        "chat": context.message.key.chat,
-    }
+    requested_from = _requested_from(context)
     try:
         paths = await _save_uploads(uploads.folder, files, limit, context.lang)
     except UserFacingError as exc:
@@ -360,13 +436,35 @@ async def _ingest(context: CommandContext, *, kind: str) -> None:
                 kb.id, job_kind, str(path), requested_by=context.message.user.id, requested_from=requested_from
             )
         )
+    if urls:
+        every = await _url_period(context, kb, every)
     for url in urls:
+        if every is not None:
+            # Before the job, so its first fetch's validators are kept for the next sync.
+            await context.parts.schedules.put(
+                URL_SYNC,
+                every,
+                kb_id=kb.id,
+                source=stored_source("url", url),
+                created_by=context.message.user.id,
+                requested_from=requested_from,
+            )
         jobs.append(
             await context.parts.jobs.submit(
                 kb.id, "url", url, requested_by=context.message.user.id, requested_from=requested_from
             )
         )
     await _follow(context, status, jobs)
+    if urls and every is not None:
+        await context.reply(messages.url_scheduled(every, context.lang))
+
+
+async def _url_period(context: CommandContext, kb: KnowledgeBaseRecord, every: int | None) -> int | None:
+    """How often the URLs of this /ingest are fetched again: as given, else the knowledge base's default."""
+    if every is not None:
+        return every
+    default = await context.parts.schedules.find(SYNC_DEFAULT, kb_id=kb.id)
+    return default.every_seconds if default is not None else None
 
 
 async def _follow(context: CommandContext, status: StatusMessage, jobs: Sequence[JobRecord]) -> None:

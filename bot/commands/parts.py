@@ -20,6 +20,7 @@ from storage.records import ConversationRecord, JobRecord
 from storage.repos.bindings import BindingRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
+from storage.repos.schedules import ScheduleRepo
 
 
 class ChatControl(Protocol):
@@ -94,5 +95,6 @@ class CommandParts:
     job_repo: JobRepo
     index_lock: IndexLock
     uploads: Uploads
+    schedules: ScheduleRepo
     # What "5 min ago" counts from (injected, so /jobs is tested without waiting).
     clock: Callable[[], datetime] = _utcnow

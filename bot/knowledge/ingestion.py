@@ -16,15 +16,20 @@ from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
 from rag.ingest.extractors.limits import format_size
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.faq_sheet import parse_faq_file
-from rag.ingest.fetch import FetchLimits, fetch_url, without_credentials
+from rag.ingest.fetch import FetchedFile, FetchLimits, Validators, fetch_url, without_credentials
 from rag.ports import Progress
 from storage.records import JobRecord
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.schedules import ScheduleRepo
 
 log = logging.getLogger(__name__)
 
-JobKind = Literal["file", "url", "upload", "faq"]
-JOB_KINDS: tuple[JobKind, ...] = ("file", "url", "upload", "faq")
+JobKind = Literal["file", "url", "upload", "faq", "sync"]
+JOB_KINDS: tuple[JobKind, ...] = ("file", "url", "upload", "faq", "sync")
+URL_KINDS = frozenset({"url", "sync"})
+"""A `sync` job fetches a scheduled URL source again, conditionally: an unchanged page costs one request."""
+# Every so many syncs one is sent without validators: a server whose ETag stays while its page changes is caught.
+FULL_FETCH_EVERY = 10
 # The most bytes of read files one batch holds at once (many small files, or one or two big ones).
 _BATCH_BYTES = 64 * 1024 * 1024
 
@@ -61,11 +66,13 @@ class IngestionWork:
         documents: DocumentIngestor,
         faqs: FaqImporter,
         limits: IngestionLimits,
+        schedules: ScheduleRepo | None = None,
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._documents = documents
         self._faqs = faqs
         self._limits = limits
+        self._schedules = schedules
 
     async def __call__(self, job: JobRecord, progress: Progress) -> dict[str, Any]:
         """Do the job; the returned counts are stored as its result."""
@@ -76,7 +83,9 @@ class IngestionWork:
             entries = await asyncio.to_thread(parse_faq_file, data, _original_name(path))
             return asdict(await self._faqs.import_entries(kb, entries, progress))
         source = await self._source(job, progress)
-        return asdict(await self._documents.ingest(kb, source, progress))
+        if not isinstance(source, SourceFile):
+            return source
+        return {**asdict(await self._documents.ingest(kb, source, progress)), **_validators_result(job, source)}
 
     async def run_batch(
         self, jobs: Sequence[JobRecord], progress_of: Callable[[JobRecord], Progress]
@@ -95,8 +104,11 @@ class IngestionWork:
             results = await self._documents.ingest_many(
                 kb, [source for _, source, _ in group], [progress for *_, progress in group]
             )
-            for (job, *_), result in zip(group, results, strict=True):
-                outcomes[job.id] = asdict(result) if isinstance(result, IngestResult) else result
+            for (job, source, _), result in zip(group, results, strict=True):
+                if isinstance(result, IngestResult):
+                    outcomes[job.id] = {**asdict(result), **_validators_result(job, source)}
+                else:
+                    outcomes[job.id] = result
 
         for job in jobs:
             progress = progress_of(job)
@@ -108,6 +120,9 @@ class IngestionWork:
             except RagError as exc:
                 outcomes[job.id] = exc
                 continue
+            if not isinstance(source, SourceFile):
+                outcomes[job.id] = source
+                continue
             group = pending.setdefault(job.kb_id, [])
             group.append((job, source, progress))
             # Files read but not yet ingested stay in memory: a few large ones make a batch of their own.
@@ -117,15 +132,23 @@ class IngestionWork:
             await ingest(kb_id)
         return [outcomes[job.id] for job in jobs]
 
-    async def _source(self, job: JobRecord, progress: Progress) -> SourceFile:
-        if job.kind == "url":
+    async def _source(self, job: JobRecord, progress: Progress) -> SourceFile | dict[str, Any]:
+        """The job's file; for a sync whose page did not change, its result instead (nothing to ingest)."""
+        if job.kind in URL_KINDS:
             await progress("fetch", 0, 1)
-            fetched = await fetch_url(job.source, limits=self._limits.fetch, policy=self._limits.address_policy)
-            return SourceFile(
+            validators = await self._validators(job) if job.kind == "sync" else None
+            fetched = await fetch_url(
+                job.source, limits=self._limits.fetch, policy=self._limits.address_policy, validators=validators
+            )
+            if fetched.not_modified:
+                return {"unchanged": True, "not_modified": True, "conditional": True, **_validators_of(fetched)}
+            return _FetchedSource(
                 fetched.data,
                 source_uri=stored_source(job.kind, job.source),
                 filename=fetched.filename,
                 content_type=fetched.content_type,
+                fetched=fetched,
+                conditional=validators is not None,
             )
         path = Path(job.source)
         data = await asyncio.to_thread(_read_file, path, self._limits.max_file_bytes)
@@ -135,11 +158,40 @@ class IngestionWork:
         absolute = await asyncio.to_thread(path.resolve)
         return SourceFile(data, source_uri=absolute.as_uri(), filename=path.name)
 
+    async def _validators(self, job: JobRecord) -> Validators | None:
+        """What to send back to the source's server, unless this sync is due to fetch in full."""
+        if self._schedules is None:
+            return None
+        schedule = await self._schedules.find("url_sync", kb_id=job.kb_id, source=job.source)
+        if schedule is None or schedule.conditional_runs >= FULL_FETCH_EVERY - 1:
+            return None
+        validators = Validators(schedule.etag, schedule.last_modified)
+        return validators if validators.headers() else None
+
+
+@dataclass(frozen=True, slots=True)
+class _FetchedSource(SourceFile):
+    """A fetched URL's file, with what its server said about the version (for the next conditional sync)."""
+
+    fetched: FetchedFile | None = None
+    conditional: bool = False
+
+
+def _validators_of(fetched: FetchedFile) -> dict[str, str]:
+    return {"etag": fetched.validators.etag, "last_modified": fetched.validators.last_modified}
+
+
+def _validators_result(job: JobRecord, source: SourceFile) -> dict[str, Any]:
+    """A URL job's result keeps its server's validators, which its schedule sends back next time."""
+    if job.kind not in URL_KINDS or not isinstance(source, _FetchedSource) or source.fetched is None:
+        return {}
+    return {**_validators_of(source.fetched), "conditional": source.conditional}
+
 
 def stored_source(kind: str, source: str) -> str:
     """A job's source as it is stored and shown: a URL without the credentials it may carry (`?token=`,
     `user:password@`), which every reader of its answers and of /jobs would otherwise see."""
-    return without_credentials(source) if kind == "url" else source
+    return without_credentials(source) if kind in URL_KINDS else source
 
 
 def _original_name(path: Path) -> str:
@@ -158,6 +210,8 @@ def describe_result(job: JobRecord) -> str:
             f"{result.get('unchanged', 0)} unchanged"
         )
     chunks = int(result.get("chunks", 0))
+    if result.get("not_modified"):
+        return "not modified since the last fetch"
     if result.get("unchanged"):
         return f"unchanged ({_count(chunks, 'chunk')} already indexed)"
     parts = int(result.get("segments", 0) or chunks)

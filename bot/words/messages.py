@@ -18,7 +18,7 @@ from bot.errors import UserFacingError
 from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
 from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue
 from rag.input_check import Refusal, SmallTalk
-from storage.records import JobRecord
+from storage.records import JobRecord, ScheduleRecord
 
 # English texts for callers that reply before any turn has a language (adapters).
 TURN_FAILED: Final = catalogue(DEFAULT_LANGUAGE).text("turn.failed")
@@ -764,3 +764,85 @@ def reindexed(names: Sequence[str], chunks: int, faq_questions: int) -> str:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def bad_every(text: str, lang: str) -> str:
+    """A schedule period that does not parse, and the format."""
+    return catalogue(lang).text("schedule.bad_every", text=text[:40])
+
+
+def every_out_of_bounds(text: str, minimum: int, maximum: int, lang: str) -> str:
+    """A schedule period shorter or longer than allowed."""
+    return catalogue(lang).text(
+        "schedule.out_of_bounds", text=text, minimum=shown_period(minimum), maximum=shown_period(maximum)
+    )
+
+
+def shown_period(seconds: int) -> str:
+    """A schedule period in its largest whole unit, as /ingest --every reads it: `1d`, `6h`."""
+    for unit, size in (("w", 604_800), ("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def url_scheduled(every: int, lang: str) -> str:
+    """After `/ingest URL --every`: how often the pages are fetched again."""
+    return catalogue(lang).text("schedule.scheduled", every=shown_period(every))
+
+
+def sync_gone(source: str, status: int, lang: str) -> str:
+    """A scheduled page answered 404 or 410: kept, and the admins told."""
+    return catalogue(lang).text("schedule.gone", source=source, status=status)
+
+
+def sync_failing(source: str, count: int, reason: str, lang: str) -> str:
+    """A scheduled page failed several syncs in a row."""
+    return catalogue(lang).text("schedule.failing", source=source, count=count, reason=reason.removeprefix("failed: "))
+
+
+def schedules_list(schedules: Sequence[ScheduleRecord], kb_names: Mapping[str, str], lang: str) -> str:
+    """What /jobs shows above the jobs: each scheduled page, its period and how its last run went."""
+    words = catalogue(lang)
+    lines = [words.text("schedule.title")]
+    for schedule in schedules:
+        lines.append(
+            words.text(
+                "schedule.line",
+                source=f"`{schedule.source}`",
+                kb=kb_names.get(schedule.kb_id, "?"),
+                every=shown_period(schedule.every_seconds),
+                last=schedule.last_outcome or words.text("schedule.never"),
+            )
+        )
+    return "\n".join(lines)
+
+
+def sync_queued(count: int, lang: str) -> str:
+    """`/sync`: the pages being fetched again."""
+    return catalogue(lang).text("schedule.sync_queued", count=count)
+
+
+def sync_nothing(lang: str) -> str:
+    """`/sync` where no page is scheduled."""
+    return catalogue(lang).text("schedule.sync_nothing")
+
+
+def sync_default_set(kb_name: str, every: int, count: int, lang: str) -> str:
+    """`/sync every 1d`: the knowledge base's period for its pages."""
+    return catalogue(lang).text("schedule.default_set", kb=kb_name, every=shown_period(every), count=count)
+
+
+def sync_default_off(kb_name: str, lang: str) -> str:
+    """`/sync every off`."""
+    return catalogue(lang).text("schedule.default_off", kb=kb_name)
+
+
+def every_urls_only(lang: str) -> str:
+    """`--every` given with files only: files are ingested once, web addresses can be fetched again."""
+    return catalogue(lang).text("schedule.urls_only")
+
+
+def every_credentials(lang: str) -> str:
+    """`--every` for an address that carries credentials, which are never stored to fetch it again with."""
+    return catalogue(lang).text("schedule.credentials")

@@ -58,13 +58,35 @@ class FetchLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class Validators:
+    """What a server said identifies the version it sent (ETag, Last-Modified), sent back to ask "changed since?"."""
+
+    etag: str = ""
+    last_modified: str = ""
+
+    def headers(self) -> dict[str, str]:
+        """The conditional request headers these validators make (none when both are empty)."""
+        headers = {}
+        if self.etag:
+            headers["If-None-Match"] = self.etag
+        if self.last_modified:
+            headers["If-Modified-Since"] = self.last_modified
+        return headers
+
+
+@dataclass(frozen=True, slots=True)
 class FetchedFile:
-    """A fetched body with what the server said about it and the URL it finally came from."""
+    """A fetched body with what the server said about it and the URL it finally came from.
+
+    `not_modified` is a 304 to a conditional fetch: no body, and the version already held is current.
+    """
 
     data: bytes
     filename: str | None
     content_type: str | None
     final_url: str
+    validators: Validators = Validators()
+    not_modified: bool = False
 
 
 DEFAULT_FETCH_LIMITS = FetchLimits()
@@ -76,8 +98,11 @@ async def fetch_url(
     limits: FetchLimits = DEFAULT_FETCH_LIMITS,
     policy: AddressPolicy = PUBLIC_ONLY,
     session: aiohttp.ClientSession | None = None,
+    validators: Validators | None = None,
 ) -> FetchedFile:
     """GET `url` within `limits`, following redirects by hand and checking every hop's scheme and address.
+
+    With `validators` the request is conditional: a 304 comes back as a FetchedFile with `not_modified` set.
 
     Without `session` a private one is opened whose resolver checks addresses at connect time. A caller's
     session is used as it is: hosts are then resolved and checked before each request, which cannot
@@ -87,11 +112,15 @@ async def fetch_url(
     try:
         async with asyncio.timeout(limits.total_timeout):
             if session is not None:
-                return await _follow(session, target, limits, policy=policy, resolve_first=True, given=url)
+                return await _follow(
+                    session, target, limits, policy=policy, resolve_first=True, given=url, validators=validators
+                )
             resolver = PublicAddressResolver(policy=policy)
             try:
                 async with _open_session(resolver) as own:
-                    return await _follow(own, target, limits, policy=policy, resolve_first=False, given=url)
+                    return await _follow(
+                        own, target, limits, policy=policy, resolve_first=False, given=url, validators=validators
+                    )
             finally:
                 await resolver.close()
     except TimeoutError as exc:
@@ -114,16 +143,23 @@ async def _follow(
     policy: AddressPolicy,
     resolve_first: bool,
     given: str,
+    validators: Validators | None = None,
 ) -> FetchedFile:
+    conditional = validators.headers() if validators is not None else {}
     timeout = aiohttp.ClientTimeout(total=None, connect=limits.connect_timeout, sock_read=limits.read_idle_timeout)
     current, previous = target, None
     for _ in range(limits.max_redirects + 1):
         try:
             request_url = await _check_hop(current, policy=policy, resolve=resolve_first)
-            async with session.get(request_url, allow_redirects=False, timeout=timeout) as response:
+            async with session.get(
+                request_url, allow_redirects=False, timeout=timeout, headers=conditional
+            ) as response:
                 if response.status in _REDIRECTS:
                     current, previous = _next_hop(current, response), current
                     continue
+                if response.status == http.HTTPStatus.NOT_MODIFIED and conditional:
+                    assert validators is not None
+                    return _not_modified(response, request_url, validators)
                 if not 200 <= response.status < 300:
                     raise FetchError(
                         f"{_shown(current)} answered {_status(response)}: check the link",
@@ -136,6 +172,7 @@ async def _follow(
                     filename=_filename(response.headers.get("Content-Disposition"), current),
                     content_type=_content_type(response.headers.get("Content-Type")),
                     final_url=str(request_url),
+                    validators=Validators(response.headers.get("ETag", ""), response.headers.get("Last-Modified", "")),
                 )
         except AddressRefused as refusal:
             if previous is None:
@@ -149,6 +186,15 @@ async def _follow(
         f"{_shown(target)} redirected more than {limits.max_redirects} times: link to the final address instead",
         reason="url_redirects",
     )
+
+
+def _not_modified(response: aiohttp.ClientResponse, url: URL, sent: Validators) -> FetchedFile:
+    # A 304 need not repeat the validators (some servers drop the ETag): those sent stay good.
+    validators = Validators(
+        response.headers.get("ETag") or sent.etag, response.headers.get("Last-Modified") or sent.last_modified
+    )
+    logger.info("url_fetched host=%s not_modified=1", url.host)
+    return FetchedFile(b"", None, None, str(url), validators, not_modified=True)
 
 
 def _parse(url: str) -> URL:

@@ -7,9 +7,10 @@ import asyncio
 import csv
 import io
 import signal
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from harness.processes import ragbot, run_ragbot
+from harness.processes import free_port, ragbot, run_ragbot, serve_logged, wait_until_ready
 
 
 async def test_stats_counts_the_questions_asked_and_lists_what_found_nothing(
@@ -114,3 +115,25 @@ async def test_kb_grant_lets_a_workspace_read_a_knowledge_base_and_revoke_takes_
     code, _, err = await run_ragbot(env, tmp_path, "kb", "grant", "slack:T012AB3CD/policies", "slack:T9")
     assert code == 1
     assert "No knowledge base named 'slack:T012AB3CD/policies'" in err
+
+
+async def test_jobs_schedules_lists_the_retention_sweep_a_running_service_keeps(
+    shared_weaviate_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = shared_weaviate_env | {"RAGBOT_PORT": str(free_port()), "RETENTION_EVERY": "2h"}
+    process, log = await serve_logged(env, tmp_path)
+    try:
+        await wait_until_ready(f"http://127.0.0.1:{env['RAGBOT_PORT']}", process)
+        code, out, err = await run_ragbot(env, tmp_path, "jobs", "--schedules")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 60)
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split("\t") == ["id", "kind", "kb", "source", "every", "last run", "next run", "last outcome"]
+    (retention,) = [row.split("\t") for row in rows]
+    assert retention[1:6] == ["retention", "-", "-", "2h", "never"]
+    next_run = datetime.fromisoformat(retention[6])
+    assert next_run.timestamp() % 7200 == 0
+    assert datetime.now(UTC) < next_run <= datetime.now(UTC) + timedelta(hours=2)
+    assert process.returncode == 0, log.read_text()

@@ -42,6 +42,9 @@ EXPECTED_TABLES = {
     "command_event",
     "config_epoch",
     "shared_key",
+    "schedule",
+    "schedule_tick",
+    "feedback_tally",
     "alembic_version",
 }
 

@@ -103,7 +103,8 @@ async def seed_more(services: Services) -> str:
 
 
 async def state(services: Services) -> tuple[Any, ...]:
-    """Everything a command could change: knowledge bases, documents, FAQs, jobs, every chat's settings and bindings."""
+    """Everything a command could change: knowledge bases, documents, FAQs, jobs, every chat's settings and bindings,
+    and the schedules."""
     kbs = await services.knowledge.all()
     documents = {kb.name: sorted(d.title for d in await services.knowledge.documents(kb.name)) for kb in kbs}
     faqs = {
@@ -120,7 +121,8 @@ async def state(services: Services) -> tuple[Any, ...]:
             (row.platform, row.workspace, row.chat, row.kb_id)
             for row in (await session.exec(select(ChannelBinding))).all()
         )
-    return sorted(kb.name for kb in kbs), documents, faqs, jobs, settings, bindings
+    schedules = sorted((row.kind, row.kb_id, row.source, row.every_seconds) for row in await services.schedules.all())
+    return sorted(kb.name for kb in kbs), documents, faqs, jobs, settings, bindings, schedules
 
 
 @dataclass

@@ -203,4 +203,4 @@ async def test_a_slack_member_who_is_no_admin_cannot_run_an_admin_command_in_a_c
 
 def test_the_drill_covers_every_admin_command() -> None:
     drilled = {case.words.split()[0] for case in _cases(True)}
-    assert {"ingest", "jobs", "faq", "fallback", "mode", "kb"} <= drilled
+    assert {"ingest", "jobs", "sync", "faq", "fallback", "mode", "kb"} <= drilled

@@ -18,6 +18,7 @@ from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
+from storage.repos.schedules import ScheduleRepo
 from tests.support.chat import ScriptedAnswerer
 
 
@@ -34,6 +35,7 @@ class ChatWorld:
     job_repo: JobRepo
     jobs: JobRunner
     epochs: ConfigEpochRepo
+    schedules: ScheduleRepo
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
@@ -63,6 +65,7 @@ class ChatWorld:
             job_repo=self.job_repo,
             index_lock=self.index_lock,
             uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
+            schedules=self.schedules,
             clock=lambda: self.now or datetime.now(UTC),
         )
 

@@ -22,7 +22,7 @@ from bot.words import messages
 from bot.words.language import turn_language
 from rag.input_check import Refusal, SmallTalk
 from rag.language import language_of
-from storage.records import JobRecord, JobStatus
+from storage.records import JobRecord, JobStatus, ScheduleRecord
 
 ENGLISH = i18n.catalogue("en")
 SLACK = CommandStyle(prefix="/kb ", bare="kb", attachments=False, files_note="slack.files")
@@ -51,6 +51,25 @@ def _job(status: JobStatus, kind: str = "upload", result: dict[str, Any] | None 
 
 
 # Every chat message of bot.words.messages that takes a language, with example values: "function" or "function:case".
+def _schedule() -> ScheduleRecord:
+    return ScheduleRecord(
+        id="s",
+        kind="url_sync",
+        kb_id="kb",
+        source="https://example.com/a",
+        every_seconds=86_400,
+        created_by="u",
+        requested_from={},
+        etag="",
+        last_modified="",
+        conditional_runs=0,
+        last_run_at=None,
+        last_outcome="",
+        failures=0,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
 FIXED: dict[str, Callable[[str], str]] = {
     "turn_failed": messages.turn_failed,
     "searching": messages.searching,
@@ -127,6 +146,18 @@ FIXED: dict[str, Callable[[str], str]] = {
         datetime(2026, 1, 3, tzinfo=UTC),
         lang,
     ),
+    "bad_every": lambda lang: messages.bad_every("soon", lang),
+    "every_out_of_bounds": lambda lang: messages.every_out_of_bounds("1m", 900, 86_400, lang),
+    "every_urls_only": messages.every_urls_only,
+    "every_credentials": messages.every_credentials,
+    "url_scheduled": lambda lang: messages.url_scheduled(86_400, lang),
+    "sync_gone": lambda lang: messages.sync_gone("https://example.com/a", 404, lang),
+    "sync_failing": lambda lang: messages.sync_failing("https://example.com/a", 3, "failed: timed out", lang),
+    "schedules_list": lambda lang: messages.schedules_list([_schedule()], {"kb": "x"}, lang),
+    "sync_queued": lambda lang: messages.sync_queued(2, lang),
+    "sync_nothing": messages.sync_nothing,
+    "sync_default_set": lambda lang: messages.sync_default_set("x", 86_400, 2, lang),
+    "sync_default_off": lambda lang: messages.sync_default_off("x", lang),
     "kb_created": lambda lang: messages.kb_created("x", lang, reading=False),
     "kb_created:reading": lambda lang: messages.kb_created("x", lang, reading=True),
     "kb_exists": lambda lang: messages.kb_exists("x", lang),

@@ -1,0 +1,28 @@
+"""The scheduler of one serving process, over its services, telling its chats through the conversation manager."""
+
+from __future__ import annotations
+
+from bot.app.services import Services
+from bot.chat.manager import ConversationManager
+from bot.knowledge.retention import Retention
+from bot.knowledge.schedules import RunObserver, Scheduler, SchedulerParts, parse_every
+from bot.knowledge.uploads import UploadFolder
+from storage.repos.retention import RetentionRepo
+
+
+def build_scheduler(
+    services: Services, manager: ConversationManager, *, owner: str, observe: RunObserver | None = None
+) -> Scheduler:
+    """The clock and the work of every schedule; its sync jobs' outcomes are recorded as the job runner ends them."""
+    settings = services.settings
+    retention = Retention(
+        RetentionRepo(services.db),
+        settings.retention_policy(),
+        jobs=services.job_repo,
+        uploads=UploadFolder(settings.data_dir / "uploads"),
+    )
+    parts = SchedulerParts(services.schedules, services.jobs, services.job_repo, retention)
+    scheduler = Scheduler(parts, owner=owner, retention_every=parse_every(settings.RETENTION_EVERY), observe=observe)
+    scheduler.tell_through(manager.tell)
+    services.jobs.subscribe(scheduler.job_changed)
+    return scheduler
