@@ -37,11 +37,14 @@ class Page:
     body: str = FIRST
     etag: str = '"v1"'
     status: int = 200
+    moved_to: str = ""
     asked: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
 
     async def handle(self, request: web.Request) -> web.Response:
         self.asked.append(dict(request.headers))
+        if self.moved_to:
+            raise web.HTTPFound(self.moved_to)
         if self.status != 200:
             return web.Response(status=self.status, text="gone")
         if request.headers.get("If-None-Match") == self.etag:
@@ -174,6 +177,18 @@ async def test_a_page_failing_three_times_in_a_row_is_reported_once(synced: Sync
     page.status = 200
     await synced.sync()
     assert (await synced.schedule()).failures == 0
+
+
+async def test_a_page_that_now_redirects_to_a_refused_address_is_refused_as_at_ingestion(
+    synced: Synced, page: Page
+) -> None:
+    await synced.world.command(f"/ingest {page.url} --every 1d")
+    page.moved_to = "http://169.254.169.254/latest/meta-data/"
+    refused = await synced.sync()
+    assert refused.status == "failed"
+    assert "169.254.169.254" in refused.error
+    assert "not fetched" in refused.error
+    assert "Juniper" in " ".join(await synced.chunks())
 
 
 async def test_jobs_shows_the_schedule_and_sync_every_off_stops_it(synced: Synced, page: Page) -> None:
