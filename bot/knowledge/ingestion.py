@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.log_context import job_scope
 from rag.errors import DocumentTooLarge, ExtractionError, RagError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import DocumentIngestor, IngestResult, SourceFile
@@ -113,10 +114,11 @@ class IngestionWork:
         for job in jobs:
             progress = progress_of(job)
             try:
-                if job.kind == "faq":
-                    outcomes[job.id] = await self(job, progress)
-                    continue
-                source = await self._source(job, progress)
+                with job_scope(job.id):
+                    if job.kind == "faq":
+                        outcomes[job.id] = await self(job, progress)
+                        continue
+                    source = await self._source(job, progress)
             except RagError as exc:
                 outcomes[job.id] = exc
                 continue

@@ -357,7 +357,9 @@ class JobRunner:
         """Each job's result or error: all at once through the batch work, else one by one."""
         if self._batch is not None and len(jobs) > 1:
             try:
-                outcomes = await self._batch([self._as_given(job) for job in jobs], self._progress)
+                # The lines of a batch's shared steps (embedding, upsert) carry every one of its jobs' ids.
+                with job_scope(",".join(job.id for job in jobs)):
+                    outcomes = await self._batch([self._as_given(job) for job in jobs], self._progress)
             except _LeaseLost:
                 log.warning("jobs=batch_lost_a_lease count=%d; running them one by one", len(jobs))
             except Exception:

@@ -12,6 +12,7 @@ import tiktoken
 
 from bot.knowledge.ingestion import IngestionLimits, IngestionWork
 from bot.knowledge.jobs import JobRunner
+from bot.log_context import current_job
 from rag.errors import ExtractionError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.documents import BatchLimits, DocumentIngestor, IngestResult, SourceFile
@@ -49,9 +50,11 @@ class CountingStore:
     def __init__(self, inner: WeaviateStore) -> None:
         self.inner = inner
         self.upserts: list[int] = []
+        self.upserted_for: list[str] = []  # the jobs each upsert's log lines name
 
     async def upsert_chunks(self, chunks: Sequence[ChunkRecord], vectors: Sequence[Sequence[float]]) -> None:
         self.upserts.append(len(chunks))
+        self.upserted_for.append(current_job())
         await self.inner.upsert_chunks(chunks, vectors)
 
     async def upsert_faq_questions(
@@ -180,6 +183,7 @@ async def test_a_folder_of_small_files_runs_as_one_batch_and_every_file_answers_
 
     assert [job.status for job in finished] == ["succeeded"] * FILES
     assert len(counting_store.upserts) == 1
+    assert set(counting_store.upserted_for[0].split(",")) == {job.id for job in jobs}
     assert documents.transactions == [FILES]
     for number in (0, 17, FILES - 1):
         assert await _answers(store, db, lexical, kb.id, number) == {finished[number].result["document_id"]}
