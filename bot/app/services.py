@@ -251,14 +251,14 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
         knowledge_bases = KnowledgeBaseRepo(db)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
-        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock)
+        schedules = ScheduleRepo(db)
+        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)
         ingestor = DocumentIngestor(
             documents, store, cached, lexical, tokens.encoding, settings.extract_limits(), sandbox=sandbox
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
-        schedules = ScheduleRepo(db)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
         await knowledge.repair_index()
         services = Services(

@@ -20,6 +20,7 @@ from storage.process import may_be_running, this_process
 from storage.records import DocumentRecord, KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.schedules import ScheduleRepo
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +60,18 @@ class KnowledgeBases:
     """The operations admins run on knowledge bases and their documents."""
 
     def __init__(
-        self, repo: KnowledgeBaseRepo, documents: DocumentRepo, store: VectorStore, index_lock: IndexLock | None = None
+        self,
+        repo: KnowledgeBaseRepo,
+        documents: DocumentRepo,
+        store: VectorStore,
+        index_lock: IndexLock | None = None,
+        schedules: ScheduleRepo | None = None,
     ) -> None:
         self._repo = repo
         self._documents = documents
         self._store = store
         self._index_lock = index_lock
+        self._schedules = schedules
         self._owner = this_process()
 
     async def _ensure_writable(self) -> None:
@@ -184,6 +191,9 @@ class KnowledgeBases:
             await shielded(self._documents.expire_index_write(note, datetime.now(UTC)))
             raise
         await self._documents.end_index_write(note)
+        if self._schedules is not None:
+            # A scheduled page's next sync would ingest the deleted document again.
+            await self._schedules.remove_source(kb.id, document.source_uri)
         return document
 
     async def repair_index(self) -> int:

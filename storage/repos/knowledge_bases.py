@@ -19,6 +19,7 @@ from storage.models import (
     IngestionJob,
     KnowledgeBase,
     KnowledgeBaseGrant,
+    Schedule,
     Segment,
     utcnow,
 )
@@ -197,6 +198,7 @@ class KnowledgeBaseRepo:
                 (IngestionJob, IngestionJob.kb_id),
                 (ChannelBinding, ChannelBinding.kb_id),
                 (KnowledgeBaseGrant, KnowledgeBaseGrant.kb_id),
+                (Schedule, Schedule.kb_id),
             ):
                 await session.exec(delete(model).where(col(column) == kb_id))
             await session.exec(delete(KnowledgeBase).where(col(KnowledgeBase.id) == kb_id))

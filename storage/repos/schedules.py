@@ -124,10 +124,12 @@ class ScheduleRepo:
             await session.exec(delete(ScheduleTick).where(col(ScheduleTick.schedule_id) == schedule_id))
         return bool(removed.rowcount)
 
-    async def remove_kb(self, kb_id: str) -> int:
-        """Stop every schedule of a knowledge base (it is being deleted)."""
+    async def remove_source(self, kb_id: str, source: str) -> int:
+        """Stop the schedules of one source of a knowledge base (its document was deleted)."""
         async with self._db.session() as session:
-            removed = await session.exec(delete(Schedule).where(col(Schedule.kb_id) == kb_id))
+            removed = await session.exec(
+                delete(Schedule).where(col(Schedule.kb_id) == kb_id, col(Schedule.source) == source)
+            )
         return int(removed.rowcount)
 
     async def claim_tick(self, schedule_id: str, tick: int, owner: str) -> bool:

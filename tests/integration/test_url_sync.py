@@ -245,3 +245,18 @@ async def test_a_304_to_an_unconditional_request_is_an_error_and_one_without_an_
             await fetch_url(url, policy=LOOPBACK)
     finally:
         await runner.cleanup()
+
+
+async def test_deleting_a_scheduled_document_or_its_knowledge_base_stops_its_schedule(
+    synced: Synced, page: Page
+) -> None:
+    services = synced.world.services
+    await synced.world.command(f"/ingest {page.url} --every 1d")
+    (document,) = await services.documents.in_kb(synced.world.alpha.id)
+    await services.knowledge.delete_document("alpha", document.id)
+    assert [row for row in await services.schedules.all() if row.kind == URL_SYNC] == []
+
+    await synced.world.command(f"/ingest {page.url} --every 1d")
+    await synced.world.command("/sync every 6h")
+    await services.knowledge.delete("alpha")
+    assert await services.schedules.all(kb_ids=[synced.world.alpha.id]) == []
