@@ -34,6 +34,7 @@ from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from rag.input_check import SmallTalk
 from tests.conftest import EmbeddedSettings
+from tests.support.dashboard import exposed_names, load_dashboard, missing_metrics
 
 ADMIN_TOKEN = "let-me-in-e2e-web-api-token-0123456789"
 UPLOAD_LIMIT_MB = 0.05
@@ -550,3 +551,5 @@ async def test_a_public_listener_shows_no_details_and_no_metrics_while_the_inter
     assert samples[("ragbot_model_tokens_total", (("direction", "out"), ("model", "fake-model")))] >= 1
     assert samples[("ragbot_part_up", (("part", "weaviate"),))] == 1
     assert samples[("process_open_fds", ())] > 0
+    # The Grafana dashboard in docs/ reads only what a running ragbot exposes.
+    assert missing_metrics(load_dashboard(), exposed_names(families)) == {}
