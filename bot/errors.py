@@ -64,6 +64,10 @@ class PlatformRateLimited(PlatformError):
         self.local = local
 
 
+class PlatformUnavailable(PlatformError):
+    """The platform failed the call on its side (a 5xx) or could not be reached (network, timeout)."""
+
+
 class MarkupRejected(PlatformError):
     """The platform could not parse the message's markup; the same text sent plain will go through."""
 

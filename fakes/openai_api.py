@@ -70,6 +70,11 @@ class FakeOpenAI(FakeAPI):
         self.reply_for: Callable[[Any], str] | None = None
         # Every streamed answer, with the time each of its content deltas was written.
         self.streamed: list[StreamedReply] = []
+        # Whether a stream asked for its usage (stream_options.include_usage) ends with a usage chunk, as OpenAI's
+        # does; False is a compatible server that ignores the option.
+        self.stream_usage = True
+        # Answer a request naming stream_options with a 400, as an API that predates it does (older Azure versions).
+        self.refuse_stream_options = False
         self._dimension = dimension
         self._window = SlidingWindow(*rate_limit) if rate_limit is not None else None
         self._clock = clock
@@ -115,8 +120,11 @@ class FakeOpenAI(FakeAPI):
         self._ids += 1
         head = {"id": f"chatcmpl-fake{self._ids}", "created": int(time.time()), "model": body.get("model", "")}
         reply = self.reply if self.reply_for is None else self.reply_for(body)
+        if "stream_options" in body and self.refuse_stream_options:
+            return _error(400, "Unrecognized request argument supplied: stream_options")
+        # Tokens are counted as words, in the non-streamed answer's usage and in a stream's.
+        words = sum(len(str(message.get("content", "")).split()) for message in body.get("messages", []))
         if not body.get("stream") and not request[_MALFORMED_STREAM]:
-            words = sum(len(str(message.get("content", "")).split()) for message in body.get("messages", []))
             return web.json_response(
                 {
                     **head,
@@ -156,6 +164,14 @@ class FakeOpenAI(FakeAPI):
                 await send({"content": delta})
                 record.sent.append(time.monotonic())
             await send({}, finish_reason="stop")
+            if self.stream_usage and (body.get("stream_options") or {}).get("include_usage"):
+                usage = {
+                    **head,
+                    "object": "chat.completion.chunk",
+                    "choices": [],
+                    "usage": _usage(words, len(reply.split())),
+                }
+                await response.write(f"data: {json.dumps(usage)}\n\n".encode())
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response

@@ -9,7 +9,14 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from adapters.slack import words as slack_words
-from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.errors import (
+    DeliveryFailed,
+    MarkupRejected,
+    MessageGone,
+    PlatformError,
+    PlatformRateLimited,
+    PlatformUnavailable,
+)
 
 T = TypeVar("T")
 
@@ -70,9 +77,11 @@ async def call(request: Awaitable[T]) -> T:
             raise DeliveryFailed(code) from exc
         if code in _BAD_MARKUP:
             raise MarkupRejected(code) from exc
+        if status >= 500:
+            raise PlatformUnavailable(f"slack answered {status}: {code or exc}") from exc
         raise PlatformError(code or str(exc)) from exc
     except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
-        raise PlatformError(f"slack unreachable: {exc!r}") from exc
+        raise PlatformUnavailable(f"slack unreachable: {exc!r}") from exc
 
 
 def unreachable_notice(code: str, lang: str) -> str | None:

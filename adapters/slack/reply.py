@@ -25,7 +25,7 @@ from adapters.slack.render import (
     neutralise,
     trailing_blocks,
 )
-from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited
+from bot.errors import DeliveryFailed, PlatformError, PlatformRateLimited, PlatformUnavailable
 from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
@@ -86,6 +86,9 @@ class SlackTarget:
             return await call(request())
         except PlatformRateLimited as exc:
             budget.penalise(exc.retry_after)
+            raise
+        except PlatformUnavailable:
+            self.observer.platform_error()
             raise
 
     @property

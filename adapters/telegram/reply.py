@@ -11,11 +11,18 @@ from typing import Any, Final, TypeVar
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, Forbidden, RetryAfter, TelegramError
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.render import to_telegram_html
-from bot.errors import DeliveryFailed, MarkupRejected, MessageGone, PlatformError, PlatformRateLimited
+from bot.errors import (
+    DeliveryFailed,
+    MarkupRejected,
+    MessageGone,
+    PlatformError,
+    PlatformRateLimited,
+    PlatformUnavailable,
+)
 from bot.metrics import PlatformObserver
 from bot.ports import ReplyLimits, ReplyStream
 from bot.reply.stream import EditingReplyStream, StreamWrapper
@@ -59,6 +66,9 @@ async def call(request: Awaitable[T]) -> T:
         raise PlatformError(exc.message) from exc
     except Forbidden as exc:
         raise DeliveryFailed(exc.message) from exc
+    except NetworkError as exc:
+        # PTB raises NetworkError for a 5xx and for a connection or timeout error (BadRequest, its subclass, is above).
+        raise PlatformUnavailable(exc.message) from exc
     except TelegramError as exc:
         raise PlatformError(exc.message) from exc
 
@@ -129,6 +139,9 @@ class TelegramTarget:
             return result
         except PlatformRateLimited as exc:
             self._pacer.rate_limited(self.chat_id, exc.retry_after, bot_wide=False)
+            raise
+        except PlatformUnavailable:
+            self._observer.platform_error()
             raise
 
     @property

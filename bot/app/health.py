@@ -1,4 +1,4 @@
-"""Health of each part: ok, missing (not configured) or error, with a short detail."""
+"""Health of each part: ok, missing (not configured) or error, with a short detail; readiness is the dependencies'."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from storage.errors import StorageError
 
 Status = Literal["ok", "missing", "error"]
 _CHECK_TIMEOUT = 5.0
+DEPENDENCIES = ("db", "weaviate")
+"""The parts without which no question is answered and no job runs: a process is ready only while both answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,12 @@ async def check_parts(services: Services) -> dict[str, PartHealth]:
     names = ("db", "weaviate", "embedder", "model")
     results = await asyncio.gather(_database(services), _weaviate(services), _embedder(services), _model(services))
     return dict(zip(names, results, strict=True))
+
+
+async def check_dependencies(services: Services) -> dict[str, PartHealth]:
+    """The health of the DEPENDENCIES, checked concurrently."""
+    results = await asyncio.gather(_database(services), _weaviate(services))
+    return dict(zip(DEPENDENCIES, results, strict=True))
 
 
 def is_healthy(parts: dict[str, PartHealth]) -> bool:

@@ -17,7 +17,7 @@ from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.ingestion import IngestionWork
 from bot.knowledge.jobs import JobRunner, runner_id
 from bot.knowledge.uploads import UploadFolder
-from bot.metrics import StageMetrics
+from bot.metrics import ServiceMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
@@ -64,7 +64,7 @@ class Services:
     embedder: CachedEmbedder
     chat_model: OpenAIChatModel | None
     reranker: Reranker | None
-    stage_metrics: StageMetrics
+    metrics: ServiceMetrics
     tokens: TokenCounter
     lexical: LexicalAnalyzer
     documents: DocumentRepo
@@ -120,7 +120,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
         rerank=settings.rerank(),
         answer=settings.answer(),
         history_config=settings.history(),
-        observe=services.stage_metrics.observe,
+        observe=services.metrics.stages.observe,
     )
 
 
@@ -226,11 +226,6 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         await store.claim_vectors(vector_model)
         if db is None:
             db = await _open_database(settings, stack)
-        chat_model: OpenAIChatModel | None = None
-        chat_config = settings.chat_model()
-        if chat_config is not None:
-            chat_model = OpenAIChatModel(chat_config)
-            stack.push_async_callback(chat_model.close)
         try:
             tokens = TokenCounter(settings.TOKEN_ENCODING, settings.TIKTOKEN_CACHE_DIR)
         except (OSError, ValueError) as exc:
@@ -239,6 +234,12 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 f"cannot load {settings.TOKEN_ENCODING}: {exc}",
                 "point it at tiktoken's encoding files",
             ) from exc
+        metrics = ServiceMetrics()
+        chat_model: OpenAIChatModel | None = None
+        chat_config = settings.chat_model()
+        if chat_config is not None:
+            chat_model = OpenAIChatModel(chat_config, observer=metrics.model, tokens=tokens)
+            stack.push_async_callback(chat_model.close)
         cache = SqlEmbeddingCache(db)
         if store.claimed_unrecorded:
             # The cache filed an older ragbot's vectors under the model's name; they are the index's, so this model's.
@@ -269,7 +270,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             embedder=cached,
             chat_model=chat_model,
             reranker=reranker,
-            stage_metrics=StageMetrics(),
+            metrics=metrics,
             tokens=tokens,
             lexical=lexical,
             documents=documents,
@@ -286,6 +287,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
                 batch=work.run_batch,
                 before_start=index_lock.wait_writable,
                 uploads=UploadFolder(settings.data_dir / "uploads"),
+                observer=metrics.jobs,
             ),
             bindings=BindingRepo(db),
             index_lock=index_lock,

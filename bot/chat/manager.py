@@ -510,6 +510,10 @@ class ConversationManager:
         except Exception as exc:  # the process is going: the next one closes what is left `streaming`
             log.warning("turn=cut_unrecorded request=%s reason=%s", opened.request_id, first_line(exc))
 
+    def is_draining(self) -> bool:
+        """Whether a drain began: no new answer starts here (so /readyz says not ready)."""
+        return self._inflight.closing
+
     async def drain(self, grace: float) -> int:
         """Stop starting answers; let those in flight end within `grace` seconds, then cut the rest (each keeps what
         it wrote, with a note). Questions stored but not begun stay for the next process. Returns how many were cut."""

@@ -106,7 +106,13 @@ async def serve(settings: Settings) -> None:
         adapters = load_adapters(manager, settings, services.db)
         exposure = exposure_of(settings)
         public = exposure.public
-        app = create_app(services, chat_metrics, public=public, trusted_proxies=exposure.trusted_proxies)
+        app = create_app(
+            services,
+            chat_metrics,
+            public=public,
+            trusted_proxies=exposure.trusted_proxies,
+            draining=manager.is_draining,
+        )
         for adapter in adapters:
             adapter.mount(app)
         runners: list[web.AppRunner] = []
@@ -125,7 +131,7 @@ async def serve(settings: Settings) -> None:
             await scheduler.start()
             runners.append(await _start_site(app, settings.RAGBOT_HOST, settings.RAGBOT_PORT))
             if public:
-                internal = create_app(services, chat_metrics)
+                internal = create_app(services, chat_metrics, draining=manager.is_draining)
                 runners.append(await _start_site(internal, "127.0.0.1", settings.internal_port()))
                 log.info("serve=internal url=http://127.0.0.1:%s/metrics", settings.internal_port())
             for adapter in adapters:

@@ -12,7 +12,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from bot.errors import UserFacingError
 from bot.knowledge.ingestion import stored_source
@@ -41,6 +41,14 @@ FINISHED = ("succeeded", "failed")
 FORGET_AFTER: Final = 600.0
 # The first retry after the database failed a worker or the heartbeat, doubled on each failure up to renew_every.
 _FIRST_RETRY = 1.0
+
+
+class JobObserver(Protocol):
+    """What the runner reports for metrics (bot.metrics.JobMetrics implements it)."""
+
+    def job_ended(self, kind: str, outcome: str, seconds: float) -> None:
+        """A job this runner ran (or gave up on) ended `outcome` ("succeeded", "failed") `seconds` after it started."""
+        ...
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -122,6 +130,7 @@ class JobRunner:
         batch_size: int = 64,
         before_start: Callable[[], Awaitable[None]] | None = None,
         uploads: UploadFolder | None = None,
+        observer: JobObserver | None = None,
     ) -> None:
         # A lease three heartbeats long survives two missed renewals (a slow database, a busy event loop).
         self._jobs = jobs
@@ -156,6 +165,7 @@ class JobRunner:
         self._given: dict[str, str] = {}
         # Where uploads are saved: each is removed when its job ends, and a restart sweeps those left behind.
         self._uploads = uploads
+        self._observer = observer
         if uploads is not None:
             self._listeners.append(uploads.discard)
 
@@ -298,6 +308,7 @@ class JobRunner:
                 log.info("job=deleted id=%s", job_id)
                 self._held.pop(job_id, None)
                 continue
+            self._count(finished)
             await self._finish(finished)
             results.append(finished)
         if unstarted:
@@ -457,6 +468,7 @@ class JobRunner:
             )
             if failed is not None:
                 log.warning("job=abandoned id=%s attempts=%d", job.id, job.attempts)
+                self._count(failed)
                 await self._finish(failed)
             return failed
         sent = self._clock()
@@ -557,6 +569,16 @@ class JobRunner:
         for job_id in job_ids:
             if job_id in self._held and job_id not in self._running:
                 self._queue.put_nowait(job_id)
+
+    def _count(self, job: JobRecord) -> None:
+        """Report a job whose end this runner recorded (not one it only saw end: another runner counts that)."""
+        if self._observer is None:
+            return
+        seconds = 0.0
+        if job.started_at is not None and job.finished_at is not None:
+            # The database's timestamps; each attempt starts anew, so a job taken over counts its last attempt.
+            seconds = max((job.finished_at - job.started_at).total_seconds(), 0.0)
+        self._observer.job_ended(job.kind, job.status, seconds)
 
     async def _finish(self, job: JobRecord) -> None:
         event = self._finished.setdefault(job.id, asyncio.Event())

@@ -24,6 +24,8 @@ async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(
         async with aiohttp.ClientSession() as http, http.get(f"{url}/healthz") as response:
             assert response.status == 200
             health = await response.json()
+        async with aiohttp.ClientSession() as http, http.get(f"{url}/readyz") as response:
+            ready = (response.status, await response.json())
         async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
             metrics = await response.text()
     finally:
@@ -37,7 +39,9 @@ async def test_serve_on_embedded_defaults_reports_every_part_and_stops_cleanly(
         "model": "missing",
     }
     assert health["model"]["detail"].startswith("not configured")
+    assert ready == (200, {"ready": True})
     assert 'ragbot_part_up{part="weaviate"} 1' in metrics
+    assert "process_resident_memory_bytes " in metrics
     assert process.returncode == 0, stderr.decode()
     data = Path(user_env["RAGBOT_DATA_DIR"])
     assert (data / "ragbot.sqlite3").exists()

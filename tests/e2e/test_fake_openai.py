@@ -91,6 +91,22 @@ async def test_stream_is_sse_chunks_ending_with_done(fake: FakeOpenAI, http: aio
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
 
 
+async def test_a_stream_asking_for_its_usage_ends_with_a_usage_chunk_without_choices(
+    fake: FakeOpenAI, http: aiohttp.ClientSession
+) -> None:
+    fake.reply = "one two three"
+    body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
+    async with http.post(f"{fake.base_url}/chat/completions", json=body, headers=AUTH) as response:
+        events = (await response.text()).split("\n\n")
+    usage = json.loads(events[-3].removeprefix("data: "))
+    assert usage["choices"] == []
+    assert usage["usage"]["completion_tokens"] == 3
+    fake.refuse_stream_options = True
+    async with http.post(f"{fake.base_url}/chat/completions", json=body, headers=AUTH) as refused:
+        assert refused.status == 400
+        assert "stream_options" in (await refused.json())["error"]["message"]
+
+
 async def test_completion_is_a_chat_completion_object(fake: FakeOpenAI, http: aiohttp.ClientSession) -> None:
     async with http.post(f"{fake.base_url}/chat/completions", json=CHAT, headers=AUTH) as response:
         body = await response.json()

@@ -142,6 +142,22 @@ async def test_a_429_on_append_delays_the_text_but_the_final_answer_arrives_whol
     assert shown.text == "one two three four"
 
 
+@pytest.mark.parametrize(("native", "method"), [(True, "chat.startStream"), (False, "chat.postMessage")])
+async def test_a_slack_server_error_is_counted_and_the_answer_still_arrives(
+    scene: Scene, native: bool, method: str
+) -> None:
+    scene.fake.fail_next(500, times=2, method=method)
+    thread = scene.question()
+    stream = scene.target(thread, native=native).open_stream()
+    await stream.push("The VPN client ")
+    # Streaming meets the two failures, then shows the text.
+    await scene.fake.wait_for(lambda: len(scene.fake.calls(method)) == 3, timeout=20)
+    assert await asyncio.wait_for(stream.finish(Answer("The VPN client is installed.")), 30) is not None
+    assert scene.answers(thread)[0].text.startswith("The VPN client is installed.")
+    assert scene.metrics.sample("ragbot_platform_errors_total", platform="slack") == 2
+    assert scene.metrics.sample("ragbot_chat_undelivered_total", platform="slack") == 0
+
+
 @pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("fault", ["bot removed", "token revoked"])
 async def test_a_revoked_token_or_a_removed_bot_ends_the_answer_quietly(scene: Scene, native: bool, fault: str) -> None:
@@ -155,7 +171,7 @@ async def test_a_revoked_token_or_a_removed_bot_ends_the_answer_quietly(scene: S
         scene.fake.revoke(TOKEN)
     await stream.push(" and the rest")
     assert await asyncio.wait_for(stream.finish(Answer("Half an answer and the rest")), 30) is None
-    assert 'ragbot_chat_undelivered_total{platform="slack"} 1' in scene.metrics.render()
+    assert scene.metrics.sample("ragbot_chat_undelivered_total", platform="slack") == 1
     assert scene.answers(thread)[0].text == "Half an answer"
 
 

@@ -53,7 +53,7 @@ class Bot:
 # The bot is private unless told otherwise: the people (besides the admin) and groups these tests speak as.
 ALLOWED_USERS = (DEFAULT_USER["id"], BOB["id"], 7003, 7004, 7010, 7100, 7200, 7406, 7413, 7414, 7500, 7608, 7621, 7700)
 ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801, 7900, 7950, 7951)
-ALLOWED_CHATS = (-100555, -100777, -100778, -100779, -100888, -100999)
+ALLOWED_CHATS = (-100444, -100555, -100777, -100778, -100779, -100888, -100999)
 
 
 def _settings(data: Path, fake: FakeTelegramBotAPI, embedded_settings: EmbeddedSettings, **extra: Any) -> Settings:
@@ -384,6 +384,17 @@ async def test_a_429_storm_delays_the_answer_but_never_loses_it(telegram: Bot) -
     assert "Software Center" in shown
     assert shown.endswith("[1] handbook.md")
     assert fake.rate_limited >= 4
+
+
+async def test_a_telegram_server_error_is_counted_and_the_answer_still_arrives(telegram: Bot) -> None:
+    fake, metrics = telegram.fake, telegram.manager.metrics
+    group = -100444
+    before = metrics.sample("ragbot_platform_errors_total", platform="telegram") or 0
+    fake.fail_next(500, times=2, method="sendMessage")
+    fake.queue_update(fake.group_message("How do I install the VPN client?", chat_id=group))
+    (shown,) = await _answered(fake, group, 1)
+    assert "Software Center" in shown
+    assert metrics.sample("ragbot_platform_errors_total", platform="telegram") == before + 2
 
 
 @dataclass

@@ -735,7 +735,7 @@ async def test_an_answer_the_chat_never_showed_is_stored_undelivered_and_is_no_h
     assert result is not None
     _, answer = await _stored(world, DM)
     assert (answer.status, answer.text) == ("undelivered", "The VPN client.")
-    assert any('outcome="undelivered"' in line for line in manager.metrics.render())
+    assert manager.metrics.sample("ragbot_chat_turns_total", platform=DM.platform, outcome="undelivered") == 1
     await manager.handle(_message("And on a Mac?"), RecordingTarget())
     history = world.answerer.histories[-1]
     assert history is not None

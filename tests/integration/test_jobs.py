@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from bot.cli.knowledge import ingest_sources
 from bot.knowledge.jobs import FORGET_AFTER, JobRunner
+from bot.metrics import JobMetrics
 from rag.errors import CorruptDocument
 from rag.ports import Progress
 from storage.clock import database_now, database_time
@@ -132,6 +133,74 @@ async def test_failures_are_recorded_with_their_reason_and_other_jobs_go_on(db: 
     assert ("good.md", "succeeded", "done") in seen
     assert all(job.finished_at is not None for job in done.values())
     assert all(job.lease_owner == "" and job.lease_expires_at is None for job in done.values())
+
+
+async def test_each_job_a_runner_ends_is_counted_once_by_kind_and_outcome_with_its_duration(db: Database) -> None:
+    kb_id = await _kb_id(db)
+    abandoned = await _crashed_while_running(db, kb_id, "good.md", times=3)
+    metrics = JobMetrics()
+    runner = JobRunner(JobRepo(db), ScriptedWork(), concurrency=2, observer=metrics)
+    await runner.start()
+    try:
+        jobs = [
+            await runner.submit(kb_id, kind, source)
+            for kind, source in (("file", "bad.pdf"), ("file", "good.md"), ("url", "https://example.com/good"))
+        ]
+        for job in [*jobs, abandoned]:
+            await asyncio.wait_for(runner.wait(job.id), 10)
+    finally:
+        await runner.stop()
+    counts = {
+        (kind, outcome): metrics.sample("ragbot_jobs_total", kind=kind, outcome=outcome)
+        for kind in ("file", "url")
+        for outcome in ("succeeded", "failed")
+    }
+    # The file a crash interrupted three times is given up on: a failure too.
+    assert counts == {("file", "succeeded"): 1, ("file", "failed"): 2, ("url", "succeeded"): 1, ("url", "failed"): None}
+    assert metrics.sample("ragbot_job_seconds_count", kind="file") == 3
+    assert metrics.sample("ragbot_job_seconds_count", kind="url") == 1
+    seconds = metrics.sample("ragbot_job_seconds_sum", kind="file")
+    assert seconds is not None
+    assert seconds >= 0
+
+
+class _ReadRepo(JobRepo):
+    """A JobRepo that says when a job was read."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.read = asyncio.Event()
+
+    async def get(self, job_id: str) -> JobRecord:
+        job = await super().get(job_id)
+        self.read.set()
+        return job
+
+
+async def test_a_job_is_counted_by_the_runner_that_ran_it_not_by_one_that_waited_on_it(db: Database) -> None:
+    kb_id = await _kb_id(db)
+    clock, work, watching = FakeClock(), ScriptedWork(), _ReadRepo(db)
+    ran_here, waited_here = JobMetrics(), JobMetrics()
+    runners = [
+        JobRunner(repo, work, lease=LEASE, renew_every=3600, clock=clock, owner=owner, observer=metrics)
+        for repo, owner, metrics in ((JobRepo(db), "serve-a", ran_here), (watching, "serve-b", waited_here))
+    ]
+    for runner in runners:
+        await runner.start(adopt=False)
+    try:
+        job = await runners[0].submit(kb_id, "file", "slow.md")
+        await asyncio.wait_for(work.started.wait(), 10)
+        waiting = asyncio.create_task(runners[1].wait(job.id))
+        await asyncio.wait_for(watching.read.wait(), 10)  # the waiter read it running: it watches it
+        work.release.set()
+        await asyncio.wait_for(runners[0].wait(job.id), 10)
+        await runners[1].heartbeat()  # the watcher sees it ended
+        assert (await asyncio.wait_for(waiting, 10)).status == "succeeded"
+    finally:
+        for runner in runners:
+            await runner.stop()
+    assert ran_here.sample("ragbot_jobs_total", kind="file", outcome="succeeded") == 1
+    assert waited_here.sample("ragbot_jobs_total", kind="file", outcome="succeeded") is None
 
 
 async def test_a_submitted_job_is_held_by_its_runner_from_the_start(db: Database) -> None:

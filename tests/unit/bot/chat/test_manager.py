@@ -232,7 +232,10 @@ async def test_a_drain_lets_an_answer_in_flight_finish_within_its_grace() -> Non
     target = RecordingTarget()
     turn = asyncio.create_task(chat.handle(message("Which VPN client?"), target))
     await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    assert not chat.is_draining()
     draining = asyncio.create_task(chat.drain(10.0))
+    await asyncio.sleep(0)
+    assert chat.is_draining(), "from the drain's start on, /readyz says not ready"
     parts.answerer.release.set()
     assert await asyncio.wait_for(draining, 10) == 0
     await turn
