@@ -5,15 +5,14 @@ from __future__ import annotations
 from bot.app.services import Services
 from bot.chat.manager import ConversationManager
 from bot.knowledge.retention import Retention
-from bot.knowledge.schedules import RunObserver, Scheduler, SchedulerParts, parse_every
+from bot.knowledge.schedules import Scheduler, SchedulerParts, parse_every
 from bot.knowledge.uploads import UploadFolder
 from storage.repos.retention import RetentionRepo
 
 
-def build_scheduler(
-    services: Services, manager: ConversationManager, *, owner: str, observe: RunObserver | None = None
-) -> Scheduler:
-    """The clock and the work of every schedule; its sync jobs' outcomes are recorded as the job runner ends them."""
+def build_scheduler(services: Services, manager: ConversationManager, *, owner: str) -> Scheduler:
+    """The clock and the work of every schedule, counted in /metrics; its sync jobs' outcomes are recorded as the job
+    runner ends them."""
     settings = services.settings
     retention = Retention(
         RetentionRepo(services.db),
@@ -22,7 +21,8 @@ def build_scheduler(
         uploads=UploadFolder(settings.data_dir / "uploads"),
     )
     parts = SchedulerParts(services.schedules, services.jobs, services.job_repo, retention)
-    scheduler = Scheduler(parts, owner=owner, retention_every=parse_every(settings.RETENTION_EVERY), observe=observe)
+    every = parse_every(settings.RETENTION_EVERY)
+    scheduler = Scheduler(parts, owner=owner, retention_every=every, observe=services.metrics.scheduler.scheduler_run)
     scheduler.tell_through(manager.tell)
     services.jobs.subscribe(scheduler.job_changed)
     return scheduler

@@ -54,6 +54,7 @@ class SchedulerMetrics(MetricGroup):
         )
 
     def scheduler_run(self, kind: str, outcome: str) -> None:
-        """One firing of a schedule of `kind` (e.g. "ingest") ended with `outcome` (e.g. "queued", "skipped",
-        "failed"); keep both to a handful of fixed words, as each pair is a series kept for the process's life."""
+        """One firing of a schedule of `kind` (`url_sync`, `retention`) ended with `outcome` (`ran`, `skipped`: another
+        process claimed the tick or its sync is still running, `failed`); each pair is a series kept for the
+        process's life, so both stay a handful of fixed words."""
         self._runs.labels(kind, outcome).inc()

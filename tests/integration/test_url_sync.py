@@ -15,6 +15,7 @@ from sqlmodel import col, select
 from bot.app.schedule import build_scheduler
 from bot.knowledge.ingestion import FULL_FETCH_EVERY
 from bot.knowledge.schedules import URL_SYNC, Scheduler
+from bot.metrics.service import registry_of
 from bot.types import ConversationKey
 from rag.errors import FetchError
 from rag.ingest.addresses import AddressPolicy
@@ -124,6 +125,8 @@ async def test_an_unchanged_page_costs_one_conditional_request_and_a_changed_one
 
     unchanged = await synced.sync()
     assert unchanged.result["not_modified"] is True
+    runs = registry_of(synced.world.services.metrics.scheduler)
+    assert runs.get_sample_value("ragbot_scheduler_runs_total", {"schedule_kind": "url_sync", "outcome": "ran"}) == 1
     assert page.asked[-1]["If-None-Match"] == '"v1"'
     assert (await synced.schedule()).last_outcome == "not modified"
 
