@@ -136,7 +136,30 @@ class Reindexer:
         """
         index = self._index
         outdated = bool(index.missing_properties() or index.stale_terms() or index.foreign_vectors())
-        rebuilt = list({k.id: k for k in every_kb}.values()) if outdated else [kb]
+        if outdated:
+            return await self.rebuild_all(every_kb, progress, before_switch=before_switch)
+        return await self._rebuild([kb], progress, before_switch, copy_others=True)
+
+    async def rebuild_all(
+        self,
+        every_kb: Sequence[KnowledgeBaseRecord],
+        progress: Progress = no_progress,
+        *,
+        before_switch: Callable[[], Awaitable[None]] = _no_fence,
+    ) -> ReindexResult:
+        """Rebuild every one of `every_kb` from SQL and copy nothing, so the new generation holds exactly what SQL
+        holds (objects of knowledge bases SQL no longer knows are dropped at the switch); failures as in `reindex`."""
+        every = list({k.id: k for k in every_kb}.values())
+        return await self._rebuild(every, progress, before_switch, copy_others=False)
+
+    async def _rebuild(
+        self,
+        rebuilt: list[KnowledgeBaseRecord],
+        progress: Progress,
+        before_switch: Callable[[], Awaitable[None]],
+        *,
+        copy_others: bool,
+    ) -> ReindexResult:
         kb_ids = {k.id for k in rebuilt}
         faqs = {k.id: await self._faqs.in_kb(k.id) for k in rebuilt}
         variants = [v for k in rebuilt for faq in faqs[k.id] for v in stored_variants(faq, self._lexical)]
@@ -146,7 +169,7 @@ class Reindexer:
             for collection in Collection:
                 rebuilds.append(await self._index.begin_rebuild(collection))
             chunk_rebuild, faq_rebuild = rebuilds
-            copied = 0 if outdated else sum([await rebuild.copy_except(kb_ids) for rebuild in rebuilds])
+            copied = sum([await rebuild.copy_except(kb_ids) for rebuild in rebuilds]) if copy_others else 0
             done = 0
             await progress("index", done, total)
             for k in rebuilt:

@@ -81,7 +81,7 @@ def _enable_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 # SQLite's own files beside the database: it makes them with the database file's mode, but older ones may differ.
-_SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 
 
 def _private_sqlite_file(path: Path) -> None:
@@ -90,7 +90,7 @@ def _private_sqlite_file(path: Path) -> None:
     private_dir(path.parent)
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    for file in (path, *(path.with_name(path.name + suffix) for suffix in _SQLITE_COMPANIONS)):
+    for file in (path, *(path.with_name(path.name + suffix) for suffix in SQLITE_COMPANIONS)):
         if file.exists() and stat.S_IMODE(file.stat().st_mode) & 0o077:
             os.chmod(file, 0o600)
 

@@ -37,11 +37,13 @@ class WeaviateBinaryMissing(IndexUnavailable):
 
 
 class ServerInUse(IndexUnavailable):
-    """The local data dir is served by another live ragbot's Weaviate; `endpoint` says where it answers."""
+    """The local data dir is served by another live ragbot's Weaviate; `endpoint` says where it answers, `owner_pid`
+    which ragbot runs it."""
 
-    def __init__(self, message: str, endpoint: dict[str, int | str] | None) -> None:
+    def __init__(self, message: str, endpoint: dict[str, int | str] | None, owner_pid: int | None = None) -> None:
         super().__init__(message)
         self.endpoint = endpoint
+        self.owner_pid = owner_pid
 
 
 class IndexWriteError(StorageError):
@@ -98,3 +100,7 @@ class ReplicationFactorTooHigh(IndexUnavailable):
         )
         self.factor = factor
         self.nodes = nodes
+
+
+class BackupError(StorageError):
+    """A backup that could not be made, or one that must not be restored; the text says which and what to do."""

@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
     )
     stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
+    _add_backup_commands(commands)
     evaluate = commands.add_parser(
         "eval", help="measure whole conversations, retrieval, FAQ matching, rewriting and declining on labelled folders"
     )
@@ -57,6 +58,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="multi-turn sets (tasks.jsonl): skip the retrieval rows, only count how often the answer declines",
     )
     return parser
+
+
+_INDEX_FROM_SQL = (
+    "The search index is not copied: the database holds every chunk, FAQ and cached vector, and `ragbot restore` "
+    "rebuilds the index from it, so the two agree by construction."
+)
+
+
+def _add_backup_commands(commands: Any) -> None:
+    """Register backup and restore on the top-level sub-parser."""
+    backup = commands.add_parser(
+        "backup",
+        help="copy the database into DIR, with a manifest of checksums (safe while `ragbot serve` runs)",
+        description="Copy the database (SQLite's online backup, or pg_dump for PostgreSQL) into DIR, then write "
+        "DIR/manifest.json last: a directory without it is an unfinished backup. Safe while `ragbot serve` runs; "
+        f"needs no Weaviate. {_INDEX_FROM_SQL} The key sealing Slack tokens (RAGBOT_SECRETS_KEY_FILE) is not in "
+        "it: keep it apart.",
+    )
+    backup.add_argument("dir", type=_absolute, metavar="DIR", help="a new or empty directory")
+    backup.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the backup already in DIR (it is kept until the new one is complete)",
+    )
+    restore = commands.add_parser(
+        "restore",
+        help="replace the database with a backup, migrate it, and rebuild every search index from it",
+        description="Check DIR's manifest (present, checksums, a schema this ragbot knows, the same kind of store), "
+        "then replace the database with the backup's, migrate it to this version's schema, and rebuild every "
+        f"knowledge base's search index from it. {_INDEX_FROM_SQL} Stop `ragbot serve` first: restore refuses while "
+        "a ragbot runs on this store. A refused restore changes nothing.",
+    )
+    restore.add_argument("dir", type=_absolute, metavar="DIR", help="a directory `ragbot backup` wrote")
 
 
 def _add_knowledge_commands(commands: Any) -> None:
@@ -130,6 +164,11 @@ def _add_knowledge_commands(commands: Any) -> None:
     pages = jobs.add_mutually_exclusive_group()
     pages.add_argument("--page", type=_positive, default=1, help="which page, counted from 1")
     pages.add_argument("--all", action="store_true", help="every job, no paging")
+
+
+def _absolute(text: str) -> Path:
+    """A path as given, made absolute against the working directory (what the command's messages name)."""
+    return Path(text).absolute()
 
 
 def _positive(text: str) -> int:

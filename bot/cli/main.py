@@ -115,6 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from bot.cli.weaviate import run_weaviate
 
             asyncio.run(run_weaviate(settings))
+        elif args.command == "backup":
+            from bot.cli.backup import run_backup
+
+            return asyncio.run(run_backup(settings, args.dir, force=args.force))
+        elif args.command == "restore":
+            from bot.cli.restore import run_restore
+
+            return asyncio.run(run_restore(settings, args.dir))
         elif args.command == "secrets":
             from bot.cli.secrets import run_secrets
 

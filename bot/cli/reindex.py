@@ -17,7 +17,7 @@ from storage.repos.jobs import UNFINISHED
 _BAR = 20
 
 
-class _ProgressBar:
+class ProgressBar:
     """One line rewritten in place on a terminal; elsewhere a line at every tenth of the way."""
 
     def __init__(self, stream: TextIO, name: str) -> None:
@@ -39,6 +39,11 @@ class _ProgressBar:
     def end(self) -> None:
         if self._tty:
             self._stream.write("\r\033[K")
+
+
+def reindexer(services: Services) -> Reindexer:
+    """The rebuilder of the running services' index from their SQL store."""
+    return Reindexer(services.store, IndexSourceRepo(services.db), services.faqs, services.embedder, services.lexical)
 
 
 def note_outdated_index(services: Services, out: TextIO = sys.stderr) -> None:
@@ -73,12 +78,9 @@ async def _rebuild(services: Services, kb: KnowledgeBaseRecord, out: TextIO, hel
         out.write(messages.index_rebuild_all(missing, stale) + "\n")
     for model in sorted(set(services.store.foreign_vectors().values())):
         out.write(messages.reembedding_all(model, services.vector_model) + "\n")
-    reindexer = Reindexer(
-        services.store, IndexSourceRepo(services.db), services.faqs, services.embedder, services.lexical
-    )
-    bar = _ProgressBar(out, kb.name)
+    bar = ProgressBar(out, kb.name)
     try:
-        result = await reindexer.reindex(kb, await services.knowledge.all(), bar, before_switch=held.confirm)
+        result = await reindexer(services).reindex(kb, await services.knowledge.all(), bar, before_switch=held.confirm)
     finally:
         bar.end()
     return result

@@ -246,24 +246,46 @@ class WeaviateServer:
         path.write_text(name)
         return name
 
+    def _recorded_pids(self) -> tuple[int, int] | None:
+        """The server and owner pids of the pid file, or None when there is none (or it is unreadable)."""
+        try:
+            server_pid, owner_pid = (int(part) for part in (self.config.data_dir / _PID_FILE).read_text().split())
+        except (FileNotFoundError, ValueError):
+            return None
+        return server_pid, owner_pid
+
+    def in_use(self) -> ServerInUse | None:
+        """Why another live ragbot holds this data dir (its server runs as that ragbot's child), or None; it only reads
+        the pid file and /proc, so a command that must not run beside a server can ask without starting one."""
+        pids = self._recorded_pids()
+        if pids is None:
+            return None
+        server_pid, owner_pid = pids
+        if not _process_alive(server_pid) or not _is_weaviate(server_pid) or owner_pid == os.getpid():
+            return None
+        if not _process_alive(owner_pid) or _parent_of(server_pid) != owner_pid:
+            return None
+        endpoint = self._read_endpoint()
+        return ServerInUse(
+            f"Weaviate data dir {self.config.data_dir} is in use by another ragbot (pid {owner_pid}): "
+            "stop it or set RAGBOT_DATA_DIR to another folder",
+            # Who runs the server travels with where it answers: sharers watch it and name its owner.
+            {**endpoint, "server_pid": server_pid, "owner_pid": owner_pid} if endpoint else None,
+            owner_pid,
+        )
+
     async def _stop_orphan(self) -> None:
         pid_file = self.config.data_dir / _PID_FILE
-        try:
-            server_pid, owner_pid = (int(part) for part in pid_file.read_text().split())
-        except (FileNotFoundError, ValueError):
+        pids = self._recorded_pids()
+        if pids is None:
             pid_file.unlink(missing_ok=True)
             return
+        server_pid, _ = pids
         if not _process_alive(server_pid) or not _is_weaviate(server_pid):
             pid_file.unlink(missing_ok=True)
             return
-        if owner_pid != os.getpid() and _process_alive(owner_pid) and _parent_of(server_pid) == owner_pid:
-            endpoint = self._read_endpoint()
-            raise ServerInUse(
-                f"Weaviate data dir {self.config.data_dir} is in use by another ragbot (pid {owner_pid}): "
-                "stop it or set RAGBOT_DATA_DIR to another folder",
-                # Who runs the server travels with where it answers: sharers watch it and name its owner.
-                {**endpoint, "server_pid": server_pid, "owner_pid": owner_pid} if endpoint else None,
-            )
+        if (in_use := self.in_use()) is not None:
+            raise in_use
         log.warning("weaviate=orphan pid=%s action=terminate", server_pid)
         os.kill(server_pid, signal.SIGTERM)
         deadline = time.monotonic() + _STOP_GRACE_SECONDS

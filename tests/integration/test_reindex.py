@@ -135,6 +135,29 @@ async def test_reindex_rebuilds_a_knowledge_base_from_sql_and_it_answers_the_sam
         await store.close()
 
 
+async def test_rebuild_all_leaves_the_index_holding_exactly_what_sql_holds(
+    db: Database, own_server: WeaviateServer, embedder: OnnxEmbedder, lexical: LexicalAnalyzer
+) -> None:
+    store = await _connect(own_server)
+    try:
+        setup = _Setup(db, store, embedder, lexical)
+        kb, gone = await setup.kb("shop"), await setup.kb("gone")
+        before = await setup.answers(kb)
+        # As after a restore: the index lost what SQL holds, and holds a knowledge base SQL no longer knows.
+        await store.delete_kb(kb.id)
+        await KnowledgeBaseRepo(db).delete(gone.id)
+        assert await store.count(Collection.CHUNKS, [gone.id]) == len(DOCS)
+
+        result = await setup.reindexer().rebuild_all(await setup.every_kb())
+
+        assert (result.rebuilt, result.chunks, result.faq_questions, result.copied) == (("shop",), len(DOCS), 1, 0)
+        assert await setup.answers(kb) == before
+        assert await store.count(Collection.CHUNKS, [gone.id]) == 0
+        assert await store.count(Collection.FAQ_QUESTIONS, [gone.id]) == 0
+    finally:
+        await store.close()
+
+
 class _Interrupted(Exception):
     pass
 

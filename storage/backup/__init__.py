@@ -1,0 +1,1 @@
+"""Backups of the relational store (the system of record): dumps, manifests, checks and restores."""
