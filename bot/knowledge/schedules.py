@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -173,7 +174,7 @@ class Scheduler:
             return
         rows = {row.id: row for row in await self._parts.schedules.all() if row.kind in FIRING_KINDS}
         for gone in set(self._periods) - set(rows):
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(JobLookupError):
                 clock.remove_job(gone)
             del self._periods[gone]
         for row in rows.values():
