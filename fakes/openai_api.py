@@ -11,21 +11,40 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
 from fakes.base import FakeAPI, RecordedRequest
 from fakes.limits import SlidingWindow
 
-__all__ = ["FakeOpenAI", "RecordedRequest", "StreamedReply", "fake_embedding"]
+__all__ = ["FakeOpenAI", "RecordedRequest", "StreamFault", "StreamedReply", "fake_embedding"]
 
 _MALFORMED_STREAM = web.RequestKey("malformed_stream", bool)
+
+# How a streamed answer goes wrong after its first content deltas (StreamFault.kind):
+# "noise"   SSE comments and blank keep-alive lines between the events, which a client must ignore (no fault);
+# "garbage" a data line that is not JSON (a proxy's HTML error page spliced into the stream);
+# "error"   an error event, as OpenAI sends when the generation fails mid-stream;
+# "cut"     the response ends cleanly with no finish_reason and no [DONE] (a proxy or server that gave up);
+# "reset"   the connection is dropped mid-body (a crashed server or a killed connection).
+StreamFaultKind = Literal["noise", "garbage", "error", "cut", "reset"]
 
 
 @dataclass(frozen=True, slots=True)
 class _MalformedStream:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFault:
+    """A streamed answer that goes wrong (`kind`) once `after` content deltas are written."""
+
+    kind: StreamFaultKind
+    after: int
+
+
+_STREAM_FAULT = web.RequestKey[StreamFault | None]("stream_fault")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +103,10 @@ class FakeOpenAI(FakeAPI):
         """Answer the next chat request with an event stream whose second event is not JSON."""
         self._faults.append(_MalformedStream())
 
+    def stream_fault_next(self, kind: StreamFaultKind, *, after: int = 2) -> None:
+        """Answer the next chat request with a stream that goes wrong (see StreamFaultKind) after `after` deltas."""
+        self._faults.append(StreamFault(kind, after))
+
     def add_routes(self, app: web.Application) -> None:
         """Chat completions, embeddings and the model list."""
         app.router.add_post("/v1/chat/completions", self._chat)
@@ -102,6 +125,7 @@ class FakeOpenAI(FakeAPI):
         if body is None and request.method == "POST":
             return _error(400, "We could not parse the JSON body of your request.")
         request[_MALFORMED_STREAM] = isinstance(fault, _MalformedStream)
+        request[_STREAM_FAULT] = fault if isinstance(fault, StreamFault) else None
         return None
 
     def _rate_limit_wait(self) -> float | None:
@@ -151,6 +175,7 @@ class FakeOpenAI(FakeAPI):
         await send({"role": "assistant", "content": ""})
         if self.first_token_delay:
             await asyncio.sleep(self.first_token_delay)
+        fault = request[_STREAM_FAULT]
         if request[_MALFORMED_STREAM]:
             await response.write(b'data: {"choices": [\n\n')
         else:
@@ -158,9 +183,14 @@ class FakeOpenAI(FakeAPI):
             self.streamed.append(record)
             started = time.monotonic()
             for index, delta in enumerate(record.deltas):
+                if fault is not None and index == fault.after and fault.kind != "noise":
+                    await _break_stream(request, response, fault.kind)
+                    return response
                 if self.tokens_per_second and index:
                     # Paced from the first delta, so a late wake-up does not push every later delta back.
                     await asyncio.sleep(max(0.0, started + index / self.tokens_per_second - time.monotonic()))
+                if fault is not None and fault.kind == "noise":
+                    await response.write(b": keep-alive\n\n\n")
                 await send({"content": delta})
                 record.sent.append(time.monotonic())
             await send({}, finish_reason="stop")
@@ -197,6 +227,23 @@ class FakeOpenAI(FakeAPI):
     async def _models(self, request: web.Request) -> web.StreamResponse:
         models = [{"id": name, "object": "model", "created": 0, "owned_by": "fake"} for name in ("chat", "embed")]
         return web.json_response({"object": "list", "data": models})
+
+
+async def _break_stream(request: web.Request, response: web.StreamResponse, kind: StreamFaultKind) -> None:
+    """End a stream the way `kind` says a broken one ends."""
+    if kind == "garbage":
+        await response.write(b"data: <html><body>502 Bad Gateway</body></html>\n\n")
+        await response.write(b"data: [DONE]\n\n")
+    elif kind == "error":
+        error = {"message": "The server had an error while processing your request.", "type": "server_error"}
+        await response.write(f"data: {json.dumps({'error': error})}\n\n".encode())
+    elif kind == "reset":
+        # Drop the connection with the chunked body unfinished: the client reads a body that stops mid-message.
+        transport = request.transport
+        if transport is not None:
+            transport.abort()
+        return
+    await response.write_eof()
 
 
 def _deltas(text: str) -> list[str]:

@@ -123,12 +123,13 @@ class OpenAIChatModel:
         return answer
 
     async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[str]:
-        """Text deltas as they arrive; raises ModelError or ModelTimeout, also mid-stream."""
+        """Text deltas as they arrive; raises ModelError or ModelTimeout, also mid-stream (and for a stream cut off)."""
         import openai
 
         chunks = await self._open_stream(messages)
         usage: CompletionUsage | None = None
         written: list[str] = []
+        finished = False
         try:
             # The context closes the HTTP response even when the caller stops reading early.
             async with chunks:
@@ -136,6 +137,7 @@ class OpenAIChatModel:
                     # With include_usage the last chunk carries the usage and no choices.
                     usage = chunk.usage or usage
                     for choice in chunk.choices:
+                        finished = finished or choice.finish_reason is not None
                         if choice.delta.content:
                             written.append(choice.delta.content)
                             yield choice.delta.content
@@ -148,6 +150,11 @@ class OpenAIChatModel:
         finally:
             # Also when the caller stopped early or the stream broke: what was generated so far was paid for.
             self._count(messages, usage, "".join(written))
+        if not finished:
+            # A response that ends cleanly but without its finish_reason was cut off (a proxy or server gave up):
+            # what came is not the whole answer, and the openai client reads that end as a normal one.
+            self._report_error("malformed")
+            raise ModelError("chat model stream ended before the answer did (no finish_reason)")
 
     async def _open_stream(self, messages: Sequence[ChatMessage]) -> openai.AsyncStream[ChatCompletionChunk]:
         import openai

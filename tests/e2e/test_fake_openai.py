@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from fakes.openai_api import FakeOpenAI, fake_embedding
+from fakes.openai_api import FakeOpenAI, StreamFaultKind, fake_embedding
 
 AUTH = {"Authorization": "Bearer test-key"}
 CHAT = {"model": "chat", "messages": [{"role": "user", "content": "hi"}]}
@@ -105,6 +105,43 @@ async def test_a_stream_asking_for_its_usage_ends_with_a_usage_chunk_without_cho
     async with http.post(f"{fake.base_url}/chat/completions", json=body, headers=AUTH) as refused:
         assert refused.status == 400
         assert "stream_options" in (await refused.json())["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "tail"),
+    [
+        ("garbage", ["data: <html><body>502 Bad Gateway</body></html>", "data: [DONE]", ""]),
+        ("cut", [""]),
+    ],
+)
+async def test_a_stream_fault_breaks_the_stream_after_the_deltas_asked(
+    fake: FakeOpenAI, http: aiohttp.ClientSession, kind: StreamFaultKind, tail: list[str]
+) -> None:
+    fake.reply = "one two three"
+    fake.stream_fault_next(kind, after=1)
+    async with http.post(f"{fake.base_url}/chat/completions", json={**CHAT, "stream": True}, headers=AUTH) as response:
+        events = (await response.text()).split("\n\n")
+    chunks = [json.loads(event.removeprefix("data: ")) for event in events[: -len(tail)]]
+    assert "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in chunks) == "one "
+    assert all(chunk["choices"][0]["finish_reason"] is None for chunk in chunks)
+    assert events[-len(tail) :] == tail
+
+
+async def test_an_error_event_mid_stream_is_openais_error_object(fake: FakeOpenAI, http: aiohttp.ClientSession) -> None:
+    fake.stream_fault_next("error", after=1)
+    async with http.post(f"{fake.base_url}/chat/completions", json={**CHAT, "stream": True}, headers=AUTH) as response:
+        events = (await response.text()).split("\n\n")
+    assert "[DONE]" not in events[-2]
+    error = json.loads(events[-2].removeprefix("data: "))["error"]
+    assert error["type"] == "server_error"
+    assert error["message"]
+
+
+async def test_a_reset_stream_drops_the_connection_mid_body(fake: FakeOpenAI, http: aiohttp.ClientSession) -> None:
+    fake.stream_fault_next("reset", after=1)
+    async with http.post(f"{fake.base_url}/chat/completions", json={**CHAT, "stream": True}, headers=AUTH) as response:
+        with pytest.raises(aiohttp.ClientPayloadError):
+            await response.text()
 
 
 async def test_completion_is_a_chat_completion_object(fake: FakeOpenAI, http: aiohttp.ClientSession) -> None:

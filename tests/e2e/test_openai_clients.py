@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes.openai_api import FakeOpenAI, fake_embedding
+from fakes.openai_api import FakeOpenAI, StreamFaultKind, fake_embedding
 from rag.config import ChatModelConfig, EmbedderConfig
 from rag.errors import ModelError, ModelTimeout
 from rag.models.chat import OpenAIChatModel
@@ -127,6 +127,33 @@ async def test_malformed_stream_raises_model_error(fake: FakeOpenAI, chat: OpenA
     fake.malformed_stream_next()
     with pytest.raises(ModelError, match="malformed"):
         await _collect(chat)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [("garbage", "malformed"), ("error", "had an error"), ("cut", "no finish_reason"), ("reset", "Connection error")],
+)
+async def test_a_stream_broken_mid_answer_raises_model_error_after_the_words_before_it(
+    fake: FakeOpenAI, chat: OpenAIChatModel, kind: StreamFaultKind, reason: str
+) -> None:
+    """A clean end without finish_reason ("cut") is an error too: the openai client reads it as a normal end."""
+    fake.reply = "one two three four"
+    fake.stream_fault_next(kind, after=2)
+    words: list[str] = []
+
+    async def read() -> None:
+        async for delta in chat.stream(MESSAGES):
+            words.append(delta)
+
+    with pytest.raises(ModelError, match=reason):
+        await read()
+    assert words == ["one ", "two "]
+
+
+async def test_sse_comments_between_events_are_ignored(fake: FakeOpenAI, chat: OpenAIChatModel) -> None:
+    fake.reply = "one two three"
+    fake.stream_fault_next("noise")
+    assert await _collect(chat) == ["one ", "two ", "three"]
 
 
 async def test_embeddings_keep_input_order_across_batches_and_learn_the_dimension(fake: FakeOpenAI) -> None:
