@@ -19,6 +19,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.authorize import SingleTokenAuthorize
 from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
@@ -80,6 +81,7 @@ class SlackAdapter:
         self._signatures: OrderedDict[str, float] = OrderedDict()
         self._socket: AsyncSocketModeHandler | None = None
         self._installations: DatabaseInstallationStore | None = None
+        self._authorize: SingleTokenAuthorize | None = None
         if config.oauth:
             assert config.client_id is not None
             assert config.client_secret is not None
@@ -105,10 +107,14 @@ class SlackAdapter:
             )
             self.app.enable_token_revocation_listeners()
         else:
+            assert config.bot_token is not None
+            self._authorize = SingleTokenAuthorize(config.bot_token, self._client)
             self.app = AsyncApp(
-                client=self._client(config.bot_token),
+                client=self._client(None),  # a client without the token: Bolt authorizes through `authorize`
                 signing_secret=config.signing_secret,
                 process_before_response=True,
+                # Bolt takes an AsyncAuthorize as it is; its hint names only plain functions, which never return None.
+                authorize=self._authorize,  # type: ignore[arg-type]
             )
         listeners = self._listeners = SlackListeners(manager, config, self._installations, clock=clock)
         self.app.use(self._not_replayed)
@@ -158,6 +164,8 @@ class SlackAdapter:
             log.error("slack=token_refused reason=%s: check SLACK_BOT_TOKEN (reinstall the app for a new one)", exc)
             return
         log.info("slack=ready team=%s bot=%s", identity.get("team_id"), identity.get("user_id"))
+        if self._authorize is not None:
+            self._authorize.remember(identity)
         if self._installations is not None:
             await self._installations.async_save(
                 Installation(

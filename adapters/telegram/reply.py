@@ -203,7 +203,8 @@ class TelegramTarget:
                 )
             )
         except PlatformError as exc:
-            if isinstance(exc, PlatformRateLimited | MarkupRejected):
+            if isinstance(exc, PlatformRateLimited | MarkupRejected | PlatformUnavailable):
+                # Telegram away for a moment (a 5xx, a timeout): that says nothing of whether it takes drafts.
                 raise
             # Drafts are refused (an older Bot API, a chat type without them): edit messages from now on.
             log.warning("telegram=drafts_off reason=%s", exc)

@@ -27,6 +27,8 @@ class _Scripted:
     error: str
     retry_after: float | None
     delay: float | None = None
+    # A storm: every call (of `method`) until this time on the fake's clock is answered so, not only the next one.
+    until: float | None = None
 
 
 class FakeSlackAPI(WebMethods, Files, ResponseUrls, SocketMode, OAuth):
@@ -120,6 +122,24 @@ class FakeSlackAPI(WebMethods, Files, ResponseUrls, SocketMode, OAuth):
         name = error or ("ratelimited" if status == 429 else "internal_error")
         self._scripted.extend(_Scripted(method, status, name, retry_after) for _ in range(times))
 
+    def storm(
+        self,
+        status: int,
+        seconds: float,
+        *,
+        retry_after: float | None = None,
+        error: str | None = None,
+        method: str | None = None,
+    ) -> None:
+        """Answer every call (of `method`, or of any method) for the next `seconds` with this error, as during an
+        outage or a rate-limit storm: a 429 says Retry-After `retry_after` (default 1) each time."""
+        name = error or ("ratelimited" if status == 429 else "internal_error")
+        self._scripted.append(_Scripted(method, status, name, retry_after, until=self._clock() + seconds))
+
+    def calm(self) -> None:
+        """End every storm now (one-off faults still scripted stay)."""
+        self._scripted = [fault for fault in self._scripted if fault.until is None]
+
     def delay_next(self, seconds: float, *, method: str | None = None) -> None:
         """Hold the next call (of `method`, or of any method) this long (or until the fake closes) first."""
         self._scripted.append(_Scripted(method, 0, "", None, delay=seconds))
@@ -188,10 +208,13 @@ class FakeSlackAPI(WebMethods, Files, ResponseUrls, SocketMode, OAuth):
         return self._workspaces[team_id]
 
     async def _scripted_fault(self, method: str, workspace: Workspace | None) -> None:
+        now = self._clock()
+        self._scripted = [f for f in self._scripted if f.until is None or f.until > now]
         fault = next((f for f in self._scripted if f.method in (None, method)), None)
         if fault is None:
             return
-        self._scripted.remove(fault)
+        if fault.until is None:
+            self._scripted.remove(fault)
         if fault.delay is not None:
             await self._hold(fault.delay)
             return

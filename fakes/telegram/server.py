@@ -32,6 +32,8 @@ class _Scripted:
     description: str | None
     retry_after: int | None
     delay: float | None = None
+    # A storm: every call (of `method`) until this time on the fake's clock is answered so, not only the next one.
+    until: float | None = None
 
 
 class FakeTelegramBotAPI(Updates, BotMethods):
@@ -126,6 +128,19 @@ class FakeTelegramBotAPI(Updates, BotMethods):
         target = method.lower() if method else None
         self._scripted.extend(_Scripted(target, status, description, wait) for _ in range(times))
 
+    def storm(
+        self, status: int, seconds: float, *, retry_after: float | None = None, method: str | None = None
+    ) -> None:
+        """Answer every call (of `method`, or of any method but file downloads) for the next `seconds` with this
+        error, as during an outage or a flood: a 429 says retry after `retry_after` (default 1) each time."""
+        wait = max(1, math.ceil(retry_after or 1)) if status == 429 else None
+        target = method.lower() if method else None
+        self._scripted.append(_Scripted(target, status, None, wait, until=self._clock() + seconds))
+
+    def calm(self) -> None:
+        """End every storm now (one-off faults still scripted stay)."""
+        self._scripted = [fault for fault in self._scripted if fault.until is None]
+
     def delay_next(self, seconds: float, *, method: str | None = None) -> None:
         """Hold the next call (of `method`, or of any method) this long before handling it."""
         self._scripted.append(_Scripted(method.lower() if method else None, 0, None, None, delay=seconds))
@@ -170,9 +185,8 @@ class FakeTelegramBotAPI(Updates, BotMethods):
         key = method.lower()
         if key not in self._methods:
             return self.error(404, "Not Found: method not found")
-        scripted = next((fault for fault in self._scripted if fault.method in (None, key)), None)
+        scripted = self._scripted_for(key)
         if scripted is not None:
-            self._scripted.remove(scripted)
             if scripted.delay is not None:
                 await self._hold(scripted.delay)
             elif scripted.status == 429:
@@ -192,6 +206,15 @@ class FakeTelegramBotAPI(Updates, BotMethods):
                 self._throttle(method, chat_id, scope, wait)
                 return self.error(429, f"Too Many Requests: retry after {wait}", retry_after=wait)
         return await handler(request)
+
+    def _scripted_for(self, method: str) -> _Scripted | None:
+        """The scripted fault that answers a call of `method` now: a storm under way, else the next one-off (used)."""
+        now = self._clock()
+        self._scripted = [fault for fault in self._scripted if fault.until is None or fault.until > now]
+        fault = next((fault for fault in self._scripted if fault.method in (None, method)), None)
+        if fault is not None and fault.until is None:
+            self._scripted.remove(fault)
+        return fault
 
     def _throttle(self, method: str, chat_id: Any, scope: str, wait: int) -> None:
         self.throttled.append(Throttle(method, chat_id, scope, wait, self._clock()))

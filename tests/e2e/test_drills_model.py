@@ -155,3 +155,18 @@ async def test_a_stream_broken_mid_answer_keeps_what_was_written_and_says_sorry(
     assert "w13" not in shown
     assert await drill.last_outcome() == ("failed", "failed")
     await drill.assert_nothing_lost()
+
+
+async def test_a_5xx_on_a_draft_does_not_stop_later_answers_streaming_as_drafts(drill: Drill) -> None:
+    """A 5xx is Telegram away for a moment, not Telegram refusing drafts: it used to turn drafts off until a restart,
+    and every later answer in a private chat then grew by edits of a message instead."""
+    fake = drill.world.fake
+    drill.model.tokens_per_second = 20.0  # written over about a second, so the answer grows as a draft
+    fake.fail_next(502, method="sendMessageDraft")
+    first = drill.world.ask(QUESTION)
+    assert (await telegram_reply(fake, first)).startswith(REPLY)
+    assert any(call.params["chat_id"] == first for call in fake.calls("sendMessageDraft"))
+    after = drill.world.ask(QUESTION)
+    assert (await telegram_reply(fake, after)).startswith(REPLY)
+    assert fake.drafts(after), "the answer after the 502 did not grow as a draft"
+    await drill.assert_nothing_lost()

@@ -230,6 +230,26 @@ async def test_a_scripted_failure_answers_once(fake: FakeSlackAPI) -> None:
     assert fake.throttled[0].scope == "scripted"
 
 
+async def test_a_storm_answers_every_call_until_it_ends_or_calms() -> None:
+    clock = Clock()
+    async with FakeSlackAPI(limits_on=False, clock=clock) as fake:
+        install(fake)
+        fake.storm(429, 10.0, retry_after=2)
+        for _ in range(3):
+            error = await slack_error(web(fake).chat_postMessage(channel=CHANNEL, text="in the storm"))
+            assert (error.response.status_code, error.response.headers["Retry-After"]) == (429, "2")
+        clock.now += 10
+        await web(fake).chat_postMessage(channel=CHANNEL, text="after it")
+        fake.storm(503, 60.0, error="service_unavailable", method="chat.postMessage")
+        error = await slack_error(web(fake).chat_postMessage(channel=CHANNEL, text="in the next one"))
+        assert (error.response.status_code, error.response["error"]) == (503, "service_unavailable")
+        await web(fake).auth_test()  # another method is untouched
+        fake.calm()
+        await web(fake).chat_postMessage(channel=CHANNEL, text="calm")
+        assert [shown.text for shown in fake.visible(CHANNEL)] == ["after it", "calm"]
+        assert [throttle.scope for throttle in fake.throttled] == ["scripted"] * 3
+
+
 # --- Native streaming -----------------------------------------------------------------------------------------------
 
 

@@ -20,7 +20,15 @@ from telegram import (
     InlineKeyboardMarkup,
     Update,
 )
-from telegram.error import BadRequest, Conflict, EndPointNotFound, Forbidden, InvalidToken, RetryAfter
+from telegram.error import (
+    BadRequest,
+    Conflict,
+    EndPointNotFound,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+)
 from telegram.ext import Application, ApplicationBuilder, CommandHandler, ContextTypes, MessageHandler, filters
 from telegram.warnings import PTBDeprecationWarning
 
@@ -362,6 +370,26 @@ async def test_scripted_faults_hit_only_the_named_method_once(fake: FakeTelegram
     await bot.edit_message_text("4", DEFAULT_GROUP, sent.message_id)
     assert fake.visible(DEFAULT_GROUP) == ["4", "sends are untouched"]
     assert fake.throttled[0].scope == "scripted"
+
+
+async def test_a_storm_answers_every_call_until_it_ends_or_calms() -> None:
+    clock = Clock()
+    async with FakeTelegramBotAPI(limits_on=False, clock=clock) as fake, make_bot(fake) as bot:
+        fake.storm(429, 10.0, retry_after=3)
+        for _ in range(3):
+            with pytest.raises(RetryAfter) as raised:
+                await bot.send_message(DEFAULT_GROUP, "in the storm")
+            assert raised.value.retry_after == dtm.timedelta(seconds=3)
+        clock.now = 10.0
+        await bot.send_message(DEFAULT_GROUP, "after it")
+        fake.storm(502, 60.0, method="sendMessage")
+        with pytest.raises(NetworkError, match="Bad Gateway"):
+            await bot.send_message(DEFAULT_GROUP, "in the next one")
+        await bot.get_me()  # another method is untouched
+        fake.calm()
+        await bot.send_message(DEFAULT_GROUP, "calm")
+        assert fake.visible(DEFAULT_GROUP) == ["after it", "calm"]
+        assert [throttle.scope for throttle in fake.throttled] == ["scripted"] * 3
 
 
 async def test_a_blocked_chat_answers_forbidden(fake: FakeTelegramBotAPI, bot: Bot) -> None:
