@@ -47,7 +47,8 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
 from storage.repos.merge_reads import MergeReadRepo
 from storage.repos.schedules import ScheduleRepo
-from storage.weaviate.server import WeaviateServer
+from storage.weaviate.config import WeaviateEndpoint
+from storage.weaviate.server import Restarted, WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoints_from_urls
 
 log = logging.getLogger(__name__)
@@ -199,6 +200,17 @@ async def _start_local_index(settings: Settings, stack: AsyncExitStack) -> tuple
     return owned, store
 
 
+def _after_restart(store: WeaviateStore, knowledge: KnowledgeBases) -> Restarted:
+    """What follows a restart of the local Weaviate after it died: the store talks to the new process, and what an
+    ingestion cut by the death wrote to the index without committing is removed, as at a start."""
+
+    async def restarted(endpoint: WeaviateEndpoint) -> None:
+        await store.follow_restart(endpoint)
+        await knowledge.repair_index()
+
+    return restarted
+
+
 @asynccontextmanager
 async def build_services(settings: Settings, *, serving: bool = False) -> AsyncIterator[Services]:
     """Start every part; on any failure, stop what was started and raise StartupError.
@@ -262,6 +274,9 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
         await knowledge.repair_index()
+        if server is not None:
+            server.supervise(_after_restart(store, knowledge))
+            stack.push_async_callback(server.stop_supervising)
         services = Services(
             settings=settings,
             db=db,

@@ -80,6 +80,15 @@ class NodeFailover:
             raise IndexUnavailable(f"Weaviate at {self.endpoint.http_url} unreachable: {errors[0]}")
         raise IndexUnavailable(f"no Weaviate node answers: {'; '.join(errors)}")
 
+    async def reopen(self, endpoint: WeaviateEndpoint) -> None:
+        """Replace the node in use by `endpoint` (the same node started again: a new process on its ports) and open a
+        fresh client to it; the old client's connections went with the old process."""
+        old = self._client
+        self.endpoints = (*self.endpoints[: self._index], endpoint, *self.endpoints[self._index + 1 :])
+        self._client = await self._open(endpoint)
+        if old is not None:
+            await old.close()
+
     async def close(self) -> None:
         """Close the client in use and the replaced ones still answering calls."""
         clients = [self._client, *self._retired]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import itertools
 import json
 import logging
 import os
@@ -14,12 +15,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
 import aiohttp
 
-from storage.errors import IndexUnavailable, ServerInUse, WeaviateBinaryMissing
+from storage.errors import IndexUnavailable, ServerInUse, StorageError, WeaviateBinaryMissing
 from storage.weaviate.config import WeaviateEndpoint, WeaviateServerConfig
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,10 @@ _NODE_NAME_FILE = "ragbot-node-name"
 _LOG_FILE = "weaviate.log"
 _STOP_GRACE_SECONDS = 20.0
 _PR_SET_PDEATHSIG = 1
+# Seconds between tries to start a server that exited unasked again; the last is kept once reached.
+_RESTART_WAITS = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
+# Told of each start after an unasked exit, with the new process's endpoint (same ports).
+Restarted = Callable[["WeaviateEndpoint"], Awaitable[None]]
 
 
 def _die_with_parent() -> None:
@@ -112,6 +118,9 @@ class WeaviateServer:
         self._process: asyncio.subprocess.Process | None = None
         self._log_file: IO[bytes] | None = None
         self.endpoint: WeaviateEndpoint | None = None
+        # The ports of the first start, kept for every later one: clients and Raft's own state name them.
+        self._ports: list[int] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -131,7 +140,8 @@ class WeaviateServer:
         data_dir = self.config.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         await self._stop_orphan()
-        http_port, grpc_port, gossip, data, raft, raft_rpc = free_ports(6, self.config.host)
+        self._ports = self._ports or free_ports(6, self.config.host)
+        http_port, grpc_port, gossip, data, raft, raft_rpc = self._ports
         node = self._node_name()
         env = {
             **{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TZ", "LANG")},
@@ -184,7 +194,7 @@ class WeaviateServer:
         try:
             await self._wait_ready(endpoint)
         except BaseException:
-            await self.stop()
+            await self._stop_process()  # not the supervisor: a restart that failed is tried again
             raise
         self.endpoint = endpoint
         (data_dir / _ENDPOINT_FILE).write_text(json.dumps({"http_port": http_port, "grpc_port": grpc_port}))
@@ -218,8 +228,50 @@ class WeaviateServer:
             raise RuntimeError("server not started")
         return await self._process.wait()
 
+    def supervise(self, restarted: Restarted) -> None:
+        """Start the server again, on the same ports, whenever it exits unasked (killed, crashed, out of memory), and
+        tell `restarted` each time; until `stop`. Calls meanwhile fail fast as the index being unavailable."""
+        self._supervisor = asyncio.create_task(self._supervise(restarted), name="weaviate-supervisor")
+
+    async def _supervise(self, restarted: Restarted) -> None:
+        while (process := self._process) is not None:
+            code = await process.wait()
+            if self._process is not process:
+                return  # stopped as asked
+            log.warning("weaviate=exited pid=%s code=%s action=restart", process.pid, code)
+            self._process, self.endpoint = None, None
+            self._close_log()
+            await self._restart()
+            assert self.endpoint is not None
+            try:
+                await restarted(self.endpoint)
+            except Exception:  # a background loop: the next exit must still be met
+                log.exception("weaviate=restart_hook_failed pid=%s", self.endpoint.server_pid)
+
+    async def _restart(self) -> None:
+        for attempt in itertools.count():
+            await asyncio.sleep(_RESTART_WAITS[min(attempt, len(_RESTART_WAITS) - 1)])
+            try:
+                endpoint = await self.start()
+            except (StorageError, OSError) as exc:
+                log.warning("weaviate=restart_failed attempt=%d reason=%s", attempt + 1, exc)
+                continue
+            log.warning("weaviate=restarted pid=%s attempt=%d", endpoint.server_pid, attempt + 1)
+            return
+
+    async def stop_supervising(self) -> None:
+        """Start the server no more when it exits (a restart under way is cut)."""
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            supervisor.cancel()
+            await asyncio.gather(supervisor, return_exceptions=True)
+
     async def stop(self) -> None:
-        """Stop the server: SIGTERM, then SIGKILL after a grace period."""
+        """Stop supervising, then the server: SIGTERM, then SIGKILL after a grace period."""
+        await self.stop_supervising()
+        await self._stop_process()
+
+    async def _stop_process(self) -> None:
         process, self._process = self._process, None
         if process is not None and process.returncode is None:
             process.terminate()
@@ -232,10 +284,13 @@ class WeaviateServer:
         if process is not None:
             for name in (_PID_FILE, _ENDPOINT_FILE):
                 (self.config.data_dir / name).unlink(missing_ok=True)
+        self._close_log()
+        self.endpoint = None
+
+    def _close_log(self) -> None:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
-        self.endpoint = None
 
     def _node_name(self) -> str:
         # Raft keys its persisted state on the node name, so it must stay the same for a data dir.

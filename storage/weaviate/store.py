@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 # One insert_many call is one gRPC message; 200 chunks of 384-d vectors stay far under its 100 MB cap.
 _INSERT_BATCH = 200
+# Seconds between queries to a restarted server until one goes through (about 10 s in all).
+_ANSWERING_WAITS = (0.1, 0.2, 0.5, 1.0, 1.0, 2.0, 2.0, 3.0)
 Fusion = Literal["ranked", "relative"]
 Vector = Sequence[float]
 T = TypeVar("T")
@@ -170,6 +172,29 @@ class WeaviateStore:
         if nodes.endpoint.server_pid is not None and not nodes.several:
             store._watch = ExitWatch.start(nodes.endpoint.server_pid)
         return store
+
+    async def follow_restart(self, endpoint: WeaviateEndpoint) -> None:
+        """The local server was started again after an unasked exit (WeaviateServer.supervise): talk to, and watch,
+        its new process. Until this, calls fail fast with IndexUnavailable (the old process's exit is known)."""
+        try:
+            await self._nodes.reopen(endpoint)
+            await self._answering()
+        except (WeaviateBaseError, OSError) as exc:
+            raise IndexUnavailable(f"Weaviate at {endpoint.http_url} unreachable after its restart: {exc}") from exc
+        old, self._watch = self._watch, ExitWatch.start(endpoint.server_pid) if endpoint.server_pid else None
+        if old is not None:
+            old.close()
+        log.info("weaviate=reconnected pid=%s", endpoint.server_pid)
+
+    async def _answering(self) -> None:
+        """Return once a query goes through: a server reports ready on REST a moment before its gRPC port listens."""
+        for wait in _ANSWERING_WAITS:
+            try:
+                await self.ping()
+                return
+            except IndexUnavailable:
+                await asyncio.sleep(wait)
+        await self.ping()
 
     @property
     def _client(self) -> weaviate.WeaviateAsyncClient:

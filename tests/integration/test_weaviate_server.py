@@ -15,7 +15,7 @@ import pytest
 
 from storage.errors import IndexUnavailable, ServerInUse, WeaviateBinaryMissing
 from storage.records import ChunkRecord
-from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
+from storage.weaviate.config import WeaviateConfig, WeaviateEndpoint, WeaviateServerConfig
 from storage.weaviate.schema import Collection
 from storage.weaviate.server import WeaviateServer
 from storage.weaviate.store import WeaviateStore
@@ -91,6 +91,37 @@ async def test_stop_ends_the_process_and_removes_the_pid_file(weaviate_binary: P
     await server.stop()
     assert await _wait_dead(pid, 1.0)
     assert not (tmp_path / "ragbot-weaviate.pid").exists()
+
+
+async def test_a_killed_server_is_started_again_on_its_ports_with_its_data_and_its_store_follows(
+    weaviate_binary: Path, tmp_path: Path
+) -> None:
+    server = WeaviateServer(WeaviateServerConfig(binary=weaviate_binary, data_dir=tmp_path))
+    endpoint = await server.start()
+    store = await WeaviateStore.connect(endpoint, WeaviateConfig())
+    restarts: asyncio.Queue[WeaviateEndpoint] = asyncio.Queue()
+
+    async def restarted(new: WeaviateEndpoint) -> None:
+        await store.follow_restart(new)
+        restarts.put_nowait(new)
+
+    try:
+        await store.upsert_chunks([_chunk("kb", 1), _chunk("kb", 2)], [[1.0, 0.0], [0.0, 1.0]])
+        server.supervise(restarted)
+        killed = server.pid
+        assert killed is not None
+        os.kill(killed, signal.SIGKILL)
+        new = await asyncio.wait_for(restarts.get(), 60)
+        assert (new.http_port, new.grpc_port) == (endpoint.http_port, endpoint.grpc_port)
+        assert new.server_pid not in (None, killed)
+        assert await store.count(Collection.CHUNKS, ["kb"]) == 2
+        await server.stop()  # asked: not started again
+        assert await _wait_dead(new.server_pid or 0, 5.0)
+        assert restarts.empty()
+        assert server.pid is None
+    finally:
+        await store.close()
+        await server.stop()
 
 
 def _supervisor_script(binary: Path, data_dir: Path, then: str) -> str:
