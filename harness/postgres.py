@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import asyncpg
 
@@ -46,51 +47,104 @@ def _as_server_user(args: list[str], home: Path) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *args]
 
 
+class PostgresCluster:
+    """A throw-away cluster on loopback: started on a free port, restartable on the same data and port, removed."""
+
+    def __init__(self, settings: Mapping[str, str] | None = None) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="ragbot-pg-"))
+        self.port = _free_port()
+        self._settings = dict(settings or {})
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """Its base URL (no database name)."""
+        return f"postgresql://{_USER}@127.0.0.1:{self.port}"
+
+    def create(self) -> None:
+        """Make the cluster (initdb) and start it."""
+        data = self.home / "data"
+        initdb = [_find_binary("initdb"), "-D", str(data), "-U", _USER, "--auth=trust", "-E", "UTF8", "--no-sync"]
+        subprocess.run(_as_server_user(initdb, self.home), check=True, capture_output=True)
+        self._log = (self.home / "server.log").open("ab")
+        self.start()
+
+    def start(self) -> None:
+        """Start the server on the cluster's data and port, and return once it takes connections."""
+        server_args = [
+            _find_binary("postgres"),
+            "-D",
+            str(self.home / "data"),
+            "-p",
+            str(self.port),
+            "-k",
+            str(self.home),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "max_connections=200",
+            *(part for name, value in self._settings.items() for part in ("-c", f"{name}={value}")),
+        ]
+        command = _as_server_user(server_args, self.home)
+        self._process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT)
+        _wait_ready(self.port, self._process, self.home)
+
+    def stop(self, *, fast: bool = False) -> None:
+        """Stop the server: smart (SIGTERM), or `fast` (`pg_ctl stop -m fast`: every session is ended)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if fast:
+            # pg_ctl signals the postmaster itself: runuser, when it runs the server, passes on SIGTERM only.
+            pg_ctl = [_find_binary("pg_ctl"), "stop", "-D", str(self.home / "data"), "-m", "fast", "-w"]
+            subprocess.run(_as_server_user(pg_ctl, self.home), check=True, capture_output=True)
+        else:
+            process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def restart(self) -> None:
+        """What `pg_ctl restart` does (its default mode is fast): every session ended, the server started again."""
+        self.stop(fast=True)
+        self.start()
+
+    def remove(self) -> None:
+        """Stop the server and delete the cluster."""
+        self.stop()
+        if self._log is not None:
+            self._log.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@contextmanager
+def postgres_cluster(settings: Mapping[str, str] | None = None) -> Iterator[PostgresCluster]:
+    """A started cluster, removed afterwards. `settings` are more server settings (`-c name=value`)."""
+    cluster = PostgresCluster(settings)
+    try:
+        cluster.create()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
 @contextmanager
 def running_postgres(settings: Mapping[str, str] | None = None) -> Iterator[str]:
     """Start a cluster, yield its base URL (no database name), remove it afterwards.
 
     `settings` are more server settings (`-c name=value`), e.g. shared_preload_libraries for a benchmark.
     """
-    home = Path(tempfile.mkdtemp(prefix="ragbot-pg-"))
-    data = home / "data"
-    port = _free_port()
-    initdb = [_find_binary("initdb"), "-D", str(data), "-U", _USER, "--auth=trust", "-E", "UTF8", "--no-sync"]
-    subprocess.run(_as_server_user(initdb, home), check=True, capture_output=True)
-    server_args = [
-        _find_binary("postgres"),
-        "-D",
-        str(data),
-        "-p",
-        str(port),
-        "-k",
-        str(home),
-        "-c",
-        "listen_addresses=127.0.0.1",
-        "-c",
-        "fsync=off",
-        "-c",
-        "synchronous_commit=off",
-        "-c",
-        "full_page_writes=off",
-        "-c",
-        "max_connections=200",
-        *(part for name, value in (settings or {}).items() for part in ("-c", f"{name}={value}")),
-    ]
-    log = (home / "server.log").open("wb")
-    process = subprocess.Popen(_as_server_user(server_args, home), stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait_ready(port, process, home)
-        yield f"postgresql://{_USER}@127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        shutil.rmtree(home, ignore_errors=True)
+    with postgres_cluster(settings) as cluster:
+        yield cluster.url
 
 
 def _wait_ready(port: int, process: subprocess.Popen[bytes], home: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -468,7 +469,8 @@ class ConversationManager:
                 # The chat never showed the final text (a 429 past the deadline, the bot removed): not an answer.
                 log.warning("turn=undelivered conversation=%s request=%s", conversation.id, opened.request_id)
                 outcome = UNDELIVERED
-            await self._recorder.finish(
+            finished = functools.partial(
+                self._recorder.finish,
                 opened,
                 turn,
                 turn.text,
@@ -476,6 +478,7 @@ class ConversationManager:
                 extra={"first_text_ms": round(first_text[0], 1)} if first_text else None,
                 delivered=ref is not None,
             )
+            await self._store_end(opened, finished)
         except Exception as exc:
             _log_failure(exc, conversation.id, opened.request_id)
             text = turn.text if turn is not None else ""
@@ -520,11 +523,21 @@ class ConversationManager:
         return await self._inflight.drain(grace)
 
     async def _record_failure(self, opened: OpenTurn, exc: BaseException, turn: TurnContext | None, text: str) -> None:
+        # The apology must reach the person even when the store itself is down.
+        await self._store_end(opened, functools.partial(self._recorder.fail, opened, exc, turn=turn, answer=text))
+
+    async def _store_end(self, opened: OpenTurn, write: Callable[[], Awaitable[None]]) -> None:
+        """Store how the turn ended; when the store is away (a database restarting), again in the background until
+        it is back: no recovery takes over a turn whose process lives on, so it would stay `streaming`."""
         try:
-            await self._recorder.fail(opened, exc, turn=turn, answer=text)
-        except Exception:
-            # The store itself is down: the apology must still reach the person.
-            log.exception("turn=unrecorded request=%s", opened.request_id)
+            await write()
+        except Exception as exc:
+            log.warning("turn=unrecorded request=%s reason=%s", opened.request_id, first_line(exc), exc_info=True)
+            self._spawn(self._store_when_back(opened, write), "turn-record-retry")
+
+    async def _store_when_back(self, opened: OpenTurn, write: Callable[[], Awaitable[None]]) -> None:
+        if not await self._recorder.when_back(opened, write):
+            log.error("turn=unrecorded request=%s: left streaming until the next start", opened.request_id)
 
     async def _answer(self, turn: TurnContext, opened: OpenTurn, lang: str, notice: str = "") -> Answer:
         notices = [notice] if notice else []

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -13,10 +15,16 @@ from bot.words import messages
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
 from rag.pipeline import TurnContext
 from rag.types import Candidate
+from storage.errors import first_line
 from storage.records import MessageStatus
+
+log = logging.getLogger(__name__)
 
 _NO_SOURCES_SHOWN: Final = frozenset({"refused", "smalltalk", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
+# Seconds between tries to store a turn's end while the database is away: about ten minutes in all, past which a
+# restart (whose recovery closes what is left `streaming`) is the likelier way back.
+WRITE_RETRY_WAITS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, *(60.0,) * 9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +153,26 @@ class TurnRecorder:
         meta = turn_meta(turn) if turn is not None else {META_SOURCES: []}
         meta.update({META_OUTCOME: "failed", "error": _error(error)})
         await self._answer(opened, answer, "failed", meta)
+
+    async def when_back(
+        self, opened: OpenTurn, write: Callable[[], Awaitable[None]], waits: Sequence[float] = WRITE_RETRY_WAITS
+    ) -> bool:
+        """Run `write` (this turn's `finish` or `fail`) again after each of `waits` seconds while the store is away;
+        whether it was stored.
+
+        For a turn whose end could not be stored when it came (the database restarting): left `streaming` under a
+        process that lives on, no recovery would ever close it.
+        """
+        for wait in waits:
+            await asyncio.sleep(wait)
+            try:
+                await write()
+            except Exception as exc:  # the store still away (any driver's error): try again after the next wait
+                log.info("turn=record_retry request=%s reason=%s", opened.request_id, first_line(exc))
+                continue
+            log.warning("turn=recorded_late request=%s", opened.request_id)
+            return True
+        return False
 
     async def _answer(
         self, opened: OpenTurn, text: str, status: MessageStatus, meta: dict[str, Any], platform_message_id: str = ""

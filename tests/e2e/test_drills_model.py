@@ -19,6 +19,7 @@ from fakes.telegram import FakeTelegramBotAPI
 from tests.conftest import EmbeddedSettings
 from tests.support.drills import (
     TelegramWorld,
+    model_env,
     stored_turns,
     telegram_env,
     telegram_reply,
@@ -64,12 +65,8 @@ async def drill(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
     async with FakeOpenAI() as model, FakeTelegramBotAPI() as fake:
         settings = embedded_settings(
             tmp_path_factory.mktemp("drills-model"),
-            CHAT_MODEL="fake-model",
-            CHAT_MODEL_BASE_URL=model.base_url,
-            CHAT_MODEL_API_KEY="test-key",
-            CHAT_MODEL_TIMEOUT=MODEL_TIMEOUT,
-            CHAT_MODEL_MAX_RETRIES=1,
             ANSWER_DEADLINE=DEADLINE,
+            **model_env(model, retries=1, CHAT_MODEL_TIMEOUT=MODEL_TIMEOUT),
             **telegram_env(fake),
         )
         async with telegram_world(fake, settings) as world:

@@ -1,8 +1,11 @@
-"""Failure drills of the stores: the local Weaviate that ragbot runs killed (SIGKILL) mid-answer and mid-ingestion.
+"""Failure drills of the stores, as a person in Telegram sees them.
 
-ragbot's own supervisor starts it again on the same ports; answers in flight end (an answer, or an apology), later
-ones are answered, an ingestion it cut fails visibly and succeeds when run again, and the index holds exactly the
-chunks SQL holds: nothing duplicated, nothing orphaned. Over the real services, python-telegram-bot and openai.
+- The local Weaviate that ragbot runs, killed (SIGKILL) mid-answer and mid-ingestion: ragbot's own supervisor
+  starts it again on the same ports; answers in flight end (an answer, or an apology), later ones are answered, an
+  ingestion it cut fails visibly and succeeds when run again, and the index holds exactly the chunks SQL holds.
+- PostgreSQL restarted (`pg_ctl restart`, fast) while questions arrive: the service goes on without a restart.
+
+Over the real services, python-telegram-bot and openai; no accepted question is left without a final answer.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,10 +25,19 @@ from bot.words import messages
 from fakes.openai_api import FakeOpenAI
 from fakes.telegram import FakeTelegramBotAPI
 from harness.instances import poll
+from harness.postgres import PostgresCluster, create_database, postgres_cluster
 from storage.errors import IndexUnavailable
 from storage.records import JobRecord
 from storage.weaviate.schema import Collection
-from tests.support.drills import TelegramWorld, telegram_env, telegram_reply, telegram_world, unfinished
+from tests.conftest import EmbeddedSettings
+from tests.support.drills import (
+    TelegramWorld,
+    model_env,
+    telegram_env,
+    telegram_reply,
+    telegram_world,
+    unfinished,
+)
 
 REPLY = "The VPN client is installed from the Software Center [1]. " + " ".join(f"w{n}" for n in range(14))
 QUESTION = "How do I install the VPN client?"
@@ -80,10 +93,7 @@ async def drill(
             WEAVIATE_BINARY=weaviate_binary,  # no WEAVIATE_URL: ragbot starts and supervises its own
             EMBEDDING_MODEL_DIR=model_dir,
             TIKTOKEN_CACHE_DIR=tiktoken_dir,
-            CHAT_MODEL="fake-model",
-            CHAT_MODEL_BASE_URL=model.base_url,
-            CHAT_MODEL_API_KEY="test-key",
-            CHAT_MODEL_MAX_RETRIES=0,
+            **model_env(model),
             **telegram_env(fake),
         )
         async with telegram_world(fake, settings) as world:
@@ -160,3 +170,52 @@ async def test_weaviate_killed_mid_ingestion_fails_it_visibly_and_the_index_hold
     held, rows = await _index_matches_sql(drill)
     assert held == rows
     assert rows > 60
+
+
+@dataclass
+class PostgresDrill:
+    """ragbot in Telegram on a PostgreSQL cluster of its own, which the drill restarts."""
+
+    drill: Drill
+    cluster: PostgresCluster
+
+
+@pytest_asyncio.fixture(scope="module")
+async def postgres(
+    tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings
+) -> AsyncIterator[PostgresDrill]:
+    with postgres_cluster() as cluster:
+        async with FakeOpenAI() as model, FakeTelegramBotAPI() as fake:
+            settings = embedded_settings(
+                tmp_path_factory.mktemp("drills-postgres"),
+                DATABASE_URL=await create_database(cluster.url),
+                **model_env(model),
+                **telegram_env(fake),
+            )
+            async with telegram_world(fake, settings) as world:
+                yield PostgresDrill(Drill(world, model), cluster)
+
+
+async def test_postgresql_restarted_while_questions_arrive_is_recovered_without_a_restart(
+    postgres: PostgresDrill,
+) -> None:
+    drill = postgres.drill
+    drill.model.reply = REPLY
+    first = drill.world.ask(QUESTION)
+    assert (await telegram_reply(drill.fake, first)).startswith(REPLY)  # the pool holds connections from here
+    drill.model.tokens_per_second = 10.0  # about 2.4 s of writing, over the restart
+    try:
+        writing = drill.world.ask(QUESTION)
+        await drill.fake.wait_for(lambda: drill.fake.drafts(writing), timeout=30)
+        restarting = asyncio.create_task(asyncio.to_thread(postgres.cluster.restart))
+        during = [drill.world.ask(QUESTION) for _ in range(3)]
+        await restarting
+        assert (await telegram_reply(drill.fake, writing)).startswith(REPLY)
+        for chat in during:
+            shown = await telegram_reply(drill.fake, chat)
+            assert shown.startswith(REPLY) or shown == messages.turn_failed("en"), shown
+    finally:
+        drill.model.tokens_per_second = 0.0
+    after = drill.world.ask(QUESTION)
+    assert (await telegram_reply(drill.fake, after)).startswith(REPLY)
+    assert await unfinished(drill.world.services.db) == []

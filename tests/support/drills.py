@@ -23,6 +23,7 @@ from bot.app.services import Services, build_services
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
 from bot.metrics import ChatMetrics
+from fakes.openai_api import FakeOpenAI
 from fakes.telegram import FakeTelegramBotAPI
 from harness.instances import poll
 from rag.ingest.documents import SourceFile
@@ -99,6 +100,17 @@ HANDBOOK = (
     b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
     b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
 )
+
+
+def model_env(model: FakeOpenAI, *, retries: int = 0, **more: Any) -> dict[str, Any]:
+    """The settings of a chat model served by `model`, retried `retries` times by the openai client."""
+    return {
+        "CHAT_MODEL": "fake-model",
+        "CHAT_MODEL_BASE_URL": model.base_url,
+        "CHAT_MODEL_API_KEY": "test-key",
+        "CHAT_MODEL_MAX_RETRIES": retries,
+        **more,
+    }
 
 
 def telegram_env(fake: FakeTelegramBotAPI) -> dict[str, Any]:

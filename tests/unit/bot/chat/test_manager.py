@@ -263,3 +263,54 @@ async def test_a_drain_past_its_grace_cuts_the_answer_with_a_note_and_leaves_the
         ("", "streaming", None),  # not begun: the next process answers it
     ]
     assert second.replies() == []
+
+
+class RestartingDatabase(Conversations):
+    """Conversations whose database restarts: the next `away` reads of a turn's history and writes of its end fail,
+    as statements do while PostgreSQL restarts; `written` is set on each write that goes through."""
+
+    def __init__(self, away: int, *, reads: bool = True) -> None:
+        super().__init__()
+        self.away = away
+        self._reads = reads
+        self.written = asyncio.Event()
+
+    async def turn_view(self, conversation_id: str, limit: int) -> tuple[int, list[MessageRecord]]:
+        if self._reads:
+            self._meet()
+        return await super().turn_view(conversation_id, limit)
+
+    async def complete_message(self, message_id: str, **fields: Any) -> None:
+        self._meet()
+        await super().complete_message(message_id, **fields)
+        self.written.set()
+
+    def _meet(self) -> None:
+        if self.away:
+            self.away -= 1
+            raise ConnectionResetError("connection is closed: the database is restarting")
+
+    def answers(self) -> list[tuple[str, str]]:
+        return [(m.text, m.status) for m in self.messages if m.role == "assistant"]
+
+
+async def test_a_turn_broken_by_a_database_restart_is_stored_failed_once_the_database_is_back() -> None:
+    """The question was stored, then its history read and its failure's write both met the restart: the turn stayed
+    `streaming` under a process that lives on, which no recovery takes over."""
+    store = RestartingDatabase(away=2)
+    parts = Parts(conversations=store, knowledge=KnowledgeNames("handbook"))
+    target = RecordingTarget()
+    await asyncio.wait_for(manager(parts, default_kbs=("handbook",)).handle(message("Which VPN client?"), target), 10)
+    assert target.replies() == [messages.turn_failed("en")]
+    await wait_until(lambda: store.answers() != [("", "streaming")], store.written)
+    assert store.answers() == [("", "failed")]
+
+
+async def test_an_answer_shown_while_the_database_restarts_is_stored_as_shown_once_it_is_back() -> None:
+    store = RestartingDatabase(away=1, reads=False)
+    parts = Parts(conversations=store, knowledge=KnowledgeNames("handbook"))
+    target = RecordingTarget()
+    await asyncio.wait_for(manager(parts, default_kbs=("handbook",)).handle(message("Which VPN client?"), target), 10)
+    assert target.replies() == ["The VPN client."]
+    await wait_until(lambda: store.answers() != [("", "streaming")], store.written)
+    assert store.answers() == [("The VPN client.", "done")]
