@@ -4,6 +4,8 @@
   starts it again on the same ports; answers in flight end (an answer, or an apology), later ones are answered, an
   ingestion it cut fails visibly and succeeds when run again, and the index holds exactly the chunks SQL holds.
 - PostgreSQL restarted (`pg_ctl restart`, fast) while questions arrive: the service goes on without a restart.
+- The disk under the SQLite file full: the question gets a clear reply, nothing is half-written, and the bot answers
+  again once space is freed (a tmpfs mounted for the test: it needs root, and fails saying so without it).
 
 Over the real services, python-telegram-bot and openai; no accepted question is left without a final answer.
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from sqlalchemy import text
 
 from bot.app.settings import Settings
 from bot.words import messages
@@ -32,7 +35,9 @@ from storage.weaviate.schema import Collection
 from tests.conftest import EmbeddedSettings
 from tests.support.drills import (
     TelegramWorld,
+    fill,
     model_env,
+    small_disk,
     telegram_env,
     telegram_reply,
     telegram_world,
@@ -219,3 +224,26 @@ async def test_postgresql_restarted_while_questions_arrive_is_recovered_without_
     after = drill.world.ask(QUESTION)
     assert (await telegram_reply(drill.fake, after)).startswith(REPLY)
     assert await unfinished(drill.world.services.db) == []
+
+
+async def test_a_full_disk_under_sqlite_gets_a_clear_reply_and_the_bot_answers_again_once_space_is_freed(
+    tmp_path: Path, embedded_settings: EmbeddedSettings
+) -> None:
+    """The data dir (the SQLite file) on a 16 MB tmpfs, filled to its last byte while the bot runs."""
+    with small_disk(tmp_path / "data", "16m") as data:
+        async with FakeTelegramBotAPI() as fake:
+            settings = embedded_settings(data, **telegram_env(fake))
+            async with telegram_world(fake, settings) as world:
+                db = world.services.db
+                assert "Software Center" in await telegram_reply(fake, world.ask(QUESTION))
+                assert await unfinished(db) == []
+                filler = fill(data)
+                full = world.ask(QUESTION)
+                assert await telegram_reply(fake, full) == messages.turn_failed("en")
+                filler.unlink()
+                assert "Software Center" in await telegram_reply(fake, world.ask(QUESTION))
+                # A question stored before the disk filled up, if any, is closed once it has room again.
+                assert await unfinished(db) == []
+                assert fake.visible(full) == [messages.turn_failed("en")]
+                async with db.engine.connect() as connection:
+                    assert (await connection.execute(text("PRAGMA integrity_check"))).scalar() == "ok"

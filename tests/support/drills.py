@@ -8,13 +8,17 @@ chat bot has.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
+import subprocess
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from adapters.telegram.app import create as create_telegram
@@ -156,3 +160,41 @@ async def telegram_world(fake: FakeTelegramBotAPI, settings: Settings) -> AsyncI
             yield TelegramWorld(services, fake, manager, metrics)
         finally:
             await adapter.stop()
+
+
+@contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A filesystem of `size` (tmpfs, e.g. "16m") mounted on `path` for the body: a disk that fills up.
+
+    Mounting needs CAP_SYS_ADMIN (root): without it this fails, naming what is missing, rather than skip.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.fail(f"cannot mount a {size} tmpfs on {path} (needs root): {mounted.stderr.decode().strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=True)
+
+
+def fill(path: Path) -> Path:
+    """Write a file in `path` until its filesystem has no byte left (ENOSPC); the file, to delete to free the space."""
+    filler = path / "filler"
+    chunk = b"\0" * 65536
+    with filler.open("wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(chunk)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+        try:
+            while True:  # the last bytes, less than a chunk
+                out.write(b"\0")
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+    return filler
