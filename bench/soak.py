@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from yarl import URL
+
 from bench.common import ROOT, commit, machine
 from bench.conversations import DOCUMENT, DOCUMENT_NAME, KB, MODEL_TTFT
 from bench.log_counts import tally_log
@@ -52,10 +54,10 @@ from bench.serving import serve_env, serving
 from bench.soak_admin import PAGES_KB, Admin, AdminAction, Page, page_server
 from bench.soak_ledger import Ledger
 from bench.soak_load import Askers, Load, Step, parse_mix, skipped_in, sustained, weighted
-from bench.soak_report import SoakRun, markdown
+from bench.soak_report import SoakRun, markdown, read_counts
 from bench.soak_slack import SlackPeople, SlackThreads
 from bench.soak_telegram import TelegramChats, TelegramPeople, private_places, topic_places
-from bench.soak_watch import Watch
+from bench.soak_watch import Sample, Watch
 from bench.soak_web import WebPeople
 from bot.app.services import build_services
 from bot.app.settings import Settings
@@ -68,12 +70,18 @@ ADMIN_TOKEN = "soak-admin-token-0123456789abcdef01234"
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """One serve process under load: its load, its admin, its watch, and where its log starts."""
+    """One serve process under load: its load, its admin and the admin's work, its watch, where its log starts."""
 
     load: Load
     admin: Admin
+    admin_work: asyncio.Task[None]
     watch: Watch
     log_offset: int
+
+    async def stop_admin(self) -> None:
+        """Stop the admin's work (a command under way is cut off)."""
+        self.admin_work.cancel()
+        await asyncio.gather(self.admin_work, return_exceptions=True)
 
 
 def _values(args: argparse.Namespace, data: Path, model_url: str) -> dict[str, str]:
@@ -139,8 +147,26 @@ async def _tidy(telegram: TelegramChats, slack: SlackThreads, model: ModelProces
         await model.reset()
 
 
+def objects_file(work: Path, phase: str) -> Path:
+    """Where a debug run's serve process of `phase` writes its object counts (bench.soak_objects)."""
+    return work / f"objects-{phase}.jsonl"
+
+
+def _peers(bench: Bench, url: str, internal: int) -> dict[int, str]:
+    """The ports a serve process listens on and talks to, named, for its fds by kind."""
+    named = {
+        url: "clients",
+        f"http://127.0.0.1:{internal}": "metrics",
+        bench.model.base_url: "fake model",
+        bench.telegram.fake.url: "Telegram fake",
+        bench.slack.fake.base_url: "Slack fake",
+        bench.page.url: "page",
+    }
+    return {URL(address).port or 0: name for address, name in named.items()}
+
+
 @asynccontextmanager
-async def _running(bench: Bench) -> AsyncIterator[Running]:
+async def _running(bench: Bench, phase: str) -> AsyncIterator[Running]:
     """A fresh serve process, its people and its admin at work (the page scheduled once)."""
     args, work, page, ledger, rng = bench.args, bench.work, bench.page, bench.ledger, bench.rng
     timeout = args.question_timeout
@@ -156,7 +182,12 @@ async def _running(bench: Bench) -> AsyncIterator[Running]:
         "RAGBOT_INTERNAL_PORT": str(internal),
     }
     log_offset = (work / "serve.log").stat().st_size if (work / "serve.log").exists() else 0
-    async with serving(serve_env({**bench.values, **platforms}), work) as (url, process):
+    module = "bot.cli.main"
+    if args.objects:
+        module = "bench.soak_objects"
+        platforms["SOAK_OBJECTS_FILE"] = str(objects_file(work, phase))
+        platforms["SOAK_OBJECTS_EVERY"] = str(args.sample_every)
+    async with serving(serve_env({**bench.values, **platforms}), work, module) as (url, process):
         slack.url = url
         await telegram.fake.wait_for(lambda: telegram.fake.polling, timeout=60)
         admin = Admin(url, ACCESS_TOKEN, ADMIN_TOKEN, timeout, bench.actions)
@@ -180,7 +211,8 @@ async def _running(bench: Bench) -> AsyncIterator[Running]:
                 await admin.command("schedule", f"/ingest {page.url} --every 1d")
             every = (args.sync_every, args.ingest_every)
             admin_work = asyncio.create_task(admin.work(page, rng, every, args.page_change))
-            yield Running(load, admin, Watch(process.pid, f"http://127.0.0.1:{internal}/metrics"), log_offset)
+            watch = Watch(process.pid, f"http://127.0.0.1:{internal}/metrics", _peers(bench, url, internal))
+            yield Running(load, admin, admin_work, watch, log_offset)
         finally:
             for task in (admin_work, tidy):
                 if task is not None:
@@ -196,7 +228,7 @@ async def _probe(bench: Bench) -> list[Step]:
     """Rising rates on one serve until one fails."""
     args, ledger = bench.args, bench.ledger
     steps: list[Step] = []
-    async with _running(bench) as running:
+    async with _running(bench, "probe") as running:
         await running.load.run(args.probe_rates[0], 30, "probe warm-up")
         for rate in args.probe_rates:
             phase = f"probe {rate:g}/s"
@@ -214,11 +246,26 @@ async def _probe(bench: Bench) -> list[Step]:
     return steps
 
 
-async def _soak(bench: Bench, rate: float) -> tuple[Running, float, int, float]:
-    """A fresh serve: the warm-up, then the soak, sampled all along; (its parts, start, warm-up samples, seconds)."""
+@dataclass(frozen=True, slots=True)
+class Soaked:
+    """The soak phase: its serve's parts, when it and its soak after the warm-up started, the samples taken in the
+    warm-up, the soak's seconds, and the idle readings around it."""
+
+    running: Running
+    started: float
+    soak_started: float
+    warm_samples: int
+    seconds: float
+    # Readings with nothing asked: before the warm-up, and once the soak's questions and the admin's work ended.
+    idle: tuple[Sample, Sample]
+
+
+async def _soak(bench: Bench, rate: float) -> Soaked:
+    """A fresh serve: the warm-up, then the soak, sampled all along."""
     args, ledger = bench.args, bench.ledger
-    async with _running(bench) as running:
+    async with _running(bench, "soak") as running:
         watch = running.watch
+        idle_before = await watch.sample(keep=False)
         started = time.monotonic()
         sampling = asyncio.create_task(watch.every(args.sample_every))
         await running.load.run(rate, args.warmup_minutes * 60, "warm-up")
@@ -236,7 +283,11 @@ async def _soak(bench: Bench, rate: float) -> tuple[Running, float, int, float]:
         sampling.cancel()
         await asyncio.gather(sampling, return_exceptions=True)
         await running.load.drain()
-    return running, started, warm, soak_seconds
+        await running.stop_admin()
+        # Idle again: the clients' kept-alive connections close after 15 s (aiohttp's client default).
+        await asyncio.sleep(args.idle_seconds)
+        idle_after = await watch.sample(keep=False)
+    return Soaked(running, started, soak_started, warm, soak_seconds, (idle_before, idle_after))
 
 
 def _conditions(args: argparse.Namespace, rate_note: str) -> list[str]:
@@ -287,8 +338,8 @@ async def _run(args: argparse.Namespace) -> str:
                     else "no probed rate passed: soaked at the lowest"
                 )
             print(f"soak: {args.warmup_minutes:g} min warm-up, {args.minutes:g} min at {rate:g}/s", flush=True)
-            running, started, warm, seconds = await _soak(bench, rate)
-            watch = running.watch
+            soaked = await _soak(bench, rate)
+            watch = soaked.running.watch
             metrics_note = ""
             if any(sample.tasks is None for sample in watch.samples):
                 metrics_note = "not measured: /metrics has no asyncio task gauge at this commit" + (
@@ -303,13 +354,16 @@ async def _run(args: argparse.Namespace) -> str:
                 note,
                 ledger,
                 watch.samples,
-                started,
-                warm,
-                seconds,
+                soaked.started,
+                soaked.soak_started,
+                soaked.warm_samples,
+                soaked.seconds,
+                soaked.idle,
                 bench.actions,
                 page,
-                tally_log(work / "serve.log", running.log_offset),
+                tally_log(work / "serve.log", soaked.running.log_offset),
                 metrics_note,
+                read_counts(objects_file(work, "soak")) if args.objects else [],
             )
             return markdown(run)
     except BaseException:
@@ -344,10 +398,14 @@ def main() -> None:
     parser.add_argument("--page-change", type=float, default=0.3, help="chance the page changed before a /sync")
     parser.add_argument("--question-timeout", type=float, default=120.0)
     parser.add_argument("--sample-every", type=float, default=60.0)
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="quiet before the idle reading at the end")
     parser.add_argument("--tokens-per-second", type=float, default=50.0)
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--markdown", type=Path, help="also write the section to this file")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (serve.log, data)")
+    parser.add_argument(
+        "--objects", action="store_true", help="debug run: serve counts its live objects (soak_objects)"
+    )
     parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
     parser.add_argument("--weaviate-binary", type=Path, default=ROOT / "bin" / "weaviate-server")
     args = parser.parse_args()

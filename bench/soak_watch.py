@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
+from bench.proc_kinds import fd_kinds, listening_ports, thread_kinds
 from bench.process_stats import process_cpu, status_mb
 
 _READINGS = 5
@@ -37,6 +40,9 @@ class Sample:
     cpu_seconds: float
     weaviate_mb: float | None
     load: float
+    # The last reading's fds and threads by kind (bench.proc_kinds).
+    fd_kinds: Counter[str]
+    thread_kinds: Counter[str]
 
 
 def _threads(pid: int) -> int:
@@ -68,15 +74,20 @@ def task_count(metrics: str) -> float | None:
 class Watch:
     """Samples one serve process: its /proc figures and, when exposed, its /metrics task gauge."""
 
-    def __init__(self, pid: int, metrics_url: str) -> None:
+    def __init__(self, pid: int, metrics_url: str, peers: Mapping[int, str]) -> None:
+        """`peers` names the ports the process talks to or listens on (its Weaviate's are found here)."""
         self.pid = pid
         self.metrics_url = metrics_url
         self.samples: list[Sample] = []
         self.metrics_error = ""
         self._weaviate = child_named(pid, "weaviate-server")
+        weaviate = listening_ports(self._weaviate) if self._weaviate is not None else set()
+        self._peers = {**dict.fromkeys(weaviate, "Weaviate"), **peers}
+        self._own_ports = listening_ports(pid)
 
-    async def sample(self) -> Sample:
-        """The median of a few readings a second apart; the task gauge read once."""
+    async def sample(self, *, keep: bool = True) -> Sample:
+        """The median of a few readings a second apart, the task gauge read once; kept in `samples` unless `keep` is
+        False (a reading at idle, apart from the minute's samples)."""
         readings: list[tuple[float, int, int]] = []
         for index in range(_READINGS):
             if index:
@@ -96,8 +107,11 @@ class Watch:
             process_cpu(self.pid),
             weaviate,
             os.getloadavg()[0],
+            fd_kinds(self.pid, self._own_ports, self._peers),
+            thread_kinds(self.pid),
         )
-        self.samples.append(sample)
+        if keep:
+            self.samples.append(sample)
         return sample
 
     async def _tasks(self) -> float | None:
@@ -122,11 +136,13 @@ class Watch:
 
 @dataclass(frozen=True, slots=True)
 class Trend:
-    """One figure after the warm-up: its first sample, its last half's mean and fitted slope, and the tolerance."""
+    """One figure after the warm-up: its first sample, its last half's mean and fitted slope (with the slope's
+    standard error), and the tolerance."""
 
     first: float
     last_half_mean: float
     slope_per_hour: float
+    slope_error: float
     window_hours: float
     tolerance: float
 
@@ -136,22 +152,31 @@ class Trend:
         return self.last_half_mean - self.first
 
     @property
+    def climbing(self) -> bool:
+        """Whether the last half's own trend, over its window, passes the tolerance, and the slope is more than two
+        standard errors above 0 (not the swing of the answers in flight at each sample)."""
+        over = self.slope_per_hour * self.window_hours > self.tolerance
+        return over and self.slope_per_hour - 2 * self.slope_error > 0
+
+    @property
     def flat(self) -> bool:
-        """Neither the level (last half's mean over the first) nor the last half's own trend over its window grew
-        past the tolerance."""
-        return self.growth <= self.tolerance and self.slope_per_hour * self.window_hours <= self.tolerance
+        """Neither the level (the last half's mean over the first) grew past the tolerance, nor is it climbing."""
+        return self.growth <= self.tolerance and not self.climbing
 
 
 def trend(points: Sequence[tuple[float, float]], tolerance: float) -> Trend | None:
-    """The trend of (seconds, value) samples taken after the warm-up; None with fewer than 4 samples.
+    """The trend of (seconds, value) samples taken after the warm-up; None with fewer than 5 samples.
 
     The last half is the samples from the middle on (the middle one included when the count is odd); its slope is a
     least-squares fit, in units per hour.
     """
-    if len(points) < 4:
+    if len(points) < 5:
         return None
     half = list(points[len(points) // 2 :])
     hours = [(at - half[0][0]) / 3600 for at, _ in half]
     values = [value for _, value in half]
-    slope = statistics.linear_regression(hours, values).slope
-    return Trend(points[0][1], statistics.fmean(values), slope, hours[-1], tolerance)
+    fit = statistics.linear_regression(hours, values)
+    residuals = sum((value - fit.intercept - fit.slope * hour) ** 2 for hour, value in zip(hours, values, strict=True))
+    spread = sum((hour - statistics.fmean(hours)) ** 2 for hour in hours)
+    error = math.sqrt(residuals / (len(half) - 2) / spread) if spread else math.inf
+    return Trend(points[0][1], statistics.fmean(values), fit.slope, error, hours[-1], tolerance)

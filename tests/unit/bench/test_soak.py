@@ -73,7 +73,15 @@ def test_a_flat_series_with_noise_is_flat_and_a_steady_climb_is_not() -> None:
     assert flat.flat
     assert not climbing.flat
     assert climbing.slope_per_hour == pytest.approx(240)
-    assert trend([(0.0, 1.0), (60.0, 2.0), (120.0, 3.0)], tolerance=1) is None
+    assert trend([(60.0 * i, float(i)) for i in range(4)], tolerance=1) is None
+
+
+def test_in_flight_swings_that_happen_to_rise_over_the_last_half_are_not_a_climb() -> None:
+    swinging = trend([(60.0 * i, value) for i, value in enumerate([80, 66, 95, 70, 90, 62, 70, 99, 60, 90])], 15)
+    assert swinging is not None
+    assert swinging.slope_per_hour * swinging.window_hours > 15  # the fitted line alone would call it growing
+    assert not swinging.climbing
+    assert swinging.flat
 
 
 def test_the_task_gauge_is_read_from_metrics_when_there_is_one() -> None:
