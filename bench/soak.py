@@ -333,7 +333,7 @@ async def _run(args: argparse.Namespace) -> str:
                 found = sustained(steps, args.max_p95)
                 rate = found if found is not None else args.probe_rates[0]
                 note = (
-                    f"the highest probed rate that passed (p95 first text <= {args.max_p95:g} s everywhere, 0 errors)"
+                    f"the highest probed rate that passed: p95 first text <= {args.max_p95:g} s everywhere, 0 errors"
                     if found is not None
                     else "no probed rate passed: soaked at the lowest"
                 )
