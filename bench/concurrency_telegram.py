@@ -41,6 +41,7 @@ from bot.types import Answer, SourceLink
 from bot.words import messages
 from bot.words.catalogue import languages
 from bot.words.messages import answer_with_sources
+from fakes.base import Json
 from fakes.openai_api import FakeOpenAI, StreamedReply
 from fakes.telegram import (
     BotMessage,
@@ -167,10 +168,11 @@ def expected_plain(number: int) -> str:
     return parse_html(to_telegram_html(answer_with_sources(answer)))[0].strip()
 
 
-def _plain(request: BotRequest) -> str | None:
-    """The text a send, edit or draft asked Telegram to show, as shown; None if Telegram would refuse its markup."""
-    text = str(request.params.get("text") or "")
-    if str(request.params.get("parse_mode") or "").upper() == "HTML":
+def plain_text(params: Json) -> str | None:
+    """The text a send, edit or draft (its parameters) asked Telegram to show, as shown; None if Telegram would
+    refuse its markup."""
+    text = str(params.get("text") or "")
+    if str(params.get("parse_mode") or "").upper() == "HTML":
         try:
             text = parse_html(text)[0]
         except HtmlParseError:
@@ -349,10 +351,10 @@ def _shown(place: Place, accepted: list[BotRequest], drafts: list[Draft]) -> lis
     sends = [request for request in accepted if request.method == "sendMessage"]
     # Accepted sends made the place's messages in order; only the answer's own (the last) counts, not a notice.
     if len(sends) == len(place.answers):
-        shown.append((sends[-1].time, _plain(sends[-1]) or ""))
+        shown.append((sends[-1].time, plain_text(sends[-1].params) or ""))
     for request in accepted:
         is_final = request.method == "editMessageText" and request.params.get("message_id") == final.message_id
-        if is_final and (text := _plain(request)) is not None:
+        if is_final and (text := plain_text(request.params)) is not None:
             shown.append((request.time, text))
     return sorted(shown)
 

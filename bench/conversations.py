@@ -28,6 +28,8 @@ ANSWER_WORDS = 120
 RUN_TIMEOUT = 600.0
 
 _TICKET = re.compile(r"[Tt]icket (\d+)")
+# rag.rewrite's prompt ends with the question to rewrite and this line.
+_REWRITE = re.compile(r"Latest question: (.+)\nRewritten question:\s*$")
 
 # The answers' words: the document's own, so they read like answers about it.
 _VOCABULARY = tuple(dict.fromkeys(re.findall(r"[a-z]+", DOCUMENT.lower())))
@@ -48,7 +50,11 @@ def known_answer(number: int) -> str:
 
 
 def reply_for(body: Any) -> str:
+    """The fake model's reply: a rewrite prompt gets its question back (it stands alone), a question its ticket's
+    known answer."""
     last = str(body.get("messages", [{}])[-1].get("content", ""))
+    if rewrite := _REWRITE.search(last):
+        return rewrite[1]
     found = _TICKET.findall(last)
     return known_answer(int(found[-1])) if found else "No ticket number in the question."
 

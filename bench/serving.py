@@ -27,14 +27,18 @@ def serve_env(values: dict[str, str]) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def serving(env: dict[str, str], work: Path) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
-    """`ragbot serve` in a subprocess on a free port (output in WORK/serve.log), ready; stopped by SIGTERM after."""
+async def serving(
+    env: dict[str, str], work: Path, module: str = "bot.cli.main"
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """`ragbot serve` in a subprocess on a free port (output in WORK/serve.log), ready; stopped by SIGTERM after.
+
+    `module` is what runs the command line (a debug wrapper of bot.cli.main, bench.soak_objects)."""
     port = free_port()
     with (work / "serve.log").open("ab") as output:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bot.cli.main",
+            module,
             "serve",
             env={**env, "RAGBOT_PORT": str(port), "LOG_LEVEL": "WARNING"},
             cwd=work,
