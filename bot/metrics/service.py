@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from bot.metrics.group import MetricGroup
+from bot.metrics.loop import LoopTasks
 from bot.metrics.model import ModelMetrics
 from bot.metrics.stages import StageMetrics
 from bot.metrics.work import JobMetrics, SchedulerMetrics
@@ -28,11 +29,12 @@ class ServiceMetrics:
 
 def registry_of(*groups: MetricGroup) -> CollectorRegistry:
     """A registry of its own (never the global default) with `groups` and the process's figures: memory, CPU,
-    open files (where /proc exists), the Python version and the garbage collector."""
+    open files (where /proc exists), the Python version, the garbage collector and the event loop's tasks."""
     registry = CollectorRegistry()
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
+    registry.register(LoopTasks())
     for group in groups:
         registry.register(group)
     return registry

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -89,3 +91,19 @@ def test_part_health_shows_as_1_or_0_per_part() -> None:
     uptime = parts.sample("ragbot_uptime_seconds")
     assert uptime is not None
     assert uptime >= 0
+
+
+async def test_the_tasks_of_the_serving_loop_are_counted_at_each_scrape() -> None:
+    registry = registry_of()
+    before = registry.get_sample_value("ragbot_asyncio_tasks")
+    assert before is not None
+    release = asyncio.Event()
+    waiting = [asyncio.create_task(release.wait()) for _ in range(5)]
+    assert registry.get_sample_value("ragbot_asyncio_tasks") == before + 5
+    release.set()
+    await asyncio.gather(*waiting)
+    assert registry.get_sample_value("ragbot_asyncio_tasks") == before
+
+
+def test_off_the_loop_the_task_count_is_left_out() -> None:
+    assert registry_of().get_sample_value("ragbot_asyncio_tasks") is None
