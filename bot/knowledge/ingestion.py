@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,7 +86,7 @@ class IngestionWork:
         source = await self._source(job, progress)
         if not isinstance(source, SourceFile):
             return source
-        return {**asdict(await self._documents.ingest(kb, source, progress)), **_validators_result(job, source)}
+        return {**asdict(await self._documents.ingest(kb, source, progress)), **_validators_result(source)}
 
     async def run_batch(
         self, jobs: Sequence[JobRecord], progress_of: Callable[[JobRecord], Progress]
@@ -107,7 +107,7 @@ class IngestionWork:
             )
             for (job, source, _), result in zip(group, results, strict=True):
                 if isinstance(result, IngestResult):
-                    outcomes[job.id] = {**asdict(result), **_validators_result(job, source)}
+                    outcomes[job.id] = {**asdict(result), **_validators_result(source)}
                 else:
                     outcomes[job.id] = result
 
@@ -142,15 +142,15 @@ class IngestionWork:
             fetched = await fetch_url(
                 job.source, limits=self._limits.fetch, policy=self._limits.address_policy, validators=validators
             )
+            kept = _fetch_result(fetched, conditional=validators is not None)
             if fetched.not_modified:
-                return {"unchanged": True, "not_modified": True, "conditional": True, **_validators_of(fetched)}
+                return {"unchanged": True, "not_modified": True, **kept}
             return _FetchedSource(
                 fetched.data,
                 source_uri=stored_source(job.kind, job.source),
                 filename=fetched.filename,
                 content_type=fetched.content_type,
-                fetched=fetched,
-                conditional=validators is not None,
+                kept=kept,
             )
         path = Path(job.source)
         data = await asyncio.to_thread(_read_file, path, self._limits.max_file_bytes)
@@ -173,21 +173,20 @@ class IngestionWork:
 
 @dataclass(frozen=True, slots=True)
 class _FetchedSource(SourceFile):
-    """A fetched URL's file, with what its server said about the version (for the next conditional sync)."""
+    """A fetched URL's file, with what its job's result keeps of the fetch (`_fetch_result`)."""
 
-    fetched: FetchedFile | None = None
-    conditional: bool = False
-
-
-def _validators_of(fetched: FetchedFile) -> dict[str, str]:
-    return {"etag": fetched.validators.etag, "last_modified": fetched.validators.last_modified}
+    kept: dict[str, Any] = field(default_factory=dict)
 
 
-def _validators_result(job: JobRecord, source: SourceFile) -> dict[str, Any]:
-    """A URL job's result keeps its server's validators, which its schedule sends back next time."""
-    if job.kind not in URL_KINDS or not isinstance(source, _FetchedSource) or source.fetched is None:
-        return {}
-    return {**_validators_of(source.fetched), "conditional": source.conditional}
+def _fetch_result(fetched: FetchedFile, *, conditional: bool) -> dict[str, Any]:
+    """What a URL job's result keeps of its fetch: the server's validators, which its schedule sends back next time,
+    and whether this fetch sent them."""
+    validators = fetched.validators
+    return {"etag": validators.etag, "last_modified": validators.last_modified, "conditional": conditional}
+
+
+def _validators_result(source: SourceFile) -> dict[str, Any]:
+    return source.kept if isinstance(source, _FetchedSource) else {}
 
 
 def stored_source(kind: str, source: str) -> str:

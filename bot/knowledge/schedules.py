@@ -19,11 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
-
-from apscheduler.jobstores.base import JobLookupError
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from bot.errors import UserFacingError
 from bot.knowledge.ingestion import URL_KINDS
@@ -35,6 +31,9 @@ from storage.errors import NotFound
 from storage.records import JobRecord, ScheduleRecord
 from storage.repos.jobs import JobRepo
 from storage.repos.schedules import RunOutcome, ScheduleRepo
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +149,10 @@ class Scheduler:
 
     async def start(self) -> None:
         """Store the retention schedule, read every schedule and start the clock."""
+        # Imported here: every command checks RETENTION_EVERY with parse_every, and only `serve` runs a clock.
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+        from apscheduler.triggers.interval import IntervalTrigger
+
         await self._parts.schedules.put(RETENTION, self._retention_every)
         self._clock = AsyncIOScheduler(timezone=UTC)
         self._clock.add_job(self._spawning(self.refresh), IntervalTrigger(seconds=self._refresh_every), id="refresh")
@@ -169,6 +172,9 @@ class Scheduler:
 
     async def refresh(self) -> None:
         """Match the clock's jobs to the schedule rows (added, removed or changed by any process)."""
+        from apscheduler.jobstores.base import JobLookupError
+        from apscheduler.triggers.interval import IntervalTrigger
+
         clock = self._clock
         if clock is None:
             return
