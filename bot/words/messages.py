@@ -364,7 +364,7 @@ def source_detail(number: int, title: str, uri: str, text: str) -> str:
 def _job_name(job: JobRecord) -> str:
     # A file is known by its name: uploads are stored under a random folder, and a file ingested from the command
     # line by the server's path, which means nothing in a chat. A web page by its address.
-    return job.source if job.kind == "url" else PurePath(job.source).name or job.source
+    return job.source if job.kind in ("url", "sync") else PurePath(job.source).name or job.source
 
 
 def _stage(job: JobRecord, lang: str) -> str:
@@ -812,15 +812,28 @@ def schedules_list(schedules: Sequence[ScheduleRecord], kb_names: Mapping[str, s
                 source=f"`{schedule.source}`",
                 kb=kb_names.get(schedule.kb_id, "?"),
                 every=shown_period(schedule.every_seconds),
-                last=schedule.last_outcome or words.text("schedule.never"),
+                last=_last_run(schedule, lang),
             )
         )
     return "\n".join(lines)
 
 
+def _last_run(schedule: ScheduleRecord, lang: str) -> str:
+    """How a scheduled page's last fetch went, in the chat's words (the stored outcome is the operators' English)."""
+    words = catalogue(lang)
+    outcome = schedule.last_outcome
+    if not outcome:
+        return words.text("schedule.never")
+    if schedule.failures:
+        return words.plural("schedule.last.failed", schedule.failures)
+    if outcome.startswith("updated"):
+        return words.text("schedule.last.updated")
+    return words.text("schedule.last.unchanged")
+
+
 def sync_queued(count: int, lang: str) -> str:
     """`/sync`: the pages being fetched again."""
-    return catalogue(lang).text("schedule.sync_queued", count=count)
+    return catalogue(lang).plural("schedule.sync_queued", count)
 
 
 def sync_nothing(lang: str) -> str:

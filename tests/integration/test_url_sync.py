@@ -219,7 +219,7 @@ async def test_sync_now_fetches_the_scheduled_pages_and_follows_them(synced: Syn
     await synced.world.command(f"/ingest {page.url} --every 1d")
     page.body, page.etag = SECOND, '"v2"'
     reply = await synced.world.command("/sync")
-    assert "1" in reply
+    assert "Fetching the scheduled web page again now." in reply
     assert "Sequoia" in " ".join(await synced.chunks())
 
 

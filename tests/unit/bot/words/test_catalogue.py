@@ -51,7 +51,7 @@ def _job(status: JobStatus, kind: str = "upload", result: dict[str, Any] | None 
 
 
 # Every chat message of bot.words.messages that takes a language, with example values: "function" or "function:case".
-def _schedule() -> ScheduleRecord:
+def _schedule(last_outcome: str = "", failures: int = 0) -> ScheduleRecord:
     return ScheduleRecord(
         id="s",
         kind="url_sync",
@@ -64,8 +64,8 @@ def _schedule() -> ScheduleRecord:
         last_modified="",
         conditional_runs=0,
         last_run_at=None,
-        last_outcome="",
-        failures=0,
+        last_outcome=last_outcome,
+        failures=failures,
         created_at=datetime(2026, 1, 1, tzinfo=UTC),
     )
 
@@ -154,7 +154,18 @@ FIXED: dict[str, Callable[[str], str]] = {
     "sync_gone": lambda lang: messages.sync_gone("https://example.com/a", 404, lang),
     "sync_failing": lambda lang: messages.sync_failing("https://example.com/a", 3, "failed: timed out", lang),
     "schedules_list": lambda lang: messages.schedules_list([_schedule()], {"kb": "x"}, lang),
+    "schedules_list:ran": lambda lang: messages.schedules_list(
+        [
+            _schedule(last_outcome="updated: 3 chunks"),
+            _schedule(last_outcome="not modified"),
+            _schedule(last_outcome="failed: 503", failures=1),
+            _schedule(last_outcome="failed: 503", failures=3),
+        ],
+        {"kb": "x"},
+        lang,
+    ),
     "sync_queued": lambda lang: messages.sync_queued(2, lang),
+    "sync_queued:one": lambda lang: messages.sync_queued(1, lang),
     "sync_nothing": messages.sync_nothing,
     "sync_default_set": lambda lang: messages.sync_default_set("x", 86_400, 2, lang),
     "sync_default_off": lambda lang: messages.sync_default_off("x", lang),
