@@ -20,7 +20,7 @@ import shutil
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -36,6 +36,7 @@ _START_TIMEOUT: Final = 120.0
 _STOP_TIMEOUT: Final = 60.0
 _CHECK_INTERVAL_MS: Final = 500
 _POLL: Final = 0.05
+_STATS_ATTEMPTS: Final = 5
 # An answer streams over server-sent events for as long as the model writes; haproxy's server and client
 # timeouts count idle time, so they must outlast the slowest gap between two events of an answer.
 _STREAM_IDLE: Final = "300s"
@@ -193,7 +194,21 @@ class Haproxy:
         self.log = log
 
     async def command(self, line: str) -> str:
-        """One command on the stats socket (`show stat`, `disable server instances/i0`, ...): its answer."""
+        """One command on the stats socket (`show stat`, `disable server instances/i0`, ...): its answer.
+
+        A busy haproxy sometimes drops a stats connection before reading it (CI saw ENOTCONN mid-drill); every
+        command the harness sends is idempotent, so it is sent again on a fresh connection.
+        """
+        for attempt in range(_STATS_ATTEMPTS):
+            try:
+                return await self._command_once(line)
+            except OSError:
+                if attempt == _STATS_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(_POLL)
+        raise AssertionError("unreachable")
+
+    async def _command_once(self, line: str) -> str:
         reader, writer = await asyncio.open_unix_connection(str(self._socket))
         try:
             writer.write(line.encode() + b"\n")
@@ -201,7 +216,8 @@ class Haproxy:
             return (await reader.read()).decode()
         finally:
             writer.close()
-            await writer.wait_closed()
+            with suppress(OSError):
+                await writer.wait_closed()
 
     async def wait_started(self) -> None:
         """Wait until haproxy has opened its stats socket; fail if it exits or 30 s pass."""

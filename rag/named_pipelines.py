@@ -22,7 +22,7 @@ from rag.stages.load_history import LoadHistory
 from rag.stages.merge import Merge
 from rag.stages.rerank import Rerank
 from rag.stages.rewrite_query import RewriteQuery
-from rag.stages.search import Search, SearchConfig
+from rag.stages.search import Search, SearchConfig, SearchLeg
 from rag.stages.stream_answer import StreamAnswer
 from rag.tokens import TokenCounter
 
@@ -44,6 +44,8 @@ class PipelineParts:
     merge: MergeConfig = field(default_factory=MergeConfig)
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     history_config: HistoryConfig = field(default_factory=HistoryConfig)
+    # Searches beside the chunk search (web, knowledge graph), run in parallel with it.
+    legs: tuple[SearchLeg, ...] = ()
     observe: StageObserver | None = None
 
 
@@ -51,7 +53,7 @@ def _retrieval_stages(parts: PipelineParts) -> list[Stage]:
     return [
         LoadHistory(parts.history, parts.history_config),
         RewriteQuery(parts.rewriter),
-        Search(parts.retriever, parts.faqs, parts.search),
+        Search(parts.retriever, parts.faqs, parts.search, parts.legs),
         Rerank(parts.reranker, parts.retriever.lexical, parts.rerank),
         Merge(parts.merge_source, parts.merge),
         FilterTopK(parts.search.top_k),

@@ -14,6 +14,7 @@ from rag.models.embedders import OnnxEmbedder
 from rag.pipeline import TurnContext
 from rag.retrieval import Retriever
 from rag.stages.search import Search, SearchConfig
+from rag.types import Candidate, Vector
 from storage.db import Database
 from storage.records import KnowledgeBaseRecord
 from storage.repos.documents import DocumentRepo
@@ -128,3 +129,35 @@ async def _doc(parts: _Parts, kb: KnowledgeBaseRecord, filename: str) -> str:
     document = await parts.documents.find(kb.id, f"upload:{filename}")
     assert document is not None
     return document.id
+
+
+class _Leg:
+    def __init__(self, name: str, found: list[Candidate] | Exception) -> None:
+        self.name = name
+        self._found = found
+        self.queries: list[str] = []
+
+    async def search(self, turn: TurnContext, vector: Vector) -> list[Candidate]:
+        self.queries.append(turn.search_query)
+        assert vector == turn.query_vector
+        if isinstance(self._found, Exception):
+            raise self._found
+        return self._found
+
+
+async def test_a_legs_candidates_join_the_chunks_and_a_failing_leg_is_skipped_with_one_log_line(
+    parts: _Parts, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = await parts.kb("shop", DOCS)
+    web = Candidate("web:1", "chunk", "web", "Refund rules on the web.", 0.5, legs=frozenset({"web"}))
+    good, broken = _Leg("web", [web]), _Leg("graph", RuntimeError("graph store gone"))
+    search = Search(parts.retriever, parts.faqs, SearchConfig(), legs=(good, broken))
+    turn = TurnContext(query="refunds", kb_ids=(kb.id,), rewritten="how are refunds paid")
+    note = await search.run(turn)
+    assert good.queries == broken.queries == ["how are refunds paid"]
+    assert web in turn.candidates
+    assert any(c.text == DOCS["refunds.md"] for c in turn.candidates)
+    assert "web=1 graph=0" in note
+    failures = [r for r in caplog.records if "search leg graph failed" in r.getMessage()]
+    assert len(failures) == 1
+    assert "graph store gone" in failures[0].getMessage()
