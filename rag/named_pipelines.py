@@ -15,6 +15,7 @@ from rag.ports import ChatModel, Reranker
 from rag.relevance import RerankConfig
 from rag.retrieval import Retriever
 from rag.rewrite import Rewriter
+from rag.stages.data_analysis import DataAnalysis, TableParts
 from rag.stages.filter_top_k import FilterTopK
 from rag.stages.generate import Generate
 from rag.stages.into_chat_message import IntoChatMessage
@@ -46,6 +47,8 @@ class PipelineParts:
     history_config: HistoryConfig = field(default_factory=HistoryConfig)
     # Searches beside the chunk search (web, knowledge graph), run in parallel with it.
     legs: tuple[SearchLeg, ...] = ()
+    # Questions over spreadsheets answered with SQL on their rows (DATA_ANALYSIS); None: off.
+    tables: TableParts | None = None
     observe: StageObserver | None = None
 
 
@@ -71,6 +74,7 @@ def rag_stream(parts: PipelineParts) -> Pipeline:
         "rag_stream",
         [
             *_retrieval_stages(parts),
+            *([DataAnalysis(parts.model, parts.tables)] if parts.tables is not None else []),
             IntoChatMessage(parts.tokens, parts.answer),
             # The extractive answer cuts sentences with the BM25 analyzer, without filling its remembered terms.
             Generate(parts.model, parts.answer, terms=partial(parts.retriever.lexical.tokens, remember=False)),

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Collection as AbcCollection
 from typing import Literal, Protocol
 
 from rag.types import ChatMessage, KnownVectors, Vector
 from storage.records import ChunkRecord, FaqQuestionRecord
+from storage.tables.records import QueryResult, Sheet, TableSchema
 from storage.weaviate.collections import Collection
 
 EmbedKind = Literal["passage", "query"]
@@ -93,6 +95,30 @@ class VectorStore(Protocol):
 
     async def delete_kb(self, kb_id: str) -> int:
         """Remove everything a knowledge base holds."""
+        ...
+
+
+class TableStore(Protocol):
+    """Documents' rows as SQL tables (met by storage.tables.store.TableStore)."""
+
+    async def write(self, kb_id: str, document_id: str, sheets: Sequence[Sheet]) -> int:
+        """Replace a document's tables (none: drop them); how many were written."""
+        ...
+
+    async def drop_documents(self, document_ids: Sequence[str]) -> None:
+        """Drop these documents' tables."""
+        ...
+
+    async def drop_kb(self, kb_id: str) -> None:
+        """Drop a knowledge base's tables."""
+        ...
+
+    async def schemas(self, document_ids: Sequence[str], kb_ids: AbcCollection[str]) -> list[TableSchema]:
+        """The tables of these documents in these knowledge bases, with sample rows."""
+        ...
+
+    async def run(self, sql: str, kb_ids: AbcCollection[str]) -> QueryResult:
+        """Run one checked read-only SELECT over the tables of `kb_ids` (storage.tables.guard.RefusedQuery else)."""
         ...
 
 

@@ -104,3 +104,15 @@ class ReplicationFactorTooHigh(IndexUnavailable):
 
 class BackupError(StorageError):
     """A backup that could not be made, or one that must not be restored; the text says which and what to do."""
+
+
+class TablesUnavailable(StorageError):
+    """The tables file could not be opened or written (another process holds it, the disk is full)."""
+
+
+class RefusedQuery(StorageError):
+    """SQL the tables will not run (storage.tables.guard), or that DuckDB stopped; `reason` is a key=value for logs."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"query refused: {reason}")
+        self.reason = reason

@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 
@@ -42,6 +42,8 @@ class KnowledgeBase(SQLModel, table=True):
     owner: str = Field(default="", max_length=128, index=True)
     description: str = Field(default="", max_length=2000)
     chunking: dict[str, Any] = _json_column()
+    # Whether questions over its spreadsheets may be answered with SQL on their rows (`/tables on`); off by default.
+    tables: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

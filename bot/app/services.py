@@ -34,6 +34,7 @@ from rag.ports import ChatModel, Reranker
 from rag.retrieval import Retriever
 from rag.rewrite import LlmRewriter, Rewriter
 from rag.rewrite_rules import RuleRewriter
+from rag.stages.data_analysis import TableParts
 from rag.tokens import TokenCounter
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
@@ -47,6 +48,7 @@ from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
 from storage.repos.merge_reads import MergeReadRepo
 from storage.repos.schedules import ScheduleRepo
+from storage.tables.store import TableStore
 from storage.weaviate.config import WeaviateEndpoint
 from storage.weaviate.server import Restarted, WeaviateServer
 from storage.weaviate.store import WeaviateStore, endpoints_from_urls
@@ -79,6 +81,9 @@ class Services:
     bindings: BindingRepo
     index_lock: IndexLock
     schedules: ScheduleRepo
+    # CSV and spreadsheet rows as tables (data analysis), and the knowledge bases' switches for it.
+    tables: TableStore
+    knowledge_bases: KnowledgeBaseRepo
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
 
@@ -121,6 +126,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
         rerank=settings.rerank(),
         answer=settings.answer(),
         history_config=settings.history(),
+        tables=TableParts(services.tables, services.knowledge_bases),
         observe=services.metrics.stages.observe,
     )
 
@@ -265,11 +271,19 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         knowledge_bases = KnowledgeBaseRepo(db)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
         schedules = ScheduleRepo(db)
-        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules)
+        tables = TableStore(settings.tables())
+        knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules, tables)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)
         ingestor = DocumentIngestor(
-            documents, store, cached, lexical, tokens.encoding, settings.extract_limits(), sandbox=sandbox
+            documents,
+            store,
+            cached,
+            lexical,
+            tokens.encoding,
+            settings.extract_limits(),
+            sandbox=sandbox,
+            tables=tables,
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
@@ -307,6 +321,8 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             bindings=BindingRepo(db),
             index_lock=index_lock,
             schedules=schedules,
+            tables=tables,
+            knowledge_bases=knowledge_bases,
             vector_model=vector_model,
         )
         services.answerer = Answerer(pipeline_parts(services))

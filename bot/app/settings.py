@@ -31,6 +31,7 @@ from rag.retrieval import FusionWeights, RetrievalConfig
 from rag.stages.search import SearchConfig
 from storage.db import DatabaseConfig
 from storage.secret_box import KEY_FILE
+from storage.tables.records import TableConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
 _SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
@@ -61,6 +62,12 @@ class CoreSettings(BaseSettings):
 
     DATABASE_URL: str | None = None
     DATABASE_POOL_SIZE: int | None = Field(default=None, ge=1, le=1000)
+    # The DuckDB file that keeps CSV and spreadsheet rows as tables (data analysis). Unset: tables.duckdb in the
+    # data dir. One process writes it at a time: instances on one database each keep their own.
+    TABLES_PATH: Path | None = None
+    # Rows of a query's result shown under an answer and given to the model, and the seconds a query may run.
+    TABLES_MAX_ROWS: int = Field(default=50, ge=1, le=1000)
+    TABLES_QUERY_TIMEOUT: float = Field(default=5.0, gt=0, le=60)
 
     # One Weaviate, or the nodes of one cluster, comma-separated: ragbot uses the first that answers and moves on
     # to the next when its node stops answering. WEAVIATE_GRPC_URL then names each node's gRPC, in the same order.
@@ -263,6 +270,11 @@ class CoreSettings(BaseSettings):
         """Relational store: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir."""
         url = self.DATABASE_URL or f"sqlite:///{self.data_dir / 'ragbot.sqlite3'}"
         return DatabaseConfig(url=url, pool_size=self.database_pool_size())
+
+    def tables(self) -> TableConfig:
+        """Where tabular documents' rows are kept as tables and how far a query over them may go."""
+        path = self.TABLES_PATH.expanduser().resolve() if self.TABLES_PATH else self.data_dir / "tables.duckdb"
+        return TableConfig(path=path, max_rows=self.TABLES_MAX_ROWS, timeout=self.TABLES_QUERY_TIMEOUT)
 
     def database_pool_size(self) -> int:
         """DATABASE_POOL_SIZE, else sized from the turns at once: a turn holds a connection only for its three short

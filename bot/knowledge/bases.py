@@ -14,7 +14,7 @@ from bot.knowledge.tenancy import OPERATOR, is_qualified, split_qualified
 from rag.errors import InvalidRule
 from rag.ingest.cleanup import discard_uncommitted, settle, shielded
 from rag.ingest.rules import parse_rule
-from rag.ports import VectorStore
+from rag.ports import TableStore, VectorStore
 from storage.errors import DuplicateName, NotFound
 from storage.process import may_be_running, this_process
 from storage.records import DocumentRecord, KnowledgeBaseRecord
@@ -66,12 +66,14 @@ class KnowledgeBases:
         store: VectorStore,
         index_lock: IndexLock | None = None,
         schedules: ScheduleRepo | None = None,
+        tables: TableStore | None = None,
     ) -> None:
         self._repo = repo
         self._documents = documents
         self._store = store
         self._index_lock = index_lock
         self._schedules = schedules
+        self._tables = tables
         self._owner = this_process()
 
     async def _ensure_writable(self) -> None:
@@ -155,6 +157,8 @@ class KnowledgeBases:
         """Remove the knowledge base from the index first, then from SQL (a retry finishes either half)."""
         kb = await self.find(name)
         await self._ensure_writable()
+        if self._tables is not None:
+            await self._tables.drop_kb(kb.id)
         removed = await self._store.delete_kb(kb.id)
         await self._repo.delete(kb.id)
         log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
@@ -178,6 +182,9 @@ class KnowledgeBases:
         if document.kb_id != kb.id:
             raise UserFacingError(f"No document {document_id!r} in {name!r}.")
         await self._ensure_writable()
+        if self._tables is not None:
+            # First: should the file be held, nothing is deleted yet and the delete can simply be asked again.
+            await self._tables.drop_documents([document.id])
         try:
             _, note = await self._documents.begin_delete(
                 document.id, owner=self._owner, expires_at=datetime.now(UTC) + _NOTE_EXPIRY

@@ -19,13 +19,15 @@ from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, 
 from rag.ingest.rules import ChunkingRule, parse_rule
 from rag.ingest.sandbox import ExtractionSandbox
 from rag.ingest.split.structure import indexed_text
+from rag.ingest.types import ExtractedTable
 from rag.lexical import LexicalAnalyzer
-from rag.ports import Embedder, Progress, VectorStore, no_progress
-from storage.errors import DocumentNotStored, IndexWriteError, StorageError
+from rag.ports import Embedder, Progress, TableStore, VectorStore, no_progress
+from storage.errors import DocumentNotStored, IndexWriteError, StorageError, TablesUnavailable
 from storage.process import this_process
 from storage.records import ChunkRecord, DocumentRecord, DocumentVersion, KnowledgeBaseRecord, SegmentRecord
 from storage.repos.document_writes import DELETING, version_key
 from storage.repos.documents import DocumentRepo
+from storage.tables.records import Sheet
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,7 @@ class _Prepared:
     progress: Progress
     # Whether the document had a stored version when this one was read: then it is never made again if deleted since.
     existed: bool
+    tables: tuple[ExtractedTable, ...] = ()
 
     @property
     def chunks(self) -> tuple[ChunkRecord, ...]:
@@ -117,6 +120,7 @@ class DocumentIngestor:
         owner: str | None = None,
         *,
         sandbox: ExtractionSandbox | None = None,
+        tables: TableStore | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -129,6 +133,8 @@ class DocumentIngestor:
         # The service reads files in child processes (rag.ingest.sandbox); without one, files are read in a
         # thread here, which only trusted input (tests, benchmarks of the rest) may use.
         self._sandbox = sandbox
+        # CSV and spreadsheet rows are kept as SQL tables too, for data analysis; None: not kept.
+        self._tables = tables
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
@@ -239,7 +245,7 @@ class DocumentIngestor:
             chunks=tuple(chunks),
             meta={"filename": source.filename or "", **dict(extracted.metadata)},
         )
-        return _Prepared(document_id, version, progress, existed)
+        return _Prepared(document_id, version, progress, existed, extracted.tables)
 
     async def _index(self, kb: KnowledgeBaseRecord, batch: dict[int, _Prepared]) -> dict[int, IngestOutcome]:
         """Embed, upsert and store one batch; a document the index or the database refuses fails alone."""
@@ -360,8 +366,20 @@ class DocumentIngestor:
             if prepared.existed:
                 # The replaced version's rows and index objects, and anything a crash left of older ones.
                 await settle(self._documents, self._store, done.id)
+            await self._keep_tables(kb, prepared)
             outcomes[index] = prepared.result()
         return outcomes
+
+    async def _keep_tables(self, kb: KnowledgeBaseRecord, prepared: _Prepared) -> None:
+        """Store the new version's rows as its tables (replacing the old version's); a tables file that cannot be
+        written costs the analysis of this document, not its ingestion, so it is logged and passed over."""
+        if self._tables is None or (not prepared.tables and not prepared.existed):
+            return
+        sheets = [Sheet(table.name, table.rows) for table in prepared.tables]
+        try:
+            await self._tables.write(kb.id, prepared.document_id, sheets)
+        except TablesUnavailable as exc:
+            log.warning("ingest=tables_not_kept kb=%s document=%s reason=%s", kb.id, prepared.document_id, exc)
 
     async def _discard(self, prepared: Sequence[_Prepared]) -> None:
         """Remove what these versions wrote and did not make live: their staged rows, then their index objects

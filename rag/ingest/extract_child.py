@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import logging
 import os
 import resource
@@ -79,7 +80,11 @@ def _send(document: ExtractedDocument, replies: BinaryIO) -> None:
         for start in range(0, len(text), _PIECE_CHARS):
             wire.write_frame(replies, {"kind": "text", "section": index}, text[start : start + _PIECE_CHARS].encode())
         wire.write_frame(replies, {"kind": "section", "section": index, "metadata": _plain(section.metadata)})
-    done = dataclasses.replace(document, sections=())
+    for table in document.tables:
+        # JSON keeps a cell's kind (number, text, empty) and runs no code in the parent.
+        rows = json.dumps(table.rows, ensure_ascii=False).encode()
+        wire.write_frame(replies, {"kind": "table", "name": table.name}, rows)
+    done = dataclasses.replace(document, sections=(), tables=())
     wire.write_frame(
         replies,
         {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import sys
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from rag.errors import (
 )
 from rag.ingest import wire
 from rag.ingest.extract import DEFAULT_LIMITS, ExtractLimits
-from rag.ingest.types import ExtractedDocument, Section
+from rag.ingest.types import Cell, ExtractedDocument, ExtractedTable, Section
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +268,9 @@ class ExtractionSandbox:
     async def _receive(self, child: _Child) -> tuple[ExtractedDocument, bool]:
         """The document the child streams back, and whether the child stays healthy enough to read another."""
         sections: list[Section] = []
+        tables: list[ExtractedTable] = []
         pieces: list[str] = []
-        chars = 0
+        chars = table_bytes = 0
         while True:
             header, payload = await child.read()
             kind = header.get("kind")
@@ -279,6 +281,13 @@ class ExtractionSandbox:
                     log.warning("extract=too_long max_chars=%d", self.limits.max_chars)
                     raise too_long(self.limits.max_chars)
                 pieces.append(piece)
+            elif kind == "table":
+                # A table holds what its text holds, in about as many bytes as characters: the same cap, doubled.
+                table_bytes += len(payload)
+                if table_bytes > 2 * self.limits.max_chars:
+                    log.warning("extract=too_long max_chars=%d", self.limits.max_chars)
+                    raise too_long(self.limits.max_chars)
+                tables.append(_table(header, payload))
             elif kind == "section":
                 sections.append(Section("".join(pieces), _mapping(header.get("metadata"))))
                 pieces = []
@@ -288,6 +297,7 @@ class ExtractionSandbox:
                     mime_type=str(header.get("mime_type", "")),
                     title=str(header.get("title", "")),
                     metadata=_mapping(header.get("metadata")),
+                    tables=tuple(tables),
                 )
                 size = header.get("address_space")
                 room = self.limits.memory_bytes - child.baseline
@@ -305,6 +315,24 @@ class ExtractionSandbox:
                 )
             else:
                 raise ExtractionError(f"the file reader sent {kind!r}: see the server log", reason="reader_failed")
+
+
+def _table(header: dict[str, Any], payload: bytes) -> ExtractedTable:
+    """A table frame's rows, each cell kept only when it is a plain JSON scalar."""
+    try:
+        rows = json.loads(payload)
+    except ValueError as exc:
+        raise ExtractionError("the file reader sent a damaged table", reason="reader_failed") from exc
+    if not isinstance(rows, list):
+        raise ExtractionError("the file reader sent a damaged table", reason="reader_failed")
+    return ExtractedTable(
+        str(header.get("name", "")),
+        tuple(tuple(_scalar(cell) for cell in row) for row in rows if isinstance(row, list)),
+    )
+
+
+def _scalar(value: Any) -> Cell:
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

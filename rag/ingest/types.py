@@ -17,6 +17,18 @@ class Section:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
+Cell = str | int | float | bool | None
+"""A table cell as extraction keeps it: numbers stay numbers, dates become ISO text."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedTable:
+    """A sheet's rows as they were (the header row first), for data analysis beside the text; '' names a CSV's."""
+
+    name: str
+    rows: tuple[tuple[Cell, ...], ...]
+
+
 @dataclass(frozen=True, slots=True)
 class ExtractedDocument:
     """What an extractor found: ordered sections plus what it learnt about the file."""
@@ -25,6 +37,8 @@ class ExtractedDocument:
     mime_type: str
     title: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    # CSV and spreadsheets only: their rows, kept as tables (storage.tables) as well as split into chunks.
+    tables: tuple[ExtractedTable, ...] = ()
 
     @property
     def text(self) -> str:

@@ -36,6 +36,7 @@ def _record(row: KnowledgeBase) -> KnowledgeBaseRecord:
         chunking=dict(row.chunking),
         created_at=row.created_at,
         owner=row.owner,
+        tables=row.tables,
     )
 
 
@@ -171,6 +172,25 @@ class KnowledgeBaseRepo:
             row.updated_at = utcnow()
             session.add(row)
         return _record(row)
+
+    async def set_tables(self, kb_id: str, on: bool) -> KnowledgeBaseRecord:
+        """Switch data analysis of its tables on or off."""
+        async with self._db.session() as session:
+            row = await session.get(KnowledgeBase, kb_id)
+            if row is None:
+                raise NotFound("knowledge base", kb_id)
+            row.tables = on
+            row.updated_at = utcnow()
+            session.add(row)
+        return _record(row)
+
+    async def tables_on(self, kb_ids: Sequence[str]) -> set[str]:
+        """Those of `kb_ids` whose tables may be queried."""
+        if not kb_ids:
+            return set()
+        statement = select(KnowledgeBase.id).where(col(KnowledgeBase.id).in_(list(kb_ids)), col(KnowledgeBase.tables))
+        async with self._db.session() as session:
+            return set((await session.exec(statement)).all())
 
     async def stats(self, kb_id: str) -> dict[str, int]:
         """Counts of what the knowledge base holds."""

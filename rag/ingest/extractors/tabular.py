@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 
+from rag.ingest.types import Cell, ExtractedTable
+
 # Labelled lines may be this many times the cells they name, plus this many characters (a few pages of a sheet
 # with long column names), before the header stops being repeated.
 _GROWTH = 8
@@ -45,6 +47,18 @@ def format_rows(rows: Iterable[Sequence[object]]) -> list[str]:
     if header is not None and not lines:
         return [" | ".join(cell for cell in header if cell)]
     return lines
+
+
+def kept_table(name: str, rows: Iterable[Sequence[object]]) -> ExtractedTable:
+    """A sheet's non-empty rows as cells the tables store takes: numbers as they are, dates and the rest as text."""
+    kept = (tuple(_cell(value) for value in row) for row in rows)
+    return ExtractedTable(name, tuple(row for row in kept if any(cell not in (None, "") for cell in row)))
+
+
+def _cell(value: object) -> Cell:
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return format_cell(value)
 
 
 def pipe_rows(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -15,7 +15,7 @@ from charset_normalizer.utils import is_multi_byte_encoding
 
 from rag.errors import CorruptDocument
 from rag.ingest.extractors.damage import reason
-from rag.ingest.extractors.tabular import format_rows
+from rag.ingest.extractors.tabular import format_rows, kept_table
 from rag.ingest.types import ExtractedDocument, Section
 
 # Checked longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
@@ -129,7 +129,8 @@ def extract_csv(decoded: DecodedText, mime_type: str) -> ExtractedDocument:
         dialect = csv.excel
     reader = csv.reader(io.StringIO(text, newline=""), dialect)
     try:
-        lines = format_rows(reader)
+        table = kept_table("", reader)
+        lines = format_rows(table.rows)
     except csv.Error as exc:
         raise CorruptDocument(
             f"CSV is malformed at line {reader.line_num} ({reason(exc)}): fix that line and upload it again",
@@ -137,7 +138,10 @@ def extract_csv(decoded: DecodedText, mime_type: str) -> ExtractedDocument:
             line=reader.line_num,
         ) from exc
     return ExtractedDocument(
-        sections=(Section("\n".join(lines)),), mime_type=mime_type, metadata={"encoding": decoded.encoding}
+        sections=(Section("\n".join(lines)),),
+        mime_type=mime_type,
+        metadata={"encoding": decoded.encoding},
+        tables=(table,) if lines else (),
     )
 
 
