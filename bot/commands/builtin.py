@@ -1,4 +1,4 @@
-"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /lang."""
+"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /tables /lang."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 _URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _LIST_LIMIT = 20
 _MODES = ("mention", "all")
+_SWITCH = ("on", "off")
 # The shortest FAQ id prefix /faq delete accepts: /faq list shows 8 characters, and 4 already tell ~65,000 apart.
 _FAQ_ID_PREFIX = 4
 
@@ -131,6 +132,13 @@ def register_all(registry: CommandRegistry) -> None:
         )
         await context.reply(messages.mode_set(args[0], context.lang))
 
+    @registry.register("tables", admin=True, forms=tuple(Form(state, literal=True) for state in _SWITCH))
+    async def tables(context: CommandContext) -> None:
+        args = context.command.args
+        if len(args) != 1 or args[0] not in _SWITCH:
+            raise context.usage_error()
+        await context.reply(await _set_tables(context, on=args[0] == "on"))
+
     @registry.register(
         "lang",
         admin=False,
@@ -160,6 +168,13 @@ async def _set_fallback(context: CommandContext) -> str:
     key = context.message.key.chat_key
     await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, fallback_text=text)
     return messages.fallback_set(text, context.lang)
+
+
+async def _set_tables(context: CommandContext, *, on: bool) -> str:
+    """`/tables on|off`: data analysis of the spreadsheets of the chat's knowledge base (the one it adds to)."""
+    kb = await _target_kb(context)
+    await context.parts.knowledge.set_tables(kb.id, on=on)
+    return messages.tables_set(kb.name, context.lang, on=on)
 
 
 async def _set_language(context: CommandContext) -> str:

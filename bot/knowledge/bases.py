@@ -163,6 +163,10 @@ class KnowledgeBases:
         await self._repo.delete(kb.id)
         log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
 
+    async def set_tables(self, kb_id: str, *, on: bool) -> KnowledgeBaseRecord:
+        """Switch data analysis of the knowledge base's spreadsheets on or off."""
+        return await self._repo.set_tables(kb_id, on)
+
     async def documents(self, name: str) -> list[DocumentRecord]:
         """The documents of a knowledge base."""
         return await self._documents.in_kb((await self.find(name)).id)

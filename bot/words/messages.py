@@ -846,6 +846,11 @@ def sync_default_set(kb_name: str, every: int, count: int, lang: str) -> str:
     return catalogue(lang).text("schedule.default_set", kb=kb_name, every=shown_period(every), count=count)
 
 
+def tables_set(kb_name: str, lang: str, *, on: bool) -> str:
+    """`/tables on|off`."""
+    return catalogue(lang).text(f"tables.{'on' if on else 'off'}", kb=kb_name)
+
+
 def sync_default_off(kb_name: str, lang: str) -> str:
     """`/sync every off`."""
     return catalogue(lang).text("schedule.default_off", kb=kb_name)

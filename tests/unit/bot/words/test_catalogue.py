@@ -169,6 +169,8 @@ FIXED: dict[str, Callable[[str], str]] = {
     "sync_nothing": messages.sync_nothing,
     "sync_default_set": lambda lang: messages.sync_default_set("x", 86_400, 2, lang),
     "sync_default_off": lambda lang: messages.sync_default_off("x", lang),
+    "tables_on": lambda lang: messages.tables_set("x", lang, on=True),
+    "tables_off": lambda lang: messages.tables_set("x", lang, on=False),
     "kb_created": lambda lang: messages.kb_created("x", lang, reading=False),
     "kb_created:reading": lambda lang: messages.kb_created("x", lang, reading=True),
     "kb_exists": lambda lang: messages.kb_exists("x", lang),
