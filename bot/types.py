@@ -141,6 +141,8 @@ class SourceLink:
     document_id: str = ""
     url: str = ""
     snippet: str = ""
+    # A query's result (data analysis): its column names, then its rows, as text cells; shown as a table.
+    table: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

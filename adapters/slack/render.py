@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+from bot.reply.table import monospace_table
 from bot.types import Answer, SourceLink, web_url
 from bot.words.messages import sources_heading
 
@@ -14,6 +15,8 @@ FEEDBACK_ACTION: Final = "ragbot_feedback"
 MAX_MARKDOWN: Final = 12_000
 # A context block holds at most 10 elements (Block Kit reference).
 _CONTEXT_ELEMENTS: Final = 10
+# A section block's text holds at most 3,000 characters (Block Kit reference).
+_SECTION_CHARS: Final = 3_000
 # Notifications and screen readers get this much of the answer when the message is blocks.
 _FALLBACK_CHARS: Final = 3_000
 
@@ -102,9 +105,28 @@ def feedback_block(message_id: str) -> Block:
     }
 
 
+def table_blocks(sources: Sequence[SourceLink]) -> list[Block]:
+    """Each query result among the sources as a section of monospace text, cut to whole lines that fit one."""
+    blocks: list[Block] = []
+    for source in sources:
+        if not source.table:
+            continue
+        lines = escape(monospace_table(source.table)).splitlines()
+        head, tail = f"[{source.number}]\n```", "```"
+        kept: list[str] = []
+        for line in lines:
+            if len(head) + sum(len(k) + 1 for k in kept) + len(line) + 1 + len(tail) > _SECTION_CHARS:
+                break
+            kept.append(line)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": head + "\n".join(kept) + tail}})
+    return blocks
+
+
 def trailing_blocks(answer: Answer) -> list[Block]:
-    """What goes under an answer's text: its sources, then feedback buttons when it is an answer people rate."""
+    """What goes under an answer's text: its sources (query results drawn as tables), then feedback buttons when it
+    is an answer people rate."""
     blocks = [block] if (block := sources_block(answer.sources, answer.language)) is not None else []
+    blocks += table_blocks(answer.sources)
     if answer.takes_feedback:
         blocks.append(feedback_block(answer.message_id))
     return blocks

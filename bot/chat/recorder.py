@@ -59,6 +59,8 @@ def _source(candidate: Candidate) -> dict[str, Any]:
         "score": round(candidate.score, 6),
         # The chunks a merged passage was made of: a follow-up's history matches are searched by these.
         "chunk_ids": list(_chunk_ids(candidate)),
+        # A query's result (data analysis) has no stored chunk to read back: its cells are kept here.
+        **({"table": meta["table"]} if isinstance(meta.get("table"), list) else {}),
     }
 
 

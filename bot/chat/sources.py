@@ -186,7 +186,8 @@ def _stored_link(
         title=_field(source, "title") or _field(source, "id"),
         document_id=document_id,
         url=web_url(uris.get(document_id, "")),
-        snippet=snippet(texts.get(_field(source, "id"), ""), answer, number),
+        snippet="" if (table := _table(source)) else snippet(texts.get(_field(source, "id"), ""), answer, number),
+        table=table,
     )
 
 
@@ -203,8 +204,17 @@ def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> Sour
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
         url=web_url(uri),
-        snippet=snippet(_shown_text(candidate), answer, number),
+        snippet="" if (table := _table(meta)) else snippet(_shown_text(candidate), answer, number),
+        table=table,
     )
+
+
+def _table(meta: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """A data-analysis result's cells (rag.stages.data_analysis), or none."""
+    rows = meta.get("table")
+    if not isinstance(rows, list | tuple):
+        return ()
+    return tuple(tuple(str(cell) for cell in row) for row in rows if isinstance(row, list | tuple))
 
 
 def _shown_text(candidate: Candidate) -> str:

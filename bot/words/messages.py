@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from bot.errors import UserFacingError
+from bot.reply.table import monospace_table
 from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
 from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue
 from rag.input_check import Refusal, SmallTalk
@@ -136,7 +137,10 @@ def format_sources(sources: Sequence[SourceLink], lang: str = DEFAULT_LANGUAGE) 
     """The sources block under an answer, in Markdown; empty when there are none."""
     if not sources:
         return ""
-    return f"**{sources_heading(lang)}**\n" + "\n".join(f"- {format_source(source)}" for source in sources)
+    listed = f"**{sources_heading(lang)}**\n" + "\n".join(f"- {format_source(source)}" for source in sources)
+    # A query's result in monospace under the list (a code block is what every platform draws monospace).
+    tables = [f"```\n[{source.number}]\n{monospace_table(source.table)}\n```" for source in sources if source.table]
+    return "\n\n".join([listed, *tables])
 
 
 def answer_with_sources(answer: Answer) -> str:

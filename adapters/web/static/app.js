@@ -308,8 +308,29 @@
       snippet.title = String(source.snippet);
       main.appendChild(snippet);
     }
+    if (Array.isArray(source.table) && source.table.length > 0) {
+      // A query's result (data analysis): its column names, then its rows, drawn as a Markdown table.
+      var table = document.createElement("div");
+      table.className = "source__table";
+      table.setAttribute("data-testid", "source-table");
+      md.renderInto(table, markdownTable(source.table));
+      main.appendChild(table);
+    }
     li.appendChild(main);
     return li;
+  }
+
+  /** Cells (the column names first) as Markdown pipe rows, each pipe in a cell escaped. */
+  function markdownTable(rows) {
+    var lines = rows.map(function (row) {
+      var cells = (Array.isArray(row) ? row : []).map(function (cell) {
+        return String(cell).replace(/\|/g, "\\|").replace(/\s+/g, " ");
+      });
+      return "| " + cells.join(" | ") + " |";
+    });
+    var width = Array.isArray(rows[0]) ? rows[0].length : 1;
+    lines.splice(1, 0, "|" + new Array(width + 1).join(" --- |"));
+    return lines.join("\n");
   }
 
   function setFeedback(bubble, messageId, current) {
