@@ -6,9 +6,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from bot.reply.table import monospace_table
 from bot.types import Answer, SourceLink, web_url
 from bot.words.messages import sources_heading
+from bot.words.table import monospace_table
 
 FEEDBACK_ACTION: Final = "ragbot_feedback"
 # chat.postMessage / chat.update markdown_text, each stream call, and all markdown blocks of one message together.

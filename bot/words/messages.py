@@ -15,9 +15,9 @@ from pathlib import PurePath
 from typing import Any, Final
 
 from bot.errors import UserFacingError
-from bot.reply.table import monospace_table
 from bot.types import SLASH_COMMANDS, Answer, CommandStyle, SourceLink, web_url
 from bot.words.catalogue import DEFAULT_LANGUAGE, catalogue
+from bot.words.table import monospace_table
 from rag.input_check import Refusal, SmallTalk
 from storage.records import JobRecord, ScheduleRecord
 

@@ -228,6 +228,7 @@ async def test_in_a_group_the_bot_answers_only_when_addressed_until_an_admin_say
         ("/ingest https://example.org/", messages.admins_only("ingest", "en")),
         ("/faq list", messages.admins_only("faq", "en")),
         ("/jobs", messages.admins_only("jobs", "en")),
+        ("/tables on", messages.admins_only("tables", "en")),
         ("/kb use other", messages.admins_only("kb use", "en")),
         ("/kb", messages.usage(USAGE("kb", "en", PERSON), "en")),
         ("/kb list extra", messages.usage(USAGE("kb", "en", PERSON), "en")),
@@ -240,6 +241,19 @@ async def test_commands_answer_bad_or_forbidden_use_with_a_clear_reply(world: Ch
     await _manager(world).handle(_message(text), target)
     assert target.replies() == [reply]
     assert world.answerer.asked == []
+
+
+async def test_only_an_admin_switches_data_analysis_of_the_chat_s_knowledge_base(world: ChatWorld) -> None:
+    manager, target = _manager(world), RecordingTarget()
+    await manager.handle(_message("/tables on"), target)
+    assert target.replies()[-1] == messages.admins_only("tables", "en")
+    assert not (await world.knowledge.find("handbook")).tables
+    await manager.handle(_message("/tables on", user=ADMIN), target)
+    assert target.replies()[-1] == messages.tables_set("handbook", "en", on=True)
+    assert (await world.knowledge.find("handbook")).tables
+    await manager.handle(_message("/tables off", user=ADMIN), target)
+    assert target.replies()[-1] == messages.tables_set("handbook", "en", on=False)
+    assert not (await world.knowledge.find("handbook")).tables
 
 
 async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(world: ChatWorld) -> None:
