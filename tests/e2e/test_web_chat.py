@@ -39,6 +39,7 @@ VPN = "# VPN\n\nThe VPN client is installed from the Software Center app on your
 PRINTERS = "# Printers\n\nTo install a printer, open Settings, choose Printers and add the one named on its sticker.\n"
 PAYLOAD = '<script>window.__xss=1</script> <img src=x onerror="window.__xss=1"> [click](javascript:window.__xss=1)'
 XSS_DOC = f"# Quasar release notes\n\nQuasar builds ship on Fridays. {PAYLOAD} Quasar is versioned by date.\n"
+PRICES = "Product,Region,Unit price\nTea,north,12.5\nCoffee,south,20\nGreen tea,south,11\nCocoa,north,7\n"
 UPLOAD_NAME = "zorblax-manual.md"
 UPLOAD_DOC = (
     "# Zorblax-7 maintenance\n\n"
@@ -102,10 +103,15 @@ class PacedModel(FakeOpenAI):
         super().__init__(api_key=api_key)
         self.pause = pause
         self.answer: Callable[[str], str] = lambda prompt: "I do not know."
+        # The data-analysis plan (a non-streamed request whose prompt asks for `needs_sql`), from its prompt.
+        self.plan: Callable[[str], str] = lambda prompt: '{"needs_sql": false, "sql": ""}'
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         prompt = "\n".join(str(message.get("content", "")) for message in body.get("messages", []))
+        if not body.get("stream") and "needs_sql" in prompt:
+            self.reply = self.plan(prompt)
+            return await super()._chat(request)
         if not body.get("stream"):
             latest = re.search(r"Latest question: (.*)\nRewritten question:$", prompt)
             self.reply = latest.group(1) if latest else prompt
@@ -192,9 +198,10 @@ async def site(
     root = tmp_path_factory.mktemp("web-chat")
     async with PacedModel(api_key="x", pause=0.12) as model:
         env = _env(root, model, weaviate_binary, model_dir, tiktoken_dir) | weaviate_urls(weaviate_server)
-        for name, text in (("vpn.md", VPN), ("printers.md", PRINTERS), ("quasar-notes.md", XSS_DOC)):
+        documents = (("vpn.md", VPN), ("printers.md", PRINTERS), ("quasar-notes.md", XSS_DOC), ("prices.csv", PRICES))
+        for name, text in documents:
             (root / name).write_text(text)
-        for args in (("kb", "create", KB), ("ingest", "vpn.md", "printers.md", "quasar-notes.md", "--kb", KB)):
+        for args in (("kb", "create", KB), ("ingest", *(name for name, _ in documents), "--kb", KB)):
             code, _, err = await run_ragbot(env, root, *args)
             assert code == 0, err
         process, log = await serve_logged(env, root)
@@ -363,6 +370,32 @@ async def test_an_answer_quoting_a_table_shows_a_table_with_its_cells(site: Site
 
     screenshot = Path(os.environ.get("WEB_CHAT_TABLE_SCREENSHOT") or tmp_path / "web-chat-table.png")
     await chat.page.screenshot(path=screenshot)
+    chat.assert_nothing_ran()
+
+
+async def test_a_question_over_a_sheet_shows_the_query_s_result_as_a_table_under_the_answer(
+    site: Site, chat: Chat
+) -> None:
+    def plan(prompt: str) -> str:
+        table = re.search(r'Table "([^"]+)"', prompt)
+        assert table is not None, prompt
+        sql = f'SELECT region, count(*) AS products FROM "{table.group(1)}" GROUP BY 1 ORDER BY 1'
+        return json.dumps({"needs_sql": True, "sql": sql})
+
+    site.model.plan = plan
+    site.model.answer = lambda prompt: "Each region has two products on the price list [1]."
+    await chat.open()
+    await chat.log_in(ADMIN_TOKEN)
+    await chat.command("/tables on")
+
+    answer = await chat.ask("How many products per region are on the price list?")
+
+    table = answer.get_by_test_id("sources").get_by_test_id("source-table").locator("table")
+    await expect(table.locator("thead th")).to_have_text(["region", "products"])
+    rows = table.locator("tbody tr")
+    await expect(rows).to_have_count(2)
+    for row, cells in zip(await rows.all(), [["north", "2"], ["south", "2"]], strict=True):
+        await expect(row.locator("td")).to_have_text(cells)
     chat.assert_nothing_ran()
 
 
