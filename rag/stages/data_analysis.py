@@ -60,7 +60,12 @@ class DataAnalysis:
         if not documents or not readable:
             return ""
         kb_ids = await self._switch.tables_on(readable)
-        schemas = await self._tables.schemas(documents, kb_ids) if kb_ids else []
+        try:
+            schemas = await self._tables.schemas(documents, kb_ids) if kb_ids else []
+        except TablesUnavailable as exc:
+            # Another process writing the file (an ingestion from the terminal): this answer goes without it.
+            log.warning("data_analysis=skipped reason=tables_unavailable error=%s", exc)
+            return "tables_unavailable"
         if not schemas:
             return ""
         try:

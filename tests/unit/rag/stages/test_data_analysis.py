@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
 
+import pytest
+
 from rag.pipeline import TurnContext
 from rag.stages.data_analysis import DataAnalysis, TableParts
 from rag.tables import parse_plan
 from rag.types import Candidate, ChatMessage
+from storage.errors import TablesUnavailable
 from storage.tables.records import QueryResult, Sheet, TableSchema
 
 SCHEMA = TableSchema("doc", "doc", "kb", "", (("n", "N", "BIGINT"),), 2, ((1,), (2,)))
@@ -97,3 +100,19 @@ def test_a_plan_is_read_from_json_even_in_a_code_fence_and_anything_else_is_none
     assert parse_plan('{"needs_sql": false}') is not None
     for reply in ("SELECT 1", '{"needs_sql": "yes"}', '{"needs_sql": true, "sql": ""}', "[]"):
         assert parse_plan(reply) is None
+
+
+class BusyTables(Tables):
+    """A tables file another process holds."""
+
+    async def schemas(self, document_ids: Sequence[str], kb_ids: Collection[str]) -> list[TableSchema]:
+        raise TablesUnavailable("tables file held by another process")
+
+
+async def test_a_tables_file_held_elsewhere_leaves_the_passages_as_they_were(caplog: pytest.LogCaptureFixture) -> None:
+    turn = TurnContext("How many?", ("kb",), selected=[CHUNK])
+    assert await DataAnalysis(Model(PLAN), TableParts(BusyTables(), Switch({"kb"}))).run(turn) == "tables_unavailable"
+    assert turn.selected == [CHUNK]
+    assert [r.getMessage().split(" error=")[0] for r in caplog.records] == [
+        "data_analysis=skipped reason=tables_unavailable"
+    ]
