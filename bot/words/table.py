@@ -13,7 +13,8 @@ def monospace_table(rows: Sequence[Sequence[str]]) -> str:
     """The rows as aligned lines, a rule under the first (the column names); empty without rows."""
     if not rows:
         return ""
-    cells = [[_cut(" ".join(cell.split())) for cell in row] for row in rows]
+    # A backquote in a cell could close the code block the table is drawn in.
+    cells = [[_cut(" ".join(cell.replace("`", "'").split())) for cell in row] for row in rows]
     count = max(len(row) for row in cells)
     cells = [row + [""] * (count - len(row)) for row in cells]
     widths = [max(_width(row[index]) for row in cells) for index in range(count)]

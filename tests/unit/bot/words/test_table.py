@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from adapters.slack.render import trailing_blocks
+from adapters.telegram.render import to_telegram_html
 from bot.types import Answer, SourceLink
-from bot.words.messages import format_sources
+from bot.words.messages import answer_with_sources, format_sources
 from bot.words.table import monospace_table
 
 ROWS = (("region", "总计"), ("north", "250000"), ("南方", "12"))
@@ -33,3 +34,10 @@ def test_a_long_result_is_cut_to_whole_lines_within_a_slack_section() -> None:
     text = section["text"]["text"]
     assert len(text) <= 3_000
     assert text.endswith("```")
+
+
+def test_telegram_shows_a_result_in_a_pre_block_that_a_backquote_in_a_cell_cannot_close() -> None:
+    rows = (("code", "n"), ("a```b", "3"), ("<x>", "4"))
+    html = to_telegram_html(answer_with_sources(Answer("Three codes [1].", (SourceLink(1, "codes.csv", table=rows),))))
+    pre = html[html.index("<pre>") : html.index("</pre>") + len("</pre>")]
+    assert pre == "<pre>[1]\ncode  | n\n------+--\na'''b | 3\n&lt;x&gt;   | 4</pre>"
