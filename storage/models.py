@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint, false
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -42,8 +42,6 @@ class KnowledgeBase(SQLModel, table=True):
     owner: str = Field(default="", max_length=128, index=True)
     description: str = Field(default="", max_length=2000)
     chunking: dict[str, Any] = _json_column()
-    # Whether questions over its spreadsheets may be answered with SQL on their rows (`/tables on`); off by default.
-    tables: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -57,6 +55,18 @@ class KnowledgeBaseGrant(SQLModel, table=True):
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     kb_id: str = Field(foreign_key="knowledge_base.id", index=True, max_length=36)
     tenant: str = Field(max_length=128, index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class KnowledgeBaseTables(SQLModel, table=True):
+    """A knowledge base whose spreadsheets' questions may be answered with SQL on their rows (`/tables on`).
+
+    A row of its own, not a column of knowledge_base: a switch that is off by default is its absence.
+    """
+
+    __tablename__ = "knowledge_base_tables"
+
+    kb_id: str = Field(foreign_key="knowledge_base.id", primary_key=True, max_length=36)
     created_at: datetime = Field(default_factory=utcnow)
 
 

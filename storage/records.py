@@ -19,8 +19,6 @@ class KnowledgeBaseRecord:
     created_at: datetime
     # The tenant that owns it: '' for the operator, "slack:T123" for a workspace installed through OAuth.
     owner: str = ""
-    # Questions over its spreadsheets may be answered with SQL on their rows (`/tables on`).
-    tables: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,9 +163,13 @@ class KnowledgeBases:
         await self._repo.delete(kb.id)
         log.info("kb=deleted id=%s index_objects=%d", kb.id, removed)
 
-    async def set_tables(self, kb_id: str, *, on: bool) -> KnowledgeBaseRecord:
+    async def set_tables(self, kb_id: str, *, on: bool) -> None:
         """Switch data analysis of the knowledge base's spreadsheets on or off."""
-        return await self._repo.set_tables(kb_id, on)
+        await self._repo.set_tables(kb_id, on)
+
+    async def tables_on(self, kb_ids: Sequence[str]) -> set[str]:
+        """Those of `kb_ids` switched on for data analysis."""
+        return await self._repo.tables_on(kb_ids)
 
     async def documents(self, name: str) -> list[DocumentRecord]:
         """The documents of a knowledge base."""

@@ -19,6 +19,7 @@ from storage.models import (
     IngestionJob,
     KnowledgeBase,
     KnowledgeBaseGrant,
+    KnowledgeBaseTables,
     Schedule,
     Segment,
     utcnow,
@@ -36,7 +37,6 @@ def _record(row: KnowledgeBase) -> KnowledgeBaseRecord:
         chunking=dict(row.chunking),
         created_at=row.created_at,
         owner=row.owner,
-        tables=row.tables,
     )
 
 
@@ -173,22 +173,27 @@ class KnowledgeBaseRepo:
             session.add(row)
         return _record(row)
 
-    async def set_tables(self, kb_id: str, on: bool) -> KnowledgeBaseRecord:
-        """Switch data analysis of its tables on or off."""
-        async with self._db.session() as session:
-            row = await session.get(KnowledgeBase, kb_id)
-            if row is None:
-                raise NotFound("knowledge base", kb_id)
-            row.tables = on
-            row.updated_at = utcnow()
-            session.add(row)
-        return _record(row)
+    async def set_tables(self, kb_id: str, on: bool) -> None:
+        """Switch data analysis of its tables on or off (on twice is on)."""
+        try:
+            async with self._db.session() as session:
+                if await session.get(KnowledgeBase, kb_id) is None:
+                    raise NotFound("knowledge base", kb_id)
+                switched = await session.get(KnowledgeBaseTables, kb_id)
+                if on and switched is None:
+                    session.add(KnowledgeBaseTables(kb_id=kb_id))
+                elif not on and switched is not None:
+                    await session.delete(switched)
+        except IntegrityError:
+            if not on:
+                raise
+            # Another admin switched it on at the same moment: it is on.
 
     async def tables_on(self, kb_ids: Sequence[str]) -> set[str]:
         """Those of `kb_ids` whose tables may be queried."""
         if not kb_ids:
             return set()
-        statement = select(KnowledgeBase.id).where(col(KnowledgeBase.id).in_(list(kb_ids)), col(KnowledgeBase.tables))
+        statement = select(KnowledgeBaseTables.kb_id).where(col(KnowledgeBaseTables.kb_id).in_(list(kb_ids)))
         async with self._db.session() as session:
             return set((await session.exec(statement)).all())
 
@@ -218,6 +223,7 @@ class KnowledgeBaseRepo:
                 (IngestionJob, IngestionJob.kb_id),
                 (ChannelBinding, ChannelBinding.kb_id),
                 (KnowledgeBaseGrant, KnowledgeBaseGrant.kb_id),
+                (KnowledgeBaseTables, KnowledgeBaseTables.kb_id),
                 (Schedule, Schedule.kb_id),
             ):
                 await session.exec(delete(model).where(col(column) == kb_id))

@@ -236,3 +236,14 @@ async def test_a_document_s_table_is_replaced_on_reingestion_and_dropped_with_it
     assert schema.row_count == 3
     await services.knowledge.delete_document("shop", first.document_id)
     assert await services.tables.schemas([first.document_id], [kb.id]) == []
+
+
+async def test_a_deleted_knowledge_base_takes_its_tables_and_its_switch_with_it(world: World) -> None:
+    services = world.services
+    kb = await services.knowledge.create("scratch", {})
+    done = await services.ingestor.ingest(kb, SourceFile(b"Rate,Value\na,1\n", "upload:scratch.csv", "scratch.csv"))
+    await services.knowledge.set_tables(kb.id, on=True)
+    assert len(await services.tables.schemas([done.document_id], [kb.id])) == 1
+    await services.knowledge.delete("scratch")
+    assert await services.tables.schemas([done.document_id], [kb.id]) == []
+    assert await services.knowledge.tables_on([kb.id]) == set()

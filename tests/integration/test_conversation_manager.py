@@ -247,13 +247,15 @@ async def test_only_an_admin_switches_data_analysis_of_the_chat_s_knowledge_base
     manager, target = _manager(world), RecordingTarget()
     await manager.handle(_message("/tables on"), target)
     assert target.replies()[-1] == messages.admins_only("tables", "en")
-    assert not (await world.knowledge.find("handbook")).tables
+    kb = await world.knowledge.find("handbook")
+    assert await world.knowledge.tables_on([kb.id]) == set()
     await manager.handle(_message("/tables on", user=ADMIN), target)
     assert target.replies()[-1] == messages.tables_set("handbook", "en", on=True)
-    assert (await world.knowledge.find("handbook")).tables
+    assert await world.knowledge.tables_on([kb.id]) == {kb.id}
+    await manager.handle(_message("/tables on", user=ADMIN), target)  # twice is once
     await manager.handle(_message("/tables off", user=ADMIN), target)
     assert target.replies()[-1] == messages.tables_set("handbook", "en", on=False)
-    assert not (await world.knowledge.find("handbook")).tables
+    assert await world.knowledge.tables_on([kb.id]) == set()
 
 
 async def test_a_file_from_a_non_admin_is_refused_in_their_terms_and_never_read(world: ChatWorld) -> None:

@@ -25,6 +25,7 @@ from tests.conftest import fresh_postgres_database
 EXPECTED_TABLES = {
     "knowledge_base",
     "knowledge_base_grant",
+    "knowledge_base_tables",
     "document",
     "segment",
     "chunk",

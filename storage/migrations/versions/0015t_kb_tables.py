@@ -1,4 +1,4 @@
-"""kb tables: a knowledge base's switch for answering questions over its spreadsheets with SQL (off)
+"""kb tables: the knowledge bases whose spreadsheets' questions may be answered with SQL (`/tables on`)
 
 Revision ID: 0015t
 Revises: 0014
@@ -8,6 +8,7 @@ Create Date: 2026-11-27
 from __future__ import annotations
 
 import sqlalchemy as sa
+import sqlmodel
 from alembic import op
 
 
@@ -18,10 +19,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('knowledge_base', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('tables', sa.Boolean(), nullable=False, server_default=sa.false()))
+    op.create_table('knowledge_base_tables',
+    sa.Column('kb_id', sqlmodel.sql.sqltypes.AutoString(length=36), nullable=False),
+    sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+    sa.ForeignKeyConstraint(['kb_id'], ['knowledge_base.id'], ),
+    sa.PrimaryKeyConstraint('kb_id')
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('knowledge_base', schema=None) as batch_op:
-        batch_op.drop_column('tables')
+    op.drop_table('knowledge_base_tables')
