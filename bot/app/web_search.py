@@ -50,7 +50,12 @@ def build_web_leg(
         embedder,
         partial(lexical.tokens, remember=False),
         pages=pages,
-        config=WebLegConfig(references=settings.WEB_SEARCH_REFERENCES, passages=2 * settings.WEB_SEARCH_REFERENCES),
+        config=WebLegConfig(
+            references=settings.WEB_SEARCH_REFERENCES,
+            passages=2 * settings.WEB_SEARCH_REFERENCES,
+            # The results page, its fallback and the page reads (in parallel), one after the other at worst.
+            deadline=2 * settings.WEB_SEARCH_TIMEOUT + settings.WEB_SEARCH_PAGE_TIMEOUT,
+        ),
     )
 
 

@@ -14,7 +14,7 @@ from rag.web.blacklist import Blacklist
 from rag.web.compress import WebReference, consolidate, passages_of, rank_passages, round_robin
 from rag.web.pages import PageReader
 from rag.web.scratch import ScratchKnowledge, ScratchStore
-from rag.web.types import WebResult, WebSearchProvider
+from rag.web.types import WebResult, WebSearchError, WebSearchProvider
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,8 @@ class WebLegConfig:
     references: int = 5
     # Passages chosen round robin before they are joined per URL; twice the references lets a site add a second.
     passages: int = 10
+    # Seconds the provider and the page reads may take together: past it the turn goes on without the web.
+    deadline: float = 15.0
 
 
 class WebSearchLeg:
@@ -72,7 +74,11 @@ class WebSearchLeg:
             return []
         knowledge = self._scratch.scope(turn.web_scope or f"turn:{id(turn)}")
         if query not in knowledge.queries:
-            await self._learn(query, knowledge)
+            try:
+                async with asyncio.timeout(self._config.deadline):
+                    await self._learn(query, knowledge)
+            except TimeoutError as exc:
+                raise WebSearchError(f"web search took over {self._config.deadline:g}s", failure="timeout") from exc
         passages = list(knowledge.passages.values())
         vectors = [knowledge.vectors[p.id] for p in passages]
         ranked = await asyncio.to_thread(rank_passages, query, vector, passages, vectors, self._tokens)
