@@ -29,6 +29,7 @@ from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, User
 from bot.words import language, messages
 from rag.errors import RagError
 from rag.pipeline import TurnContext
+from rag.web.scratch import scope_key
 from storage.errors import DuplicateEvent, NotFound, StorageError, first_line
 from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRecord, MessageRole
 
@@ -752,8 +753,7 @@ class ConversationManager:
 
 def web_scope(conversation: ConversationRecord) -> str:
     """What the web leg keeps a conversation's passages under: its id, and when it was last started over (`/new`)."""
-    started = conversation.reset_at.isoformat() if conversation.reset_at is not None else ""
-    return f"{conversation.id}@{started}"
+    return scope_key(conversation.id, conversation.reset_at.isoformat() if conversation.reset_at is not None else "")
 
 
 def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:

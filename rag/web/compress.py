@@ -110,16 +110,24 @@ def cosine(a: Vector, b: Vector) -> float:
     return dot / norms if norms else 0.0
 
 
+def passage_tokens(passage: WebPassage, tokens: Callable[[str], list[str]]) -> list[str]:
+    """The words BM25 matches a passage by: its title's and its text's."""
+    return tokens(f"{passage.title} {passage.text}")
+
+
 def rank_passages(
-    query: str,
+    query_tokens: Sequence[str],
     query_vector: Vector | None,
     passages: Sequence[WebPassage],
+    terms: Sequence[Sequence[str]],
     vectors: Sequence[Vector | None],
-    tokens: Callable[[str], list[str]],
 ) -> list[tuple[WebPassage, float]]:
-    """Passages matching the query by words or by meaning, best first, scored by RRF of the two legs."""
+    """Passages matching the query by words or by meaning, best first, scored by RRF of the two legs.
+
+    `terms` and `vectors` are the passages' words and embeddings, in order (computed once, when they were found).
+    """
     by_id = {passage.id: passage for passage in passages}
-    words = bm25_scores(tokens(query), [tokens(f"{p.title} {p.text}") for p in passages])
+    words = bm25_scores(query_tokens, terms)
     lexical = [p.id for p, score in sorted(zip(passages, words, strict=True), key=lambda x: -x[1]) if score > 0]
     legs = {"bm25": lexical}
     if query_vector is not None:

@@ -11,7 +11,7 @@ from rag.pipeline import TurnContext
 from rag.ports import Embedder
 from rag.types import Candidate, Vector
 from rag.web.blacklist import Blacklist
-from rag.web.compress import WebReference, consolidate, passages_of, rank_passages, round_robin
+from rag.web.compress import WebReference, consolidate, passage_tokens, passages_of, rank_passages, round_robin
 from rag.web.pages import PageReader
 from rag.web.scratch import ScratchKnowledge, ScratchStore
 from rag.web.types import WebResult, WebSearchError, WebSearchProvider
@@ -72,7 +72,8 @@ class WebSearchLeg:
         query = turn.search_query.strip()
         if not query:
             return []
-        knowledge = self._scratch.scope(turn.web_scope or f"turn:{id(turn)}")
+        # A turn of no conversation (`ragbot eval`) keeps its passages to itself.
+        knowledge = self._scratch.scope(turn.web_scope) if turn.web_scope else ScratchKnowledge()
         if query not in knowledge.queries:
             try:
                 async with asyncio.timeout(self._config.deadline):
@@ -80,11 +81,11 @@ class WebSearchLeg:
             except TimeoutError as exc:
                 raise WebSearchError(f"web search took over {self._config.deadline:g}s", failure="timeout") from exc
         passages = list(knowledge.passages.values())
+        terms = [knowledge.terms[p.id] for p in passages]
         vectors = [knowledge.vectors[p.id] for p in passages]
-        ranked = await asyncio.to_thread(rank_passages, query, vector, passages, vectors, self._tokens)
+        query_terms = await asyncio.to_thread(self._tokens, query)
+        ranked = rank_passages(query_terms, vector, passages, terms, vectors)
         references = consolidate(round_robin(ranked, self._config.passages))[: self._config.references]
-        if not turn.web_scope:
-            self._scratch.forget(f"turn:{id(turn)}")
         return [_candidate(reference, rank) for rank, reference in enumerate(references)]
 
     async def _learn(self, query: str, knowledge: ScratchKnowledge) -> None:
@@ -93,7 +94,8 @@ class WebSearchLeg:
         fresh = [p for r, text in zip(results, texts, strict=True) for p in passages_of(r, text)]
         fresh = [p for p in fresh if p.id not in knowledge.passages]
         vectors = await self._embedder.embed([f"{p.title}\n{p.text}" for p in fresh]) if fresh else []
-        knowledge.add(fresh, vectors)
+        terms = await asyncio.to_thread(lambda: [passage_tokens(p, self._tokens) for p in fresh])
+        knowledge.add(fresh, terms, vectors)
         knowledge.queries.add(query)
         log.info("web_search provider=%s results=%d passages=%d", self._provider.name, len(results), len(fresh))
 

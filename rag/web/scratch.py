@@ -1,10 +1,11 @@
 """The conversations' temporary web knowledge: each one's searched queries and passages, in memory, bounded.
 
-Kept in memory rather than as hidden knowledge bases in Weaviate: a conversation's web passages number tens, are
-ranked in well under a millisecond here, and need no index, no `/kb list` filter and no cleanup of a crashed
-instance's leftovers. What is lost with the process is only a repeat of a search. Each scope (a conversation since
-its last `/new`) lives at most `max_age` seconds after its last use, well under any retention period, so retention
-never leaves web passages behind, and `forget` drops a scope at once.
+Kept in memory rather than as hidden knowledge bases in Weaviate: a conversation's web passages number tens (each
+tokenised and embedded once, when found), are ranked in a few milliseconds, and need no index, no `/kb list`
+filter and no cleanup of a crashed instance's leftovers. What is lost with the process is only a repeat of a
+search. Each scope (a conversation since its last `/new`) lives at most `max_age` seconds after its last use, well
+under any retention period (days), so retention never leaves web passages behind; `forget` drops a conversation's
+scopes at once.
 """
 
 from __future__ import annotations
@@ -18,20 +19,27 @@ from rag.types import Vector
 from rag.web.compress import WebPassage
 
 
+def scope_key(conversation_id: str, started: str) -> str:
+    """The scope of a conversation since `started` (when it was last started over; "" for never)."""
+    return f"{conversation_id}@{started}"
+
+
 @dataclass(slots=True)
 class ScratchKnowledge:
-    """One conversation's web passages, their vectors, and the queries already searched."""
+    """One conversation's web passages, their words and vectors, and the queries already searched."""
 
     passages: dict[str, WebPassage] = field(default_factory=dict)
+    terms: dict[str, list[str]] = field(default_factory=dict)
     vectors: dict[str, Vector | None] = field(default_factory=dict)
     queries: set[str] = field(default_factory=set)
     used: float = 0.0
 
-    def add(self, passages: Sequence[WebPassage], vectors: Sequence[Vector | None]) -> None:
+    def add(self, passages: Sequence[WebPassage], terms: Sequence[list[str]], vectors: Sequence[Vector | None]) -> None:
         """Add passages not held yet (a URL found again keeps its first passages)."""
-        for passage, vector in zip(passages, vectors, strict=True):
+        for passage, words, vector in zip(passages, terms, vectors, strict=True):
             if passage.id not in self.passages:
                 self.passages[passage.id] = passage
+                self.terms[passage.id] = words
                 self.vectors[passage.id] = vector
 
 
@@ -57,9 +65,9 @@ class ScratchStore:
             self._scopes.popitem(last=False)
         return knowledge
 
-    def forget(self, prefix: str) -> int:
-        """Drop every scope whose key starts with `prefix` (a conversation's id drops all its scopes)."""
-        keys = [key for key in self._scopes if key.startswith(prefix)]
+    def forget(self, conversation_id: str) -> int:
+        """Drop every scope of the conversation; how many there were."""
+        keys = [key for key in self._scopes if key.startswith(scope_key(conversation_id, ""))]
         for key in keys:
             del self._scopes[key]
         return len(keys)

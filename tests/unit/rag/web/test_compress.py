@@ -70,7 +70,8 @@ def test_passages_of_one_url_are_joined_in_page_order_with_their_best_score() ->
 def test_ranking_fuses_words_and_meaning() -> None:
     passages = [_passage("https://a.example", 0, "python gil removal"), _passage("https://b.example", 0, "bread")]
     vectors = [[0.0, 1.0], [1.0, 0.0]]
-    by_words = rank_passages("python gil", None, passages, vectors, _words)
+    terms = [_words(p.text) for p in passages]
+    by_words = rank_passages(_words("python gil"), None, passages, terms, vectors)
     assert [p.url for p, _ in by_words] == ["https://a.example"]  # bread shares no word: not a match by words
-    by_both = rank_passages("python gil", [1.0, 0.0], passages, vectors, _words)
+    by_both = rank_passages(_words("python gil"), [1.0, 0.0], passages, terms, vectors)
     assert {p.url for p, _ in by_both} == {"https://a.example", "https://b.example"}
