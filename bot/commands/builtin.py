@@ -1,4 +1,4 @@
-"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /lang."""
+"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /web /lang."""
 
 from __future__ import annotations
 
@@ -130,6 +130,19 @@ def register_all(registry: CommandRegistry) -> None:
             key.platform, key.workspace, key.chat, answer_mode="all" if args[0] == "all" else "mention"
         )
         await context.reply(messages.mode_set(args[0], context.lang))
+
+    @registry.register("web", admin=True, forms=(Form("on", literal=True), Form("off", literal=True)))
+    async def web(context: CommandContext) -> None:
+        args = context.command.args
+        if len(args) != 1 or args[0].lower() not in ("on", "off"):
+            raise context.usage_error()
+        on = args[0].lower() == "on"
+        if on and not context.parts.web_search:
+            await context.reply(messages.web_search_unavailable(context.lang))
+            return
+        key = context.message.key.chat_key
+        await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, web_search=on)
+        await context.reply(messages.web_search_set(on, context.lang))
 
     @registry.register(
         "lang",
