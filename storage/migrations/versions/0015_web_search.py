@@ -1,6 +1,6 @@
 """web search: a chat's admin switches web search on or off for that chat (chat_setting.web_search)
 
-Revision ID: 0015w
+Revision ID: 0015
 Revises: 0014
 Create Date: 2026-11-27
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 
-revision = '0015w'
+revision = '0015'
 down_revision = '0014'
 branch_labels = None
 depends_on = None
