@@ -36,6 +36,10 @@ class TurnContext:
     # Documents the asker pointed at; when they are small they are loaded whole ("direct" leg).
     document_ids: tuple[str, ...] = ()
     history: list[tuple[str, str]] = field(default_factory=list)
+    # Whether this turn searches the web beside its knowledge bases (a provider configured and the chat's `/web on`).
+    web_search: bool = False
+    # The conversation since its last `/new`: the web leg keeps each scope's passages apart.
+    web_scope: str = ""
     # The conversation's stored messages when the caller read them already (with the rest of its turn's read):
     # LOAD_HISTORY uses them instead of reading the conversation again.
     stored_history: tuple[MessageRecord, ...] | None = None

@@ -46,6 +46,11 @@ Question: {{query}}"""
 FAQ_SECTION: Final = "FAQ (high confidence):"
 DOCUMENT_SECTION: Final = "Supplementary documents:"
 NO_SOURCES: Final = "(no sources were found)"
+# Said only when web sources are given, so a prompt without them spends nothing on it.
+WEB_NOTE: Final = (
+    'Sources of type="web" are web search results, not the team\'s documents: where they disagree, prefer the '
+    "team's documents, and say when an answer rests on the web alone."
+)
 
 # English names, not strftime("%A"), which follows the process locale.
 _WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -164,10 +169,15 @@ def passage_text(candidate: Candidate) -> str:
 def _source(number: int, candidate: Candidate) -> str:
     title = candidate.metadata.get("title") or candidate.metadata.get("filename")
     attributes = f' id="{number}"'
+    url = candidate.metadata.get("url")
     if candidate.kind == "faq":
         attributes += ' type="faq"'
+    elif is_web(candidate):
+        attributes += ' type="web"'
     if isinstance(title, str) and title.strip():
         attributes += f' title="{html.escape(" ".join(title.split()), quote=True)}"'
+    if is_web(candidate) and isinstance(url, str):
+        attributes += f' url="{html.escape(url, quote=True)}"'
     return f"<source{attributes}>\n{escape_source_tags(passage_text(candidate))}\n</source>"
 
 
@@ -192,12 +202,18 @@ def render_contexts(passages: Sequence[Candidate], faq_count: int) -> str:
     if not passages:
         return NO_SOURCES
     sources = [_source(number, candidate) for number, candidate in enumerate(passages, start=1)]
+    note = [WEB_NOTE, ""] if any(is_web(candidate) for candidate in passages) else []
     if faq_count == 0:
-        return "\n".join(sources)
-    blocks = [FAQ_SECTION, *sources[:faq_count]]
+        return "\n".join([*note, *sources])
+    blocks = [*note, FAQ_SECTION, *sources[:faq_count]]
     if len(sources) > faq_count:
         blocks += ["", DOCUMENT_SECTION, *sources[faq_count:]]
     return "\n".join(blocks)
+
+
+def is_web(candidate: Candidate) -> bool:
+    """Whether the passage is a web search result (rag.web), not the knowledge base's."""
+    return candidate.metadata.get("web") is True
 
 
 def build_messages(

@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, Index, LargeBinary, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 
@@ -277,6 +277,8 @@ class ChatSetting(SQLModel, table=True):
     fallback_text: str = Field(default="", max_length=2000)
     # A language code ("en", "zh") the bot replies in here; "" replies in the language of each message.
     language: str = Field(default="", max_length=16)
+    # `/web on`: answers here search the web too, when a provider is configured (WEB_SEARCH_PROVIDER).
+    web_search: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     updated_at: datetime = Field(default_factory=utcnow)
 
 

@@ -247,6 +247,8 @@ class ChatSettingRecord:
     fallback_text: str = ""
     # The language the bot replies in here; "" for the language of each message.
     language: str = ""
+    # Whether answers here search the web too (`/web on`).
+    web_search: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -64,6 +64,7 @@ def command_parts(services: Services) -> CommandParts:
         index_lock=services.index_lock,
         uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
         schedules=services.schedules,
+        web_search=services.web_leg is not None,
     )
 
 

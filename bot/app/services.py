@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from bot.app.preflight import check_settings
 from bot.app.settings import Settings
+from bot.app.web_search import build_web_leg, web_session
 from bot.chat.answerer import Answerer
 from bot.chat.model_limit import LimitedChatModel
 from bot.errors import StartupError, UserFacingError
@@ -36,6 +37,7 @@ from rag.rewrite import LlmRewriter, Rewriter
 from rag.rewrite_rules import RuleRewriter
 from rag.stages.data_analysis import TableParts
 from rag.tokens import TokenCounter
+from rag.web.leg import WebSearchLeg
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.errors import DatabaseUnavailable, IndexUnavailable, ReplicationFactorTooHigh, ServerInUse
@@ -86,6 +88,8 @@ class Services:
     knowledge_bases: KnowledgeBaseRepo
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
+    # Web search beside the knowledge base, when WEB_SEARCH_PROVIDER names a provider.
+    web_leg: WebSearchLeg | None = None
 
     def ensure_vectors_match(self) -> None:
         """Stop a command that embeds or searches while the index holds another embedding model's vectors."""
@@ -128,6 +132,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
         history_config=settings.history(),
         tables=TableParts(services.tables, services.knowledge_bases),
         observe=services.metrics.stages.observe,
+        legs=(services.web_leg,) if services.web_leg is not None else (),
     )
 
 
@@ -288,6 +293,11 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
         await knowledge.repair_index()
+        web_leg = None
+        if settings.WEB_SEARCH_PROVIDER:
+            session = web_session()
+            stack.push_async_callback(session.close)
+            web_leg = build_web_leg(settings, session, cached.transient, lexical)
         if server is not None:
             server.supervise(_after_restart(store, knowledge))
             stack.push_async_callback(server.stop_supervising)
@@ -324,6 +334,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             tables=tables,
             knowledge_bases=knowledge_bases,
             vector_model=vector_model,
+            web_leg=web_leg,
         )
         services.answerer = Answerer(pipeline_parts(services))
         if store.missing_properties() or store.stale_terms():

@@ -29,6 +29,10 @@ from rag.models.rerankers import LOCAL_DECLINE_FLOOR, RerankerConfig
 from rag.relevance import RerankConfig
 from rag.retrieval import FusionWeights, RetrievalConfig
 from rag.stages.search import SearchConfig
+from rag.web.blacklist import Blacklist, BlacklistError
+from rag.web.duckduckgo import HTML_URL as DUCKDUCKGO_HTML_URL
+from rag.web.duckduckgo import INSTANT_ANSWER_URL as DUCKDUCKGO_API_URL
+from rag.web.google import API_URL as GOOGLE_API_URL
 from storage.db import DatabaseConfig
 from storage.secret_box import KEY_FILE
 from storage.tables.records import TableConfig
@@ -138,6 +142,22 @@ class CoreSettings(BaseSettings):
     # Seconds an answer may take to be written in all; a model that trickles past it is cut off with a note.
     ANSWER_DEADLINE: float = Field(default=180.0, gt=0, le=3600)
     EXTRACTIVE_ANSWER_CHARS: int = Field(default=400, ge=80, le=4000)
+    # Web search beside the knowledge base, in chats whose admin said `/web on`: "" (off), duckduckgo or google.
+    WEB_SEARCH_PROVIDER: Literal["", "duckduckgo", "google"] = ""
+    GOOGLE_SEARCH_API_KEY: SecretStr | None = None
+    GOOGLE_SEARCH_ENGINE_ID: str = ""
+    # URLs web search never shows or reads: one rule a line, `/regex/` or a wildcard over the whole URL.
+    WEB_SEARCH_BLACKLIST: str = ""
+    WEB_SEARCH_TIMEOUT: float = Field(default=5.0, gt=0, le=60)
+    WEB_SEARCH_MAX_RESULTS: int = Field(default=10, ge=1, le=50)
+    WEB_SEARCH_REFERENCES: int = Field(default=5, ge=1, le=20)
+    WEB_SEARCH_FETCH_PAGES: int = Field(default=3, ge=0, le=10)
+    WEB_SEARCH_PAGE_TIMEOUT: float = Field(default=4.0, gt=0, le=60)
+    WEB_SEARCH_PAGE_MAX_KB: int = Field(default=1000, ge=10, le=50_000)
+    # The providers' addresses (tests point them at a local fake).
+    WEB_SEARCH_DUCKDUCKGO_URL: str = DUCKDUCKGO_HTML_URL
+    WEB_SEARCH_DUCKDUCKGO_API_URL: str = DUCKDUCKGO_API_URL
+    WEB_SEARCH_GOOGLE_URL: str = GOOGLE_API_URL
 
     DEFAULT_KNOWLEDGE_BASES: str = ""
     CHAT_ANSWER_MODE: Literal["mention", "all"] = "mention"
@@ -236,6 +256,31 @@ class CoreSettings(BaseSettings):
         if not value.strip():
             raise ValueError("must not be empty: it is what users read when nothing matches")
         return value.strip()
+
+    @field_validator("WEB_SEARCH_BLACKLIST")
+    @classmethod
+    def _blacklist_parses(cls, value: str) -> str:
+        try:
+            Blacklist.parse(value)
+        except BlacklistError as exc:
+            raise ValueError(f"{exc}; a rule is /regex/ or a wildcard pattern such as *://*.example.com/*") from exc
+        return value
+
+    @field_validator("WEB_SEARCH_DUCKDUCKGO_URL", "WEB_SEARCH_DUCKDUCKGO_API_URL", "WEB_SEARCH_GOOGLE_URL")
+    @classmethod
+    def _provider_url_has_scheme(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
+    @model_validator(mode="after")
+    def _google_has_its_keys(self) -> Self:
+        if self.WEB_SEARCH_PROVIDER == "google" and not (self.GOOGLE_SEARCH_API_KEY and self.GOOGLE_SEARCH_ENGINE_ID):
+            raise ValueError(
+                "WEB_SEARCH_PROVIDER=google needs GOOGLE_SEARCH_API_KEY and GOOGLE_SEARCH_ENGINE_ID "
+                "(a Programmable Search Engine's API key and its id, cx)"
+            )
+        return self
 
     @field_validator("URL_FETCH_ALLOWED_NETWORKS")
     @classmethod

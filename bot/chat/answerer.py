@@ -12,6 +12,7 @@ from rag.input_check import check_question, small_talk
 from rag.named_pipelines import PipelineParts, chat_stream, rag_stream, search_pipeline
 from rag.pipeline import Pipeline, TurnContext, answer_once
 from rag.stages.stream_answer import StreamAnswer
+from rag.web.leg import WebSearchLeg
 from storage.records import MessageRecord
 
 OnText = Callable[[str], Awaitable[None]]
@@ -46,6 +47,8 @@ class Answerer:
         fallback_text: str = "",
         language: str | None = None,
         stored_history: Sequence[MessageRecord] | None = None,
+        web_search: bool = False,
+        web_scope: str = "",
     ) -> TurnContext:
         """A new turn for `question`; a question that fails the input check carries its refusal as answer, and a
         greeting or thanks alone its short reply (outcome "smalltalk").
@@ -54,6 +57,7 @@ class Answerer:
         `history`); store the question first, as it is not a round yet. `stored_history`, the conversation's
         messages as the caller read them before storing the question, saves LOAD_HISTORY that read. The refusal
         and the "nothing found" apology are in `language` (a bot.words code), else in the question's own.
+        `web_search` lets the turn search the web too (the chat's `/web on`), its passages kept under `web_scope`.
         """
         check = check_question(question)
         lang = language or detect(question)
@@ -71,6 +75,8 @@ class Answerer:
             deadline=self.parts.answer.deadline,
             fallback_text=fallback_text,
             stored_history=tuple(stored_history) if stored_history is not None else None,
+            web_search=web_search,
+            web_scope=web_scope,
         )
         if check.refusal is not None:
             turn.outcome = "refused"
@@ -81,6 +87,12 @@ class Answerer:
             turn.outcome = SMALLTALK
             turn.answer = answer_once(messages.small_talk(talk, lang))
         return turn
+
+    def forget(self, conversation_id: str) -> None:
+        """Drop the conversation's web search passages (`/new`); its next turn searches the web afresh."""
+        for leg in self.parts.legs:
+            if isinstance(leg, WebSearchLeg):
+                leg.scratch.forget(conversation_id)
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
         """Run the turn's pipeline (rag_stream unless named) to its delivered end; a refusal or a small-talk reply

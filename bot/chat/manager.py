@@ -29,6 +29,7 @@ from bot.types import Answer, ConversationKey, IncomingMessage, SourceLink, User
 from bot.words import language, messages
 from rag.errors import RagError
 from rag.pipeline import TurnContext
+from rag.web.scratch import scope_key
 from storage.errors import DuplicateEvent, NotFound, StorageError, first_line
 from storage.records import AnswerMode, ChatSettingRecord, ConversationRecord, JobRecord, MessageRecord, MessageRole
 
@@ -460,6 +461,8 @@ class ConversationManager:
                 fallback_text=setting.fallback_text,
                 language=lang,
                 stored_history=history,
+                web_search=setting.web_search,
+                web_scope=web_scope(conversation),
             )
             pipeline = answerer.rag_stream if kb_ids else answerer.chat_stream
             await answerer.execute(turn, pipeline)
@@ -682,6 +685,7 @@ class ConversationManager:
         conversation = await self.existing(key)
         if conversation is not None:
             await self._parts.conversations.reset(conversation.id)
+            self._parts.answerer.forget(conversation.id)
 
     async def known(self, key: ConversationKey) -> bool:
         """Whether ragbot already holds a conversation here (a thread it answered in)."""
@@ -745,6 +749,11 @@ class ConversationManager:
             await deliver_text(target, text)
         except Exception:
             log.exception("turn=apology_undelivered")
+
+
+def web_scope(conversation: ConversationRecord) -> str:
+    """What the web leg keeps a conversation's passages under: its id, and when it was last started over (`/new`)."""
+    return scope_key(conversation.id, conversation.reset_at.isoformat() if conversation.reset_at is not None else "")
 
 
 def _log_failure(exc: Exception, conversation_id: str, request_id: str) -> None:

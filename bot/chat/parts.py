@@ -195,8 +195,14 @@ class Answering(Protocol):
         fallback_text: str = "",
         language: str | None = None,
         stored_history: Sequence[MessageRecord] | None = None,
+        web_search: bool = False,
+        web_scope: str = "",
     ) -> TurnContext:
         """A new turn for the question."""
+        ...
+
+    def forget(self, conversation_id: str) -> None:
+        """Drop what is kept for the conversation between its turns (its web search passages): `/new`."""
         ...
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:

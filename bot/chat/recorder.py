@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 _NO_SOURCES_SHOWN: Final = frozenset({"refused", "smalltalk", "no_match"})
 _ERROR_CHARS: Final = 2000  # enough for any exception message worth reading; a stored row stays small
+# What a stored web source keeps of its page: its snippet under `/sources` is cut from this (sources.SNIPPET_CHARS).
+WEB_TEXT_KEPT: Final = 1000
 # Seconds between tries to store a turn's end while the database is away: about ten minutes in all, past which a
 # restart (whose recovery closes what is left `streaming`) is the likelier way back.
 WRITE_RETRY_WAITS: Final = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, *(60.0,) * 9)
@@ -50,6 +52,19 @@ def apology(error: BaseException, lang: str) -> str:
 def _source(candidate: Candidate) -> dict[str, Any]:
     meta = candidate.metadata
     title = next((value for key in ("title", "filename", "question") if isinstance(value := meta.get(key), str)), "")
+    if meta.get("web") is True:
+        # A web page is in no table to read back: its address and a snippet's worth of its text are kept here.
+        return {
+            "id": candidate.id,
+            "kind": "web",
+            "document_id": None,
+            "title": title,
+            "url": meta.get("url"),
+            "text": candidate.text[:WEB_TEXT_KEPT],
+            "position": candidate.position,
+            "score": round(candidate.score, 6),
+            "chunk_ids": [],
+        }
     return {
         "id": candidate.id,
         "kind": candidate.kind,

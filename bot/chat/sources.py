@@ -185,8 +185,10 @@ def _stored_link(
         number=number,
         title=_field(source, "title") or _field(source, "id"),
         document_id=document_id,
-        url=web_url(uris.get(document_id, "")),
-        snippet="" if (table := _table(source)) else snippet(texts.get(_field(source, "id"), ""), answer, number),
+        url=web_url(uris.get(document_id, "") or _field(source, "url")),
+        snippet=""
+        if (table := _table(source))
+        else snippet(texts.get(_field(source, "id"), "") or _field(source, "text"), answer, number),
         table=table,
     )
 
@@ -203,7 +205,7 @@ def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> Sour
         number=number,
         title=title or candidate.document_id or candidate.id,
         document_id=candidate.document_id or "",
-        url=web_url(uri),
+        url=web_url(uri or _web_address(meta)),
         snippet="" if (table := _table(meta)) else snippet(_shown_text(candidate), answer, number),
         table=table,
     )
@@ -215,6 +217,12 @@ def _table(meta: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
     if not isinstance(rows, list | tuple):
         return ()
     return tuple(tuple(str(cell) for cell in row) for row in rows if isinstance(row, list | tuple))
+
+
+def _web_address(meta: Mapping[str, Any]) -> str:
+    """A web search result's address (its candidate has no document to read one from)."""
+    url = meta.get("url") if meta.get("web") is True else None
+    return url if isinstance(url, str) else ""
 
 
 def _shown_text(candidate: Candidate) -> str:

@@ -1,4 +1,4 @@
-"""The built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /tables /lang."""
+"""Built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /web /tables /lang."""
 
 from __future__ import annotations
 
@@ -138,6 +138,19 @@ def register_all(registry: CommandRegistry) -> None:
         if len(args) != 1 or args[0] not in _SWITCH:
             raise context.usage_error()
         await context.reply(await _set_tables(context, on=args[0] == "on"))
+
+    @registry.register("web", admin=True, forms=(Form("on", literal=True), Form("off", literal=True)))
+    async def web(context: CommandContext) -> None:
+        args = context.command.args
+        if len(args) != 1 or args[0].lower() not in ("on", "off"):
+            raise context.usage_error()
+        on = args[0].lower() == "on"
+        if on and not context.parts.web_search:
+            await context.reply(messages.web_search_unavailable(context.lang))
+            return
+        key = context.message.key.chat_key
+        await context.parts.bindings.save_setting(key.platform, key.workspace, key.chat, web_search=on)
+        await context.reply(messages.web_search_set(on, context.lang))
 
     @registry.register(
         "lang",

@@ -96,5 +96,7 @@ class CommandParts:
     index_lock: IndexLock
     uploads: Uploads
     schedules: ScheduleRepo
+    # Whether the service has a web search provider (WEB_SEARCH_PROVIDER): `/web on` means something only then.
+    web_search: bool = False
     # What "5 min ago" counts from (injected, so /jobs is tested without waiting).
     clock: Callable[[], datetime] = _utcnow

@@ -276,6 +276,16 @@ def mode_set(mode: str, lang: str) -> str:
     return catalogue(lang).text("mode.all" if mode == "all" else "mode.mention")
 
 
+def web_search_set(on: bool, lang: str) -> str:
+    """Confirms `/web on` or `/web off`."""
+    return catalogue(lang).text("web.on" if on else "web.off")
+
+
+def web_search_unavailable(lang: str) -> str:
+    """The reply to `/web on` where no web search provider is configured."""
+    return catalogue(lang).text("web.unavailable")
+
+
 def fallback_set(text: str, lang: str) -> str:
     """Confirms /fallback."""
     return catalogue(lang).text("fallback.set", text=text) if text else catalogue(lang).text("fallback.default")

@@ -7,6 +7,7 @@ import http
 import logging
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import collapse_rfc2231_value
@@ -99,10 +100,12 @@ async def fetch_url(
     policy: AddressPolicy = PUBLIC_ONLY,
     session: aiohttp.ClientSession | None = None,
     validators: Validators | None = None,
+    allowed: Callable[[str], bool] | None = None,
 ) -> FetchedFile:
     """GET `url` within `limits`, following redirects by hand and checking every hop's scheme and address.
 
     With `validators` the request is conditional: a 304 comes back as a FetchedFile with `not_modified` set.
+    With `allowed`, a hop whose URL it refuses (web search's blacklist) is never requested: FetchError `url_refused`.
 
     Without `session` a private one is opened whose resolver checks addresses at connect time. A caller's
     session is used as it is: hosts are then resolved and checked before each request, which cannot
@@ -113,13 +116,27 @@ async def fetch_url(
         async with asyncio.timeout(limits.total_timeout):
             if session is not None:
                 return await _follow(
-                    session, target, limits, policy=policy, resolve_first=True, given=url, validators=validators
+                    session,
+                    target,
+                    limits,
+                    policy=policy,
+                    resolve_first=True,
+                    given=url,
+                    validators=validators,
+                    allowed=allowed,
                 )
             resolver = PublicAddressResolver(policy=policy)
             try:
                 async with _open_session(resolver) as own:
                     return await _follow(
-                        own, target, limits, policy=policy, resolve_first=False, given=url, validators=validators
+                        own,
+                        target,
+                        limits,
+                        policy=policy,
+                        resolve_first=False,
+                        given=url,
+                        validators=validators,
+                        allowed=allowed,
                     )
             finally:
                 await resolver.close()
@@ -144,11 +161,14 @@ async def _follow(
     resolve_first: bool,
     given: str,
     validators: Validators | None = None,
+    allowed: Callable[[str], bool] | None = None,
 ) -> FetchedFile:
     conditional = validators.headers() if validators is not None else {}
     timeout = aiohttp.ClientTimeout(total=None, connect=limits.connect_timeout, sock_read=limits.read_idle_timeout)
     current, previous = target, None
     for _ in range(limits.max_redirects + 1):
+        if allowed is not None and not allowed(str(current)):
+            raise FetchError(f"{_shown(current)} is not allowed here", reason="url_refused")
         try:
             request_url = await _check_hop(current, policy=policy, resolve=resolve_first)
             async with session.get(

@@ -16,6 +16,7 @@ from rag.fusion import dedupe
 from rag.pipeline import TurnContext
 from rag.retrieval import Retriever
 from rag.types import Candidate, Vector
+from rag.web.leg import WEB_ID_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,8 @@ class Search:
         if not turn.history_refs or not leans_on_history(turn.query, turn.rewritten):
             return []
         legs = frozenset({"history"})
-        refs = list(dict.fromkeys(turn.history_refs))
+        # A web reference of the last answer is no chunk: the web leg finds it again in the conversation's passages.
+        refs = [ref for ref in dict.fromkeys(turn.history_refs) if not ref.startswith(WEB_ID_PREFIX)]
         chunks = await self._retriever.chunk_candidates([(ref, 0.0) for ref in refs], dict.fromkeys(refs, legs))
         faqs = await self._faqs.by_ids(refs, turn.kb_ids, legs=legs)
         return [*[chunk for chunk in chunks if chunk.kb_id in turn.kb_ids], *faqs]

@@ -184,8 +184,7 @@ async def check_backup(directory: Path, config: DatabaseConfig) -> Manifest:
 def _check_revision(manifest: Manifest) -> None:
     """Refuse a schema this code cannot bring to its own (an older one is migrated after the restore)."""
     head, revision = head_revision(), manifest.schema_revision
-    # Four digits; a letter after them marks a branch's revision before it joins the chain (0015t).
-    if not re.fullmatch(r"\d{4}[a-z]?", revision):
+    if not re.fullmatch(r"\d{4}", revision):
         raise BackupError(f"the backup's schema revision {revision!r} is not one of ragbot's: nothing was restored")
     if revision > head:
         raise BackupError(

@@ -17,7 +17,9 @@ from storage.repos.config_epoch import bump_epoch
 
 def _setting(row: ChatSetting) -> ChatSettingRecord:
     mode: AnswerMode | None = row.answer_mode if row.answer_mode in ("mention", "all") else None  # type: ignore[assignment]
-    return ChatSettingRecord(row.platform, row.workspace, row.chat, mode, row.fallback_text, row.language)
+    return ChatSettingRecord(
+        row.platform, row.workspace, row.chat, mode, row.fallback_text, row.language, web_search=row.web_search
+    )
 
 
 class BindingRepo:
@@ -69,6 +71,7 @@ class BindingRepo:
         answer_mode: AnswerMode | None = None,
         fallback_text: str | None = None,
         language: str | None = None,
+        web_search: bool | None = None,
     ) -> ChatSettingRecord:
         """Change what is given (None leaves a value as it is); safe when two admins race to create the row."""
         for _attempt in range(2):
@@ -83,6 +86,8 @@ class BindingRepo:
                         row.fallback_text = fallback_text
                     if language is not None:
                         row.language = language
+                    if web_search is not None:
+                        row.web_search = web_search
                     row.updated_at = utcnow()
                     session.add(row)
                     await session.flush()

@@ -80,7 +80,7 @@ async def _kb_names(url: str) -> list[str]:
 async def test_a_backup_of_an_older_schema_is_restored_over_a_newer_store_and_migrated(
     store_url: str, settings_for: Callable[..., Settings], tmp_path: Path
 ) -> None:
-    older = f"{int(head_revision()[:4]) - 1:04d}"
+    older = f"{int(head_revision()) - 1:04d}"
     await _schema_at(store_url, older)
     db = Database(DatabaseConfig(url=store_url))
     await db.open(migrate=False)

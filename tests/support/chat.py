@@ -133,6 +133,10 @@ class ScriptedAnswerer:
         self.asked: list[tuple[str, tuple[str, ...]]] = []
         self.fallback_texts: list[str] = []
         self.languages: list[str | None] = []
+        # The conversations `/new` told the answerer to forget (their web passages).
+        self.forgotten: list[str] = []
+        # Whether each turn was let search the web (the chat's `/web on`).
+        self.web_searches: list[bool] = []
         # The stored messages each turn was handed as its history (read before its question was stored).
         self.histories: list[tuple[MessageRecord, ...] | None] = []
         self.release = asyncio.Event()
@@ -155,11 +159,14 @@ class ScriptedAnswerer:
         fallback_text: str = "",
         language: str | None = None,
         stored_history: Sequence[MessageRecord] | None = None,
+        web_search: bool = False,
+        web_scope: str = "",
     ) -> TurnContext:
         self.asked.append((question, tuple(kb_ids)))
         self.histories.append(None if stored_history is None else tuple(stored_history))
         self.fallback_texts.append(fallback_text)
         self.languages.append(language)
+        self.web_searches.append(web_search)
         return TurnContext(
             query=question,
             kb_ids=tuple(kb_ids),
@@ -171,6 +178,9 @@ class ScriptedAnswerer:
 
     async def execute(self, turn: TurnContext, pipeline: Pipeline | None = None) -> TurnContext:
         return await (pipeline or self.rag_stream).run(turn)
+
+    def forget(self, conversation_id: str) -> None:
+        self.forgotten.append(conversation_id)
 
     async def stream(self) -> AsyncIterator[str]:
         for piece in self.pieces:

@@ -40,6 +40,8 @@ class ChatWorld:
     faq_importer: Any = None
     index_lock: Any = None
     now: datetime | None = None
+    # Whether the service has a web search provider (`/web on` is refused without one).
+    web_search: bool = False
 
     def chat_parts(self) -> ChatParts:
         """The manager's parts over these repositories and the current answerer."""
@@ -67,6 +69,7 @@ class ChatWorld:
             uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
             schedules=self.schedules,
             clock=lambda: self.now or datetime.now(UTC),
+            web_search=self.web_search,
         )
 
 

@@ -209,7 +209,7 @@ async def test_a_backup_of_a_newer_schema_is_refused_naming_the_version_that_mad
     made: tuple[DatabaseConfig, Path],
 ) -> None:
     config, backup = made
-    newer = f"{int(head_revision()[:4]) + 1:04d}"
+    newer = f"{int(head_revision()) + 1:04d}"
     _edit_manifest(backup, schema_revision=newer, ragbot_version="0.2.0")
 
     with pytest.raises(BackupError) as refused:

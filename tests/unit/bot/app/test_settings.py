@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from adapters.slack.settings import SlackSettings
 from bench.fusion_weights import GRID, settings_line
 from bot.app.settings import Settings, describe_validation_error
+from rag.web.blacklist import Blacklist
 
 EXAMPLE = Path(__file__).resolve().parents[4] / ".env.example"
 _ASSIGNMENT = re.compile(r"^([A-Z][A-Z0-9_]*)=(.*)$")
@@ -81,6 +82,9 @@ def test_env_example_leaves_every_secret_empty() -> None:
         ("RERANK_BASE_URL", "api.jina.ai", "http:// or https://"),
         ("EMBEDDING_LANGUAGES", "en,fr", "unknown language fr"),
         ("FUSION_WEIGHTS", '{"chunks": {"zh": {"vector": -1, "bm25": 1}}}', "0 or more"),
+        ("WEB_SEARCH_BLACKLIST", "*://*.example.com/*\n/forum\\.(net/", "line 2 ('/forum\\\\.(net/')"),
+        ("WEB_SEARCH_PROVIDER", "bing", "'duckduckgo'"),
+        ("WEB_SEARCH_GOOGLE_URL", "www.googleapis.com", "http:// or https://"),
     ],
 )
 def test_bad_value_is_reported_in_one_line_naming_the_variable(
@@ -93,6 +97,21 @@ def test_bad_value_is_reported_in_one_line_naming_the_variable(
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"{variable}: ")
     assert fragment in lines[0]
+
+
+def test_web_search_blacklist_rules_are_read_one_a_line_from_dotenv(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text('WEB_SEARCH_BLACKLIST="/example\\\\.(net|org)/\\n*://*.example.com/*"\n')
+    rules = Blacklist.parse(Settings().WEB_SEARCH_BLACKLIST)
+    assert rules.blocks("https://example.net/x")
+    assert rules.blocks("https://a.example.com/x")
+    assert not rules.blocks("https://example.com/x")
+
+
+def test_google_web_search_without_its_key_and_engine_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEB_SEARCH_PROVIDER", "google")
+    with pytest.raises(ValidationError) as caught:
+        Settings(_env_file=None)
+    assert "GOOGLE_SEARCH_API_KEY and GOOGLE_SEARCH_ENGINE_ID" in describe_validation_error(caught.value)[0]
 
 
 def test_each_bad_variable_gets_its_own_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,7 @@
 """kb tables: the knowledge bases whose spreadsheets' questions may be answered with SQL (`/tables on`)
 
-Revision ID: 0015t
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-11-27
 """
 
@@ -12,8 +12,8 @@ import sqlmodel
 from alembic import op
 
 
-revision = '0015t'
-down_revision = '0014'
+revision = '0016'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
