@@ -374,7 +374,7 @@ async def test_an_answer_quoting_a_table_shows_a_table_with_its_cells(site: Site
 
 
 async def test_a_question_over_a_sheet_shows_the_query_s_result_as_a_table_under_the_answer(
-    site: Site, chat: Chat
+    site: Site, chat: Chat, tmp_path: Path
 ) -> None:
     def plan(prompt: str) -> str:
         table = re.search(r'Table "([^"]+)"', prompt)
@@ -396,7 +396,11 @@ async def test_a_question_over_a_sheet_shows_the_query_s_result_as_a_table_under
     await expect(rows).to_have_count(2)
     for row, cells in zip(await rows.all(), [["north", "2"], ["south", "2"]], strict=True):
         await expect(row.locator("td")).to_have_text(cells)
+    # A count is right-aligned as in a spreadsheet; a name is not.
+    await expect(rows.first.locator("td").nth(1)).to_have_attribute("align", "right")
+    await expect(rows.first.locator("td").nth(0)).not_to_have_attribute("align", "right")
     chat.assert_nothing_ran()
+    await chat.page.screenshot(path=Path(os.environ.get("WEB_CHAT_SHEET_SCREENSHOT") or tmp_path / "sheet.png"))
 
 
 async def test_a_reload_restores_the_conversation_and_its_feedback(site: Site, chat: Chat) -> None:

@@ -329,8 +329,20 @@
       return "| " + cells.join(" | ") + " |";
     });
     var width = Array.isArray(rows[0]) ? rows[0].length : 1;
-    lines.splice(1, 0, "|" + new Array(width + 1).join(" --- |"));
+    var rule = [];
+    for (var column = 0; column < width; column++) {
+      rule.push(numericColumn(rows.slice(1), column) ? " ---: |" : " --- |");
+    }
+    lines.splice(1, 0, "|" + rule.join(""));
     return lines.join("\n");
+  }
+
+  /** Whether every filled cell of a column is a number: such a column is right-aligned, as in a spreadsheet. */
+  function numericColumn(rows, column) {
+    var filled = rows
+      .map(function (row) { return Array.isArray(row) ? row[column] : null; })
+      .filter(function (cell) { return cell !== null && cell !== undefined && String(cell) !== ""; });
+    return filled.length > 0 && filled.every(function (cell) { return /^-?\d+(\.\d+)?$/.test(String(cell)); });
   }
 
   function setFeedback(bubble, messageId, current) {
