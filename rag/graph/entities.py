@@ -117,6 +117,11 @@ def _finish(run: list[str]) -> Iterator[Entity]:
     name = _strip_possessive(" ".join(run))
     if len(name) >= 2 and not name.isdigit():
         yield Entity(name, "name")
+    if len(run) > 1:
+        # "the Acme X200" is also about the X200 and "NASA Ames" about NASA: a part that is a name alone counts too.
+        for word in run:
+            if _distinctive(word):
+                yield Entity(_strip_possessive(word), "name")
 
 
 def _name_like(word: str) -> bool:
@@ -128,6 +133,14 @@ def _name_like(word: str) -> bool:
     if has_digit and has_alpha:
         return True
     return word[0].isupper() or any(char.isupper() for char in word[1:])
+
+
+def _distinctive(word: str) -> bool:
+    """Letters with digits ("X200"), an acronym ("NASA") or camel case ("iPhone"): a name even without its phrase."""
+    letters = [char for char in word if char.isalpha()]
+    if any(char.isdigit() for char in word) and letters:
+        return True
+    return len(letters) >= 2 and (word.isupper() or (word[0].islower() and any(char.isupper() for char in word)))
 
 
 def _strip_possessive(name: str) -> str:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from tiktoken import Encoding
 
 from rag.errors import NoTextFound, RagError
+from rag.graph.index import GraphIndexer
 from rag.ingest.cleanup import discard_uncommitted, settle, shielded
 from rag.ingest.extract import ExtractLimits, extract
 from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
@@ -117,6 +118,7 @@ class DocumentIngestor:
         owner: str | None = None,
         *,
         sandbox: ExtractionSandbox | None = None,
+        graph: GraphIndexer | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -129,6 +131,7 @@ class DocumentIngestor:
         # The service reads files in child processes (rag.ingest.sandbox); without one, files are read in a
         # thread here, which only trusted input (tests, benchmarks of the rest) may use.
         self._sandbox = sandbox
+        self._graph = graph
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
@@ -361,7 +364,17 @@ class DocumentIngestor:
                 # The replaced version's rows and index objects, and anything a crash left of older ones.
                 await settle(self._documents, self._store, done.id)
             outcomes[index] = prepared.result()
+        await self._index_graph(kb, [batch[index] for index in batch if isinstance(outcomes[index], IngestResult)])
         return outcomes
+
+    async def _index_graph(self, kb: KnowledgeBaseRecord, stored: Sequence[_Prepared]) -> None:
+        # The graph is a further leg of search, not the document: a graph the store refuses costs its entities only.
+        if self._graph is None or not stored:
+            return
+        try:
+            await self._graph.index(kb.id, [chunk for prepared in stored for chunk in prepared.chunks])
+        except StorageError as exc:
+            log.warning("graph=not_indexed kb=%s documents=%d reason=%s", kb.id, len(stored), exc)
 
     async def _discard(self, prepared: Sequence[_Prepared]) -> None:
         """Remove what these versions wrote and did not make live: their staged rows, then their index objects

@@ -15,7 +15,8 @@ def _names(text: str) -> list[str]:
     ("text", "names"),
     [
         ("What is the X200 battery life?", ["X200"]),
-        ("The iPhone 15 follows RFC 7231.", ["iPhone 15", "RFC 7231"]),
+        ("The iPhone 15 follows RFC 7231.", ["iPhone 15", "iPhone", "RFC 7231", "RFC"]),
+        ("The Acme X200 ships.", ["Acme X200", "X200"]),
         ("How does Bank of America handle COVID-19 claims in New York?", ["Bank of America", "COVID-19", "New York"]),
         ("Paris is the capital. Is there a NASA lab?", ["Paris", "NASA"]),
         ("Alice's cat met Bob.", ["Alice", "Bob"]),

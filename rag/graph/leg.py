@@ -1,0 +1,69 @@
+"""ENTITY_SEARCH: the chunks that mention the question's entities, a search leg beside the chunk search."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from rag.graph.port import GraphStore
+from rag.graph.question import QuestionEntities
+from rag.graph.rank import EntityLimits, rank_chunks
+from rag.pipeline import TurnContext
+from rag.types import Candidate, Vector
+
+log = logging.getLogger(__name__)
+
+GRAPH_LEG = "graph"
+# The graph's chunks are scored as a fused list's ranks are (RRF's k=60, Cormack et al. 2009), so they sit among
+# the chunk search's before the reranker judges both.
+_RRF_K = 60
+
+
+class ChunkCandidates(Protocol):
+    """Turns chunk ids into candidates (rag.retrieval.Retriever.chunk_candidates)."""
+
+    async def chunk_candidates(
+        self, scored: Sequence[tuple[str, float]], legs: dict[str, frozenset[str]]
+    ) -> list[Candidate]:
+        """The chunks as candidates in the given order; ids SQL lacks are dropped."""
+        ...
+
+
+class EntitySearch:
+    """The entity leg: on for the knowledge bases whose graph is switched on, [] for the rest."""
+
+    name = GRAPH_LEG
+
+    def __init__(
+        self,
+        store: GraphStore,
+        chunks: ChunkCandidates,
+        question: QuestionEntities,
+        limits: EntityLimits | None = None,
+    ) -> None:
+        self._store = store
+        self._chunks = chunks
+        self._question = question
+        self._limits = limits or EntityLimits()
+
+    async def search(self, turn: TurnContext, vector: Vector) -> list[Candidate]:
+        """Chunks of the turn's graph-enabled bases naming the search query's entities, best first."""
+        kb_ids = sorted(await self._store.enabled(turn.kb_ids))
+        if not kb_ids:
+            return []
+        keys = [entity.key for entity in await self._question.entities(turn.search_query) if entity.key]
+        if not keys:
+            return []
+        found = await self._store.chunks_mentioning(kb_ids, keys, self._limits.read)
+        pool = list(dict.fromkeys(chunk for chunks in found.values() for chunk in chunks))
+        mentions = await self._store.mentions_among(kb_ids, keys, pool)
+        ranked = rank_chunks(found, mentions, self._limits)
+        legs = frozenset({GRAPH_LEG})
+        candidates = await self._chunks.chunk_candidates(
+            [(chunk, 1 / (_RRF_K + rank + 1)) for rank, (chunk, _) in enumerate(ranked)],
+            {chunk: legs for chunk, _ in ranked},
+        )
+        log.debug("graph entities=%d read=%d returned=%d", len(keys), len(pool), len(candidates))
+        # Belt and braces: the store reads only these bases, and a chunk of any other never leaves the leg.
+        return [candidate for candidate in candidates if candidate.kb_id in kb_ids]
