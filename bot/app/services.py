@@ -21,6 +21,9 @@ from bot.metrics import ServiceMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
+from rag.graph.index import GraphIndexer
+from rag.graph.leg import EntitySearch
+from rag.graph.question import ModelEntities, QuestionEntities, RuleEntities
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.sandbox import ExtractionSandbox
@@ -42,6 +45,7 @@ from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
+from storage.repos.graph import GraphRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
@@ -79,6 +83,7 @@ class Services:
     bindings: BindingRepo
     index_lock: IndexLock
     schedules: ScheduleRepo
+    graph: GraphRepo
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
 
@@ -100,16 +105,17 @@ def pipeline_parts(services: Services) -> PipelineParts:
     rewriter: Rewriter | None = None
     if settings.QUERY_REWRITE:
         rewriter = LlmRewriter(model) if model else RuleRewriter()
+    retriever = Retriever(
+        services.store,
+        services.embedder,
+        services.lexical,
+        services.documents,
+        services.faqs,
+        settings.retrieval(),
+        questions=services.embedder.transient,
+    )
     return PipelineParts(
-        retriever=Retriever(
-            services.store,
-            services.embedder,
-            services.lexical,
-            services.documents,
-            services.faqs,
-            settings.retrieval(),
-            questions=services.embedder.transient,
-        ),
+        retriever=retriever,
         faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
         history=services.conversations,
         merge_source=MergeReadRepo(services.db),
@@ -122,7 +128,14 @@ def pipeline_parts(services: Services) -> PipelineParts:
         answer=settings.answer(),
         history_config=settings.history(),
         observe=services.metrics.stages.observe,
+        legs=(EntitySearch(services.graph, retriever, _question_entities(settings, model)),),
     )
+
+
+def _question_entities(settings: Settings, model: ChatModel | None) -> QuestionEntities:
+    if settings.GRAPH_MODEL_ENTITIES and model is not None:
+        return ModelEntities(model)
+    return RuleEntities()
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -268,8 +281,16 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)
+        graph = GraphRepo(db)
         ingestor = DocumentIngestor(
-            documents, store, cached, lexical, tokens.encoding, settings.extract_limits(), sandbox=sandbox
+            documents,
+            store,
+            cached,
+            lexical,
+            tokens.encoding,
+            settings.extract_limits(),
+            sandbox=sandbox,
+            graph=GraphIndexer(graph),
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
@@ -307,6 +328,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             bindings=BindingRepo(db),
             index_lock=index_lock,
             schedules=schedules,
+            graph=graph,
             vector_model=vector_model,
         )
         services.answerer = Answerer(pipeline_parts(services))

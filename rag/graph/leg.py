@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from rag.graph.port import GraphStore
@@ -18,6 +19,9 @@ GRAPH_LEG = "graph"
 # The graph's chunks are scored as a fused list's ranks are (RRF's k=60, Cormack et al. 2009), so they sit among
 # the chunk search's before the reranker judges both.
 _RRF_K = 60
+# How long a base's switch is trusted without reading it again: a turn of a base whose graph is off then costs no
+# SQL, and `/graph on|off` reaches every instance within this many seconds.
+SWITCH_TTL = 10.0
 
 
 class ChunkCandidates(Protocol):
@@ -41,15 +45,19 @@ class EntitySearch:
         chunks: ChunkCandidates,
         question: QuestionEntities,
         limits: EntityLimits | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._chunks = chunks
         self._question = question
         self._limits = limits or EntityLimits()
+        self._clock = clock
+        self._switches: dict[str, tuple[bool, float]] = {}
 
     async def search(self, turn: TurnContext, vector: Vector) -> list[Candidate]:
         """Chunks of the turn's graph-enabled bases naming the search query's entities, best first."""
-        kb_ids = sorted(await self._store.enabled(turn.kb_ids))
+        kb_ids = await self._enabled(turn.kb_ids)
         if not kb_ids:
             return []
         keys = [entity.key for entity in await self._question.entities(turn.search_query) if entity.key]
@@ -67,3 +75,12 @@ class EntitySearch:
         log.debug("graph entities=%d read=%d returned=%d", len(keys), len(pool), len(candidates))
         # Belt and braces: the store reads only these bases, and a chunk of any other never leaves the leg.
         return [candidate for candidate in candidates if candidate.kb_id in kb_ids]
+
+    async def _enabled(self, kb_ids: Sequence[str]) -> list[str]:
+        now = self._clock()
+        stale = [kb_id for kb_id in kb_ids if now - self._switches.get(kb_id, (False, -SWITCH_TTL))[1] >= SWITCH_TTL]
+        if stale:
+            on = await self._store.enabled(stale)
+            # Bounded by the bases there are; a base deleted is simply never asked about again.
+            self._switches.update((kb_id, (kb_id in on, now)) for kb_id in stale)
+        return sorted(kb_id for kb_id in dict.fromkeys(kb_ids) if self._switches[kb_id][0])
