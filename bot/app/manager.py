@@ -13,6 +13,7 @@ from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
+from bot.knowledge.graph import GraphBuilder
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
 
@@ -64,6 +65,7 @@ def command_parts(services: Services) -> CommandParts:
         index_lock=services.index_lock,
         uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
         schedules=services.schedules,
+        graph=GraphBuilder(services.graph, services.graph_switches, services.documents),
     )
 
 

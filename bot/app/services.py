@@ -22,7 +22,7 @@ from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
 from rag.graph.index import GraphIndexer
-from rag.graph.leg import EntitySearch
+from rag.graph.leg import EntitySearch, GraphSwitches
 from rag.graph.question import ModelEntities, QuestionEntities, RuleEntities
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
@@ -84,6 +84,8 @@ class Services:
     index_lock: IndexLock
     schedules: ScheduleRepo
     graph: GraphRepo
+    # Which bases' graphs are on, shared by the entity leg and `/graph`, so a switch here counts at once here.
+    graph_switches: GraphSwitches
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
 
@@ -128,7 +130,14 @@ def pipeline_parts(services: Services) -> PipelineParts:
         answer=settings.answer(),
         history_config=settings.history(),
         observe=services.metrics.stages.observe,
-        legs=(EntitySearch(services.graph, retriever, _question_entities(settings, model)),),
+        legs=(
+            EntitySearch(
+                services.graph,
+                retriever,
+                _question_entities(settings, model),
+                switches=services.graph_switches,
+            ),
+        ),
     )
 
 
@@ -329,6 +338,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             index_lock=index_lock,
             schedules=schedules,
             graph=graph,
+            graph_switches=GraphSwitches(graph),
             vector_model=vector_model,
         )
         services.answerer = Answerer(pipeline_parts(services))

@@ -24,6 +24,31 @@ _RRF_K = 60
 SWITCH_TTL = 10.0
 
 
+class GraphSwitches:
+    """Which bases' graphs are on, read at most once per SWITCH_TTL; a switch made through it counts at once."""
+
+    def __init__(self, store: GraphStore, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._clock = clock
+        self._known: dict[str, tuple[bool, float]] = {}
+
+    async def enabled(self, kb_ids: Sequence[str]) -> list[str]:
+        """Those of `kb_ids` whose graph is on, sorted."""
+        now = self._clock()
+        stale = [kb_id for kb_id in kb_ids if now - self._known.get(kb_id, (False, -SWITCH_TTL))[1] >= SWITCH_TTL]
+        if stale:
+            on = await self._store.enabled(stale)
+            # Bounded by the bases there are; a base deleted is simply never asked about again.
+            self._known.update((kb_id, (kb_id in on, now)) for kb_id in stale)
+        return sorted(kb_id for kb_id in dict.fromkeys(kb_ids) if self._known[kb_id][0])
+
+    async def switch(self, kb_id: str, *, enabled: bool) -> bool:
+        """Switch the base's graph in the store; this process's answers see it at once. Returns the old state."""
+        before = await self._store.switch(kb_id, enabled=enabled)
+        self._known[kb_id] = (enabled, self._clock())
+        return before
+
+
 class ChunkCandidates(Protocol):
     """Turns chunk ids into candidates (rag.retrieval.Retriever.chunk_candidates)."""
 
@@ -46,18 +71,17 @@ class EntitySearch:
         question: QuestionEntities,
         limits: EntityLimits | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        switches: GraphSwitches | None = None,
     ) -> None:
         self._store = store
         self._chunks = chunks
         self._question = question
         self._limits = limits or EntityLimits()
-        self._clock = clock
-        self._switches: dict[str, tuple[bool, float]] = {}
+        self._switches = switches or GraphSwitches(store)
 
     async def search(self, turn: TurnContext, vector: Vector) -> list[Candidate]:
         """Chunks of the turn's graph-enabled bases naming the search query's entities, best first."""
-        kb_ids = await self._enabled(turn.kb_ids)
+        kb_ids = await self._switches.enabled(turn.kb_ids)
         if not kb_ids:
             return []
         keys = [entity.key for entity in await self._question.entities(turn.search_query) if entity.key]
@@ -75,12 +99,3 @@ class EntitySearch:
         log.debug("graph entities=%d read=%d returned=%d", len(keys), len(pool), len(candidates))
         # Belt and braces: the store reads only these bases, and a chunk of any other never leaves the leg.
         return [candidate for candidate in candidates if candidate.kb_id in kb_ids]
-
-    async def _enabled(self, kb_ids: Sequence[str]) -> list[str]:
-        now = self._clock()
-        stale = [kb_id for kb_id in kb_ids if now - self._switches.get(kb_id, (False, -SWITCH_TTL))[1] >= SWITCH_TTL]
-        if stale:
-            on = await self._store.enabled(stale)
-            # Bounded by the bases there are; a base deleted is simply never asked about again.
-            self._switches.update((kb_id, (kb_id in on, now)) for kb_id in stale)
-        return sorted(kb_id for kb_id in dict.fromkeys(kb_ids) if self._switches[kb_id][0])

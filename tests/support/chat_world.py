@@ -39,6 +39,7 @@ class ChatWorld:
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
+    graph: Any = None
     now: datetime | None = None
 
     def chat_parts(self) -> ChatParts:
@@ -67,6 +68,7 @@ class ChatWorld:
             uploads=Uploads(self.settings.data_dir / "uploads", limits.max_file_bytes),
             schedules=self.schedules,
             clock=lambda: self.now or datetime.now(UTC),
+            graph=self.graph,
         )
 
 

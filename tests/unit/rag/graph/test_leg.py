@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 import pytest
 
 from rag.errors import ModelError
-from rag.graph.leg import SWITCH_TTL, EntitySearch
+from rag.graph.leg import SWITCH_TTL, EntitySearch, GraphSwitches
 from rag.graph.question import ModelEntities, RuleEntities
 from rag.pipeline import TurnContext
 from rag.types import Candidate, ChatMessage
@@ -28,7 +28,9 @@ class MemoryGraph:
         return self.on & set(kb_ids)
 
     async def switch(self, kb_id: str, *, enabled: bool) -> bool:
-        raise NotImplementedError
+        before = kb_id in self.on
+        self.on = (self.on | {kb_id}) if enabled else (self.on - {kb_id})
+        return before
 
     async def add(self, kb_id: str, chunks: Sequence[ChunkGraph]) -> int:
         raise NotImplementedError
@@ -105,7 +107,7 @@ async def test_only_bases_whose_graph_is_on_are_searched() -> None:
 
 async def test_a_base_whose_graph_is_off_costs_one_switch_read_per_ttl() -> None:
     graph, clock = MemoryGraph(GRAPH, on=set()), Clock()
-    leg = EntitySearch(graph, Chunks(), RuleEntities(), clock=clock)
+    leg = EntitySearch(graph, Chunks(), RuleEntities(), switches=GraphSwitches(graph, clock=clock))
 
     for _ in range(5):
         assert await leg.search(TurnContext("X200?", ("kb1",)), []) == []
@@ -148,3 +150,15 @@ async def test_a_question_naming_nothing_reads_no_mentions() -> None:
 
     assert await EntitySearch(graph, Chunks(), RuleEntities()).search(TurnContext("how long?", ("kb1",)), []) == []
     assert graph.asked == []
+
+
+async def test_a_switch_made_through_the_shared_switches_counts_at_once_in_this_process() -> None:
+    graph = MemoryGraph(GRAPH, on=set())
+    switches = GraphSwitches(graph, clock=Clock())
+    leg = EntitySearch(graph, Chunks(), RuleEntities(), switches=switches)
+    assert await leg.search(TurnContext("X200?", ("kb1",)), []) == []
+
+    await switches.switch("kb1", enabled=True)
+    assert [candidate.id for candidate in await leg.search(TurnContext("X200?", ("kb1",)), [])] == ["kb1:a", "kb1:b"]
+    await switches.switch("kb1", enabled=False)
+    assert await leg.search(TurnContext("X200?", ("kb1",)), []) == []
