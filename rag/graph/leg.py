@@ -84,7 +84,8 @@ class EntitySearch:
         kb_ids = await self._switches.enabled(turn.kb_ids)
         if not kb_ids:
             return []
-        keys = [entity.key for entity in await self._question.entities(turn.search_query) if entity.key]
+        entities = await self._question.entities(turn.search_query)
+        keys = list(dict.fromkeys(entity.key for entity in entities if entity.key))[: self._limits.entities]
         if not keys:
             return []
         found = await self._store.chunks_mentioning(kb_ids, keys, self._limits.read)

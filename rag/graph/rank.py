@@ -17,6 +17,8 @@ class EntityLimits:
     # Mentions read per entity: several times `per_entity`, so chunks naming two of the question's entities are
     # found among a common entity's mentions too; the read stops there however many chunks mention it.
     read: int = 200
+    # A question names a few things; a pasted paragraph's 60 names would cost 60 reads for a ranking none of them leads.
+    entities: int = 8
 
 
 def rank_chunks(

@@ -9,6 +9,7 @@ import pytest
 from rag.errors import ModelError
 from rag.graph.leg import SWITCH_TTL, EntitySearch, GraphSwitches
 from rag.graph.question import ModelEntities, RuleEntities
+from rag.graph.rank import EntityLimits
 from rag.pipeline import TurnContext
 from rag.types import Candidate, ChatMessage
 from storage.records import ChunkGraph
@@ -162,3 +163,14 @@ async def test_a_switch_made_through_the_shared_switches_counts_at_once_in_this_
     assert [candidate.id for candidate in await leg.search(TurnContext("X200?", ("kb1",)), [])] == ["kb1:a", "kb1:b"]
     await switches.switch("kb1", enabled=False)
     assert await leg.search(TurnContext("X200?", ("kb1",)), []) == []
+
+
+async def test_a_question_naming_many_things_reads_only_the_first_few() -> None:
+    graph = MemoryGraph(GRAPH, on={"kb1"})
+    question = " ".join(f"Model{n}." for n in range(30))
+
+    await EntitySearch(graph, Chunks(), RuleEntities(), EntityLimits(entities=8)).search(
+        TurnContext(question, ("kb1",)), []
+    )
+
+    assert graph.asked == [f"model{n}" for n in range(8)]
