@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 
+import pytest
+import tiktoken
 from sqlalchemy import func, insert, text
 from sqlalchemy.dialects import sqlite
 from sqlmodel import col, select
@@ -14,15 +16,20 @@ from rag.graph.index import GraphIndexer
 from rag.graph.leg import EntitySearch
 from rag.graph.question import RuleEntities
 from rag.graph.rank import EntityLimits
+from rag.ingest.documents import DocumentIngestor, SourceFile
+from rag.lexical import LexicalAnalyzer
+from rag.models.embedders import OnnxEmbedder
 from rag.pipeline import TurnContext
 from rag.retrieval import chunk_candidate
 from rag.types import Candidate
 from storage.db import Database
+from storage.errors import StorageError
 from storage.models import Chunk, Document, GraphEdge, GraphMention, GraphNode, GraphSwitch
 from storage.records import ChunkGraph, ChunkRecord, DocumentVersion, GraphEntityRecord, GraphRelationRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.graph import GraphRepo, mentioning, node_id
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.weaviate.store import WeaviateStore
 
 # The bad input of issue 23: one entity that a hundred thousand chunks mention.
 MANY = 100_000
@@ -224,3 +231,47 @@ async def test_an_entity_a_hundred_thousand_chunks_mention_is_capped_and_read_by
             plan = " | ".join(str(row[-1]) for row in rows)
         assert "SEARCH graph_mention USING" in plan, plan
         assert "SCAN graph_mention" not in plan, plan
+
+
+class RefusingGraph(GraphRepo):
+    """The real graph store, but its writes fail as a full disk or a lost connection would make them."""
+
+    async def add(self, kb_id: str, chunks: Sequence[ChunkGraph]) -> int:
+        raise StorageError("graph write failed: disk I/O error")
+
+
+def _ingestor(db: Database, store: WeaviateStore, embedder: OnnxEmbedder, graph: GraphRepo) -> DocumentIngestor:
+    encoding = tiktoken.get_encoding("cl100k_base")
+    return DocumentIngestor(DocumentRepo(db), store, embedder, LexicalAnalyzer(), encoding, graph=GraphIndexer(graph))
+
+
+async def test_a_reingested_document_keeps_only_its_new_versions_mentions(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder
+) -> None:
+    kb_id = await _kb(db, "ingested")
+    kb = await KnowledgeBaseRepo(db).get(kb_id)
+    ingestor = _ingestor(db, store, embedder, GraphRepo(db))
+    await ingestor.ingest(kb, SourceFile(b"Project Falcon starts in May.", "upload:plan.txt"))
+    await ingestor.ingest(kb, SourceFile(b"Project Heron starts in June.", "upload:plan.txt"))
+
+    async with db.session() as session:
+        nodes = set((await session.exec(select(GraphMention.node_id).where(GraphMention.kb_id == kb_id))).all())
+    assert nodes == {node_id(kb_id, "project heron"), node_id(kb_id, "june")}
+    found = await _leg(db).search(TurnContext("Project Falcon or Project Heron?", (kb_id,)), [])
+    assert [candidate.text for candidate in found] == ["Project Heron starts in June."]
+
+
+async def test_a_graph_the_store_refuses_costs_its_entities_only_not_the_document(
+    db: Database, store: WeaviateStore, embedder: OnnxEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb_id = await _kb(db, "refused")
+    kb = await KnowledgeBaseRepo(db).get(kb_id)
+
+    result = await _ingestor(db, store, embedder, RefusingGraph(db)).ingest(
+        kb, SourceFile(b"Project Falcon starts in May.", "upload:plan.txt")
+    )
+
+    assert result.chunks == 1
+    assert len(await DocumentRepo(db).document_chunks(result.document_id)) == 1
+    assert [r.getMessage() for r in caplog.records if "graph=not_indexed" in r.getMessage()] != []
+    assert await _count(db, GraphMention, kb_id=kb_id) == 0
