@@ -100,7 +100,7 @@ _MIGRATION_LOCK = int.from_bytes(b"ragbot-m", "big") >> 1  # any fixed bigint, t
 
 def head_revision() -> str:
     """The newest migration's revision: its file name's number (0001_initial_schema.py is revision 0001)."""
-    return max(path.name.split("_")[0] for path in (_MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]*_*.py"))
+    return max(path.name[:4] for path in (_MIGRATIONS_DIR / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
 def _at_head(connection: Connection) -> bool:
