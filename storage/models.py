@@ -410,3 +410,51 @@ class FeedbackTally(SQLModel, table=True):
     questions: int = 0
     helpful: int = 0
     unhelpful: int = 0
+
+
+class GraphSwitch(SQLModel, table=True):
+    """Whether a knowledge base keeps an entity graph and its answers search it (an admin's `/graph on|off`)."""
+
+    __tablename__ = "graph_switch"
+
+    kb_id: str = Field(primary_key=True, max_length=36)
+    enabled: bool = False
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class GraphNode(SQLModel, table=True):
+    """An entity of a knowledge base's graph, by its folded name; its id is derived from both (rag.graph)."""
+
+    __tablename__ = "graph_node"
+    __table_args__ = (UniqueConstraint("kb_id", "name"),)
+
+    id: str = Field(primary_key=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    name: str = Field(max_length=256)
+    label: str = Field(default="", max_length=64)
+    attributes: list[str] = _json_list_column()
+
+
+class GraphEdge(SQLModel, table=True):
+    """A relation between two entities, as read from one document."""
+
+    __tablename__ = "graph_edge"
+
+    id: str = Field(primary_key=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    source_id: str = Field(index=True, max_length=36)
+    target_id: str = Field(index=True, max_length=36)
+    relation: str = Field(default="", max_length=128)
+    document_id: str = Field(index=True, max_length=36)
+
+
+class GraphMention(SQLModel, table=True):
+    """An entity mentioned by a chunk; it goes with the chunk's row."""
+
+    __tablename__ = "graph_mention"
+
+    # (node, chunk) first: an entity's chunks are read off the key in order, a bounded number at a time.
+    node_id: str = Field(primary_key=True, max_length=36)
+    chunk_id: str = Field(primary_key=True, index=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    document_id: str = Field(index=True, max_length=36)

@@ -300,3 +300,32 @@ class ScheduleRecord:
     last_outcome: str
     failures: int
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEntityRecord:
+    """An entity as the graph stores it: its folded name (the match key), its name as written, a coarse label."""
+
+    key: str
+    name: str
+    label: str = ""
+    attributes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRelationRecord:
+    """A relation between two entities (by their folded names)."""
+
+    source: str
+    target: str
+    relation: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkGraph:
+    """What one chunk of a document mentions, and the relations read from it."""
+
+    document_id: str
+    chunk_id: str
+    entities: tuple[GraphEntityRecord, ...]
+    relations: tuple[GraphRelationRecord, ...] = ()

@@ -13,6 +13,7 @@ from bot.chat.manager import ChatPolicy, ConversationManager
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
+from bot.knowledge.graph import GraphBuilder
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
 
@@ -65,6 +66,7 @@ def command_parts(services: Services) -> CommandParts:
         uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
         schedules=services.schedules,
         web_search=services.web_leg is not None,
+        graph=GraphBuilder(services.graph, services.graph_switches, services.documents),
     )
 
 

@@ -22,6 +22,9 @@ from bot.metrics import ServiceMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
+from rag.graph.index import GraphIndexer
+from rag.graph.leg import EntitySearch, GraphSwitches
+from rag.graph.question import ModelEntities, QuestionEntities, RuleEntities
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
 from rag.ingest.sandbox import ExtractionSandbox
@@ -45,6 +48,7 @@ from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
+from storage.repos.graph import GraphRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.leases import LeaseRepo
@@ -86,6 +90,9 @@ class Services:
     # CSV and spreadsheet rows as tables (data analysis), and the knowledge bases' switches for it.
     tables: TableStore
     knowledge_bases: KnowledgeBaseRepo
+    graph: GraphRepo
+    # Which bases' graphs are on, shared by the entity leg and `/graph`, so a switch here counts at once here.
+    graph_switches: GraphSwitches
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
     # Web search beside the knowledge base, when WEB_SEARCH_PROVIDER names a provider.
@@ -109,16 +116,17 @@ def pipeline_parts(services: Services) -> PipelineParts:
     rewriter: Rewriter | None = None
     if settings.QUERY_REWRITE:
         rewriter = LlmRewriter(model) if model else RuleRewriter()
+    retriever = Retriever(
+        services.store,
+        services.embedder,
+        services.lexical,
+        services.documents,
+        services.faqs,
+        settings.retrieval(),
+        questions=services.embedder.transient,
+    )
     return PipelineParts(
-        retriever=Retriever(
-            services.store,
-            services.embedder,
-            services.lexical,
-            services.documents,
-            services.faqs,
-            settings.retrieval(),
-            questions=services.embedder.transient,
-        ),
+        retriever=retriever,
         faqs=FaqSearch(services.store, services.faqs, services.lexical, services.embedder, settings.faq_search()),
         history=services.conversations,
         merge_source=MergeReadRepo(services.db),
@@ -132,8 +140,19 @@ def pipeline_parts(services: Services) -> PipelineParts:
         history_config=settings.history(),
         tables=TableParts(services.tables, services.knowledge_bases),
         observe=services.metrics.stages.observe,
-        legs=(services.web_leg,) if services.web_leg is not None else (),
+        legs=(
+            EntitySearch(
+                services.graph, retriever, _question_entities(settings, model), switches=services.graph_switches
+            ),
+            *((services.web_leg,) if services.web_leg is not None else ()),
+        ),
     )
+
+
+def _question_entities(settings: Settings, model: ChatModel | None) -> QuestionEntities:
+    if settings.GRAPH_MODEL_ENTITIES and model is not None:
+        return ModelEntities(model)
+    return RuleEntities()
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -280,6 +299,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules, tables)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)
+        graph = GraphRepo(db)
         ingestor = DocumentIngestor(
             documents,
             store,
@@ -289,6 +309,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             settings.extract_limits(),
             sandbox=sandbox,
             tables=tables,
+            graph=GraphIndexer(graph),
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
@@ -333,6 +354,8 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             schedules=schedules,
             tables=tables,
             knowledge_bases=knowledge_bases,
+            graph=graph,
+            graph_switches=GraphSwitches(graph),
             vector_model=vector_model,
             web_leg=web_leg,
         )

@@ -1,4 +1,4 @@
-"""Built-in chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /faq /fallback /mode /web /tables /lang."""
+"""Chat commands: /help /new /stop /sources /kb /ingest /jobs /sync /graph /tables /faq /fallback /mode /web /lang."""
 
 from __future__ import annotations
 
@@ -100,6 +100,13 @@ def register_all(registry: CommandRegistry) -> None:
             await context.reply(await _sync_every(context, args[1]))
         else:
             raise context.usage_error()
+
+    @registry.register("graph", admin=True, forms=(Form("on", literal=True), Form("off", literal=True)))
+    async def graph(context: CommandContext) -> None:
+        args = context.command.args
+        if args not in (("on",), ("off",)):
+            raise context.usage_error()
+        await _graph_switch(context, on=args == ("on",))
 
     @registry.register(
         "faq", admin=True, forms=(Form("add"), Form("import", files=True), Form("list", literal=True), Form("delete"))
@@ -363,6 +370,22 @@ async def _sync_every(context: CommandContext, period: str) -> str:
     for row in pages:
         await schedules.put(URL_SYNC, every, kb_id=kb.id, source=row.source)
     return messages.sync_default_set(kb.name, every, len(pages), context.lang)
+
+
+async def _graph_switch(context: CommandContext, *, on: bool) -> None:
+    """`/graph on|off`: the chat's knowledge base's entity graph; on reads the documents it holds already."""
+    builder = context.parts.graph
+    if builder is None:
+        raise UserFacingError(messages.graph_unavailable(context.lang))
+    kb = await _target_kb(context)
+    if not on:
+        await builder.switch_off(kb.id)
+        await context.reply(messages.graph_off(kb.name, context.lang))
+        return
+    status = StatusMessage(context.target)
+    await status.update(messages.graph_building(kb.name, context.lang))
+    built = await builder.switch_on(kb.id)
+    await status.final(messages.graph_on(kb.name, built.documents, built.mentions, context.lang))
 
 
 def _requested_from(context: CommandContext) -> dict[str, str]:

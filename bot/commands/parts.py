@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.knowledge.bases import KnowledgeBases
+from bot.knowledge.graph import GraphBuilder
 from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.jobs import JobRunner
 from bot.types import ConversationKey, SourceLink
@@ -100,3 +101,5 @@ class CommandParts:
     web_search: bool = False
     # What "5 min ago" counts from (injected, so /jobs is tested without waiting).
     clock: Callable[[], datetime] = _utcnow
+    # Knowledge bases' entity graphs (`/graph on|off`); None where the caller has none (then /graph says so).
+    graph: GraphBuilder | None = None

@@ -870,6 +870,26 @@ def sync_default_off(kb_name: str, lang: str) -> str:
     return catalogue(lang).text("schedule.default_off", kb=kb_name)
 
 
+def graph_building(kb_name: str, lang: str) -> str:
+    """`/graph on`, while the documents already held are read into the graph."""
+    return catalogue(lang).text("graph.building", kb=kb_name)
+
+
+def graph_on(kb_name: str, documents: int, mentions: int, lang: str) -> str:
+    """`/graph on`, done: how many documents were read and entity mentions found."""
+    return catalogue(lang).text("graph.on", kb=kb_name, documents=documents, mentions=mentions)
+
+
+def graph_off(kb_name: str, lang: str) -> str:
+    """`/graph off`."""
+    return catalogue(lang).text("graph.off", kb=kb_name)
+
+
+def graph_unavailable(lang: str) -> str:
+    """`/graph` where this ragbot has no graph store."""
+    return catalogue(lang).text("graph.unavailable")
+
+
 def every_urls_only(lang: str) -> str:
     """`--every` given with files only: files are ingested once, web addresses can be fetched again."""
     return catalogue(lang).text("schedule.urls_only")

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from tiktoken import Encoding
 
 from rag.errors import NoTextFound, RagError
+from rag.graph.index import GraphIndexer
 from rag.ingest.cleanup import discard_uncommitted, settle, shielded
 from rag.ingest.extract import ExtractLimits, extract
 from rag.ingest.parent_child import CleanedDocument, ParentChunk, build_chunks, clean_document
@@ -121,6 +122,7 @@ class DocumentIngestor:
         *,
         sandbox: ExtractionSandbox | None = None,
         tables: TableStore | None = None,
+        graph: GraphIndexer | None = None,
     ) -> None:
         self._documents = documents
         self._store = store
@@ -135,6 +137,7 @@ class DocumentIngestor:
         self._sandbox = sandbox
         # CSV and spreadsheet rows are kept as SQL tables too, for data analysis; None: not kept.
         self._tables = tables
+        self._graph = graph
 
     async def ingest(
         self, kb: KnowledgeBaseRecord, source: SourceFile, progress: Progress = no_progress
@@ -368,6 +371,7 @@ class DocumentIngestor:
                 await settle(self._documents, self._store, done.id)
             await self._keep_tables(kb, prepared)
             outcomes[index] = prepared.result()
+        await self._index_graph(kb, [batch[index] for index in batch if isinstance(outcomes[index], IngestResult)])
         return outcomes
 
     async def _keep_tables(self, kb: KnowledgeBaseRecord, prepared: _Prepared) -> None:
@@ -380,6 +384,15 @@ class DocumentIngestor:
             await self._tables.write(kb.id, prepared.document_id, sheets)
         except TablesUnavailable as exc:
             log.warning("ingest=tables_not_kept kb=%s document=%s reason=%s", kb.id, prepared.document_id, exc)
+
+    async def _index_graph(self, kb: KnowledgeBaseRecord, stored: Sequence[_Prepared]) -> None:
+        # The graph is a further leg of search, not the document: a graph the store refuses costs its entities only.
+        if self._graph is None or not stored:
+            return
+        try:
+            await self._graph.index(kb.id, [chunk for prepared in stored for chunk in prepared.chunks])
+        except StorageError as exc:
+            log.warning("graph=not_indexed kb=%s documents=%d reason=%s", kb.id, len(stored), exc)
 
     async def _discard(self, prepared: Sequence[_Prepared]) -> None:
         """Remove what these versions wrote and did not make live: their staged rows, then their index objects

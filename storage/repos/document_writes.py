@@ -21,7 +21,7 @@ from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, first_line
-from storage.models import Chunk, Document, Segment, utcnow
+from storage.models import Chunk, Document, GraphEdge, GraphMention, Segment, utcnow
 from storage.records import DocumentVersion
 
 PENDING_DELETE = "pending_index_delete"
@@ -181,6 +181,13 @@ class DocumentWriter:
                         )
                     )
                     dropped += result.rowcount
+                    # What the dropped chunks mention goes with them (a live version's chunks stayed, and so do theirs).
+                    await connection.execute(
+                        delete(GraphMention).where(
+                            col(GraphMention.chunk_id).in_(batch),
+                            ~select(Chunk.id).where(col(Chunk.id) == col(GraphMention.chunk_id)).exists(),
+                        )
+                    )
             await self._breathe(began)
         return dropped
 
@@ -216,6 +223,8 @@ class DocumentWriter:
                 )
             )
             if result.rowcount:
+                for model in (GraphMention, GraphEdge):
+                    await connection.execute(delete(model).where(col(model.document_id) == document_id))
                 return True
             return await session.get(Document, document_id) is None
 

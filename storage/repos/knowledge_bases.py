@@ -16,6 +16,10 @@ from storage.models import (
     Chunk,
     Document,
     Faq,
+    GraphEdge,
+    GraphMention,
+    GraphNode,
+    GraphSwitch,
     IngestionJob,
     KnowledgeBase,
     KnowledgeBaseGrant,
@@ -225,6 +229,10 @@ class KnowledgeBaseRepo:
                 (KnowledgeBaseGrant, KnowledgeBaseGrant.kb_id),
                 (KnowledgeBaseTables, KnowledgeBaseTables.kb_id),
                 (Schedule, Schedule.kb_id),
+                (GraphMention, GraphMention.kb_id),
+                (GraphEdge, GraphEdge.kb_id),
+                (GraphNode, GraphNode.kb_id),
+                (GraphSwitch, GraphSwitch.kb_id),
             ):
                 await session.exec(delete(model).where(col(column) == kb_id))
             await session.exec(delete(KnowledgeBase).where(col(KnowledgeBase.id) == kb_id))

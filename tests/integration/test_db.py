@@ -23,6 +23,10 @@ from storage.models import KnowledgeBase
 from tests.conftest import fresh_postgres_database
 
 EXPECTED_TABLES = {
+    "graph_switch",
+    "graph_node",
+    "graph_edge",
+    "graph_mention",
     "knowledge_base",
     "knowledge_base_grant",
     "knowledge_base_tables",

@@ -39,6 +39,7 @@ class ChatWorld:
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
+    graph: Any = None
     now: datetime | None = None
     # Whether the service has a web search provider (`/web on` is refused without one).
     web_search: bool = False
@@ -70,6 +71,7 @@ class ChatWorld:
             schedules=self.schedules,
             clock=lambda: self.now or datetime.now(UTC),
             web_search=self.web_search,
+            graph=self.graph,
         )
 
 

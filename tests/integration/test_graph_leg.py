@@ -1,0 +1,76 @@
+"""The entity leg in the running service: `/graph on` reads the documents held, answers search it, off stops it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from bot.commands.registry import parse_command
+from bot.types import ConversationKey, IncomingMessage, UserRef
+from rag.graph.leg import EntitySearch
+from rag.graph.question import RuleEntities
+from rag.ingest.documents import SourceFile
+from rag.pipeline import TurnContext
+from tests.conftest import EmbeddedSettings
+from tests.security.ingest_support import ADMIN, CHAT_A, CHAT_B, PERSON, World, running_world
+from tests.support.chat import RecordingTarget
+
+# Shares no word with the question but the name, so only the entity leg can bring it.
+GARAGE = "# Garage\n\nThe Marigold structure closes for repainting each August; its lifts stay out of service then."
+
+
+@pytest_asyncio.fixture
+async def world(tmp_path: Path, embedded_settings: EmbeddedSettings) -> AsyncIterator[World]:
+    async with running_world(tmp_path / "data", embedded_settings) as running:
+        yield running
+
+
+async def _shown(world: World, text: str, key: ConversationKey, user: UserRef = ADMIN) -> str:
+    """What the command's sender reads in the end: its messages as last edited."""
+    target = RecordingTarget()
+    await world.manager.handle(IncomingMessage(key, "", user, text, command=parse_command(text)), target)
+    edited = dict(target.edits)
+    return "\n".join(edited.get(f"sent-{n}", sent) for n, sent in enumerate(target.sent, 1))
+
+
+async def _graph_found(world: World, question: str, kb_id: str) -> list[str]:
+    turn = await world.services.answerer.search.run(TurnContext(question, (kb_id,)))
+    return [candidate.text for candidate in turn.candidates if "graph" in candidate.legs]
+
+
+async def test_graph_on_reads_the_documents_held_and_answers_search_the_names_they_mention(world: World) -> None:
+    bravo = world.bravo
+    assert await _graph_found(world, "Where is Marigold?", bravo.id) == []
+
+    said = await _shown(world, "/graph on", CHAT_B)
+
+    assert "documents read: 1" in said
+    assert any("Marigold garage" in text for text in await _graph_found(world, "Where is Marigold?", bravo.id))
+
+
+async def test_documents_ingested_after_graph_on_are_read_at_ingestion_and_graph_off_stops_the_leg(
+    world: World,
+) -> None:
+    services, bravo = world.services, world.bravo
+    await world.command("/graph on", key=CHAT_B)
+    await services.ingestor.ingest(bravo, SourceFile(GARAGE.encode(), "upload:garage.md"))
+
+    found = await _graph_found(world, "How long is Marigold shut?", bravo.id)
+    assert any("repainting" in text for text in found)
+
+    assert "off" in await world.command("/graph off", key=CHAT_B)
+    assert await _graph_found(world, "How long is Marigold shut?", bravo.id) == []
+    # Another instance trusts the switch it read for 10 s at most; one that reads it now sees it off.
+    other = EntitySearch(services.graph, services.answerer.parts.retriever, RuleEntities())
+    assert await other.search(TurnContext("How long is Marigold shut?", (bravo.id,)), []) == []
+
+
+async def test_only_an_admin_switches_the_graph_and_only_of_the_chats_own_base(world: World) -> None:
+    refused = await _shown(world, "/graph on", CHAT_A, PERSON)
+
+    assert "documents read" not in refused
+    assert await world.services.graph.enabled([world.alpha.id, world.bravo.id]) == set()
+    await world.command("/graph on", key=CHAT_A)
+    assert await world.services.graph.enabled([world.alpha.id, world.bravo.id]) == {world.alpha.id}
