@@ -21,7 +21,7 @@ from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, first_line
-from storage.models import Chunk, Document, Segment, utcnow
+from storage.models import Chunk, Document, DocumentSheet, Segment, utcnow
 from storage.records import DocumentVersion
 
 PENDING_DELETE = "pending_index_delete"
@@ -207,6 +207,13 @@ class DocumentWriter:
         remains; False while some still do."""
         async with self._db.session() as session:
             connection = await session.connection()
+            # Its sheets (storage.tables.sheets) are one row each, written only while a version is live: they go here.
+            await connection.execute(
+                delete(DocumentSheet).where(
+                    col(DocumentSheet.document_id) == document_id,
+                    select(Document.id).where(col(Document.id) == document_id, _going()).exists(),
+                )
+            )
             result = await connection.execute(
                 delete(Document).where(
                     col(Document.id) == document_id,
