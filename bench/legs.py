@@ -30,7 +30,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +57,7 @@ from rag.retrieval import Retriever
 from rag.rewrite_rules import RuleRewriter
 from rag.stages.data_analysis import DataAnalysis, TableParts
 from rag.tokens import TokenCounter
+from rag.types import ChatMessage
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
@@ -64,7 +65,7 @@ from storage.repos.faqs import FaqRepo
 from storage.repos.graph import GraphRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.merge_reads import MergeReadRepo
-from storage.tables.records import Sheet, TableConfig
+from storage.tables.records import QueryResult, Sheet, TableConfig, TableSchema
 from storage.tables.store import TableStore
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -86,6 +87,8 @@ class Timings:
     # Per variant, every stage's times: where a leg's cost lands besides its own stage.
     stages: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     load: list[float] = field(default_factory=list)
+    # DATA_ANALYSIS's parts: the model's plan, the schema read, the query.
+    parts: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, variant: str, ms: float, turn: TurnContext, stage: str) -> None:
         """Record one run of `variant` and `stage`'s report in it."""
@@ -106,6 +109,43 @@ class Result:
     keeps: dict[int, list[float]]
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
+
+
+class TimedTables(TableStore):
+    """The tables file, the time of each schema read and query kept (DATA_ANALYSIS's parts)."""
+
+    def __init__(self, config: TableConfig, parts: dict[str, list[float]]) -> None:
+        super().__init__(config)
+        self._parts = parts
+
+    async def schemas(self, document_ids: Sequence[str], kb_ids: Collection[str]) -> list[TableSchema]:
+        started = time.perf_counter()
+        try:
+            return await super().schemas(document_ids, kb_ids)
+        finally:
+            self._parts.setdefault("schemas (DuckDB)", []).append((time.perf_counter() - started) * 1000)
+
+    async def run(self, sql: str, kb_ids: Collection[str]) -> QueryResult:
+        started = time.perf_counter()
+        try:
+            return await super().run(sql, kb_ids)
+        finally:
+            self._parts.setdefault("query (DuckDB)", []).append((time.perf_counter() - started) * 1000)
+
+
+class TimedModel(OpenAIChatModel):
+    """The openai client against the fake, the time of each plan asked for kept."""
+
+    def __init__(self, config: ChatModelConfig, parts: dict[str, list[float]]) -> None:
+        super().__init__(config)
+        self._parts = parts
+
+    async def complete(self, messages: Sequence[ChatMessage]) -> str:
+        started = time.perf_counter()
+        try:
+            return await super().complete(messages)
+        finally:
+            self._parts.setdefault("plan (fake model, HTTP)", []).append((time.perf_counter() - started) * 1000)
 
 
 Run = Callable[[], Awaitable[tuple[float, TurnContext]]]
@@ -218,13 +258,14 @@ async def _run(args: argparse.Namespace) -> Result:
         web_session() as session,
     ):
         fake_model.reply_for = plan_reply(asked, "An answer.")
-        model = OpenAIChatModel(ChatModelConfig(model="fake", base_url=fake_model.base_url, api_key="test-key"))
+        legs, sheet = Timings(), Timings()
+        model = TimedModel(ChatModelConfig(model="fake", base_url=fake_model.base_url, api_key="test-key"), sheet.parts)
         cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
         tokens = TokenCounter("cl100k_base", Path(cache_dir) if cache_dir else None)
         lexical = LexicalAnalyzer()
         embedder = CachedEmbedder(OnnxEmbedder(args.model_dir, model_id=MODEL_ID), SqlEmbeddingCache(db))
         documents, faqs, kbs, graph = DocumentRepo(db), FaqRepo(db), KnowledgeBaseRepo(db), GraphRepo(db)
-        tables = TableStore(TableConfig(path=work / "tables.duckdb"))
+        tables = TimedTables(TableConfig(path=work / "tables.duckdb"), sheet.parts)
         switches = GraphSwitches(graph)
         kb = await kbs.create("bench", chunking={})
         await switches.switch(kb.id, enabled=True)
@@ -269,7 +310,6 @@ async def _run(args: argparse.Namespace) -> Result:
             fake_web=fake_web,
             tables=tables,
         )
-        legs, sheet = Timings(), Timings()
         try:
             await _corpus_questions(setup, material, legs)
             print(f"corpus questions done ({len(material.questions) - WARM_UP} measured)", flush=True)
@@ -342,6 +382,11 @@ def _report(result: Result, args: argparse.Namespace) -> None:
     print("\n".join(_stage_table(legs)))
     print("\nPrice-list questions (count with a filter, group-by, sum with a filter in turn):\n")
     print("\n".join(_variant_table(sheet, SHEET_BASELINE, "DATA_ANALYSIS", sheet_notes)))
+    print("\nDATA_ANALYSIS's parts (each call, warm-up left out):\n")
+    print("| part | calls | median ms | p95 ms |\n| --- | ---: | ---: | ---: |")
+    for part, values in sheet.parts.items():
+        kept = values[WARM_UP:]
+        print(f"| {part} | {len(kept)} | {statistics.median(kept):.1f} | {percentile(kept, 0.95):.1f} |")
     print(f"\nKeeping a sheet's rows (TableStore.write at ingestion), {args.keeps} writes per size:\n")
     print("| rows | median ms | p95 ms | rows/s (median) |")
     print("| ---: | ---: | ---: | ---: |")
