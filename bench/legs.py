@@ -368,7 +368,18 @@ def _report(result: Result, args: argparse.Namespace) -> None:
     def leg_notes(variant: str) -> str:
         notes = legs.notes[variant]
         web, graph = _leg_counts(notes, "web"), _leg_counts(notes, "graph")
-        return f"web candidates {web}" if web else f"graph candidates {graph}" if graph else ""
+        if web:
+            return f"web candidates {web}"
+        if not graph:
+            return ""
+        # The leg's cost where the question named something the graph holds, against the same questions' no-leg run.
+        found = [
+            value / first
+            for value, first, note in zip(legs.total[variant], legs.total[BASELINE], notes, strict=True)
+            if "graph=" in note and "graph=0" not in note.split()
+        ]
+        where = f"; median ratio {statistics.median(found):.2f} where it found some" if found else ""
+        return f"graph candidates {graph}{where}"
 
     print("Corpus questions (SciFact and CMRC 2018 in turn), the search pipeline; SEARCH is the stage:\n")
     print("\n".join(_variant_table(legs, BASELINE, "SEARCH", leg_notes)))
