@@ -188,7 +188,7 @@ class Setup:
 
 async def _warm(pipelines: Sequence[Pipeline], questions: Sequence[str], kb_id: str) -> None:
     """Every question through these pipelines once, untimed: RERANK embeds the windows of each chunk it meets the
-    first time and keeps them in the embedding cache for good, so without this a question's first variant alone
+    first time and keeps them in the embedding cache, so without this a question's first variant alone
     would pay for them (130-440 ms here), whichever it is. The figures are of a knowledge base asked before."""
     for question in questions:
         for pipeline in pipelines:
