@@ -18,9 +18,9 @@ embeddings are in the cache for every variant alike (see `_warm`).
   entity leg (graph on).
 - price-list questions: `search`, and `search` followed by DATA_ANALYSIS (the model's plan over HTTP, the table's
   schema read, the SQL checked and run read-only); DATA_ANALYSIS's own time is its stage report.
-- keeping a sheet's rows (TableStore.write, as ingestion calls it) for 1k, 10k and 100k rows, interleaved.
+Keeping a sheet's rows, and making its DuckDB table on a process's first question, is bench/tables_cache.py's.
 
-    .venv/bin/python -m bench.legs [--questions 60] [--sheet-questions 30] [--rows 3000] [--keeps 5] [--quick]
+    .venv/bin/python -m bench.legs [--questions 60] [--sheet-questions 30] [--rows 3000] [--quick]
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from rag.graph.index import GraphIndexer
 from rag.graph.leg import EntitySearch, GraphSwitches
 from rag.graph.question import RuleEntities
 from rag.ingest.documents import DocumentIngestor, SourceFile
-from rag.ingest.extract import extract
 from rag.lexical import LexicalAnalyzer
 from rag.models.chat import OpenAIChatModel
 from rag.models.embedders import CachedEmbedder, OnnxEmbedder
@@ -60,6 +59,7 @@ from rag.rewrite_rules import RuleRewriter
 from rag.stages.data_analysis import DataAnalysis, TableParts
 from rag.tokens import TokenCounter
 from rag.types import ChatMessage
+from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
@@ -67,7 +67,7 @@ from storage.repos.faqs import FaqRepo
 from storage.repos.graph import GraphRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.repos.merge_reads import MergeReadRepo
-from storage.tables.records import QueryResult, Sheet, TableConfig, TableSchema
+from storage.tables.records import QueryResult, TableConfig, TableSchema
 from storage.tables.store import TableStore
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -108,7 +108,6 @@ class Result:
 
     legs: Timings
     sheet: Timings
-    keeps: dict[int, list[float]]
     load_before: tuple[float, float, float]
     load_after: tuple[float, float, float]
 
@@ -116,8 +115,8 @@ class Result:
 class TimedTables(TableStore):
     """The tables file, the time of each schema read and query kept (DATA_ANALYSIS's parts)."""
 
-    def __init__(self, config: TableConfig, parts: dict[str, list[float]]) -> None:
-        super().__init__(config)
+    def __init__(self, config: TableConfig, db: Database, parts: dict[str, list[float]]) -> None:
+        super().__init__(config, db)
         self._parts = parts
 
     async def schemas(self, document_ids: Sequence[str], kb_ids: Collection[str]) -> list[TableSchema]:
@@ -232,22 +231,6 @@ async def _sheet_questions(setup: Setup, questions: Sequence[SheetQuestion], tim
         await _interleaved(blocks, number, timings if number >= WARM_UP else None, "DATA_ANALYSIS")
 
 
-async def _keeps(tables: TableStore, kb_id: str, sizes: Sequence[int], rounds: int) -> dict[int, list[float]]:
-    """TableStore.write of each size's extracted rows, sizes in a rotated order each round, a new document each."""
-    sheets = {}
-    for size in sizes:
-        extracted = extract(price_list(size), filename="prices.csv")
-        sheets[size] = [Sheet(table.name, table.rows) for table in extracted.tables]
-    found: dict[int, list[float]] = {size: [] for size in sizes}
-    for round_ in range(rounds):
-        shift = round_ % len(sizes)
-        for size in [*sizes[shift:], *sizes[:shift]]:
-            started = time.perf_counter()
-            await tables.write(kb_id, f"keep-{size}-{round_}", sheets[size])
-            found[size].append((time.perf_counter() - started) * 1000)
-    return found
-
-
 def _web_settings(fake: FakeWebSearch) -> Settings:
     # The product's defaults but for the provider's addresses; the fake's pages are on the loopback.
     return Settings(
@@ -278,7 +261,7 @@ async def _run(args: argparse.Namespace) -> Result:
         lexical = LexicalAnalyzer()
         embedder = CachedEmbedder(OnnxEmbedder(args.model_dir, model_id=MODEL_ID), SqlEmbeddingCache(db))
         documents, faqs, kbs, graph = DocumentRepo(db), FaqRepo(db), KnowledgeBaseRepo(db), GraphRepo(db)
-        tables = TimedTables(TableConfig(path=work / "tables.duckdb"), sheet.parts)
+        tables = TimedTables(TableConfig(path=work / "tables.duckdb"), db, sheet.parts)
         switches = GraphSwitches(graph)
         kb = await kbs.create("bench", chunking={})
         await switches.switch(kb.id, enabled=True)
@@ -328,10 +311,9 @@ async def _run(args: argparse.Namespace) -> Result:
             print(f"corpus questions done ({len(material.questions) - WARM_UP} measured)", flush=True)
             await _sheet_questions(setup, asked, sheet)
             print(f"price-list questions done ({len(asked) - WARM_UP} measured)", flush=True)
-            keeps = await _keeps(tables, kb.id, args.keep_sizes, args.keeps)
         finally:
             await model.close()
-    return Result(legs, sheet, keeps, load_before, os.getloadavg())
+    return Result(legs, sheet, load_before, os.getloadavg())
 
 
 def _leg_counts(notes: list[str], leg: str) -> str:
@@ -369,7 +351,7 @@ def _stage_table(timings: Timings) -> list[str]:
 
 
 def _report(result: Result, args: argparse.Namespace) -> None:
-    legs, sheet, keeps, before, after = result.legs, result.sheet, result.keeps, result.load_before, result.load_after
+    legs, sheet, before, after = result.legs, result.sheet, result.load_before, result.load_after
     loads = legs.load + sheet.load
     print(f"\ncommit {commit()} · {machine()}")
     print(
@@ -411,12 +393,6 @@ def _report(result: Result, args: argparse.Namespace) -> None:
     for part, values in sheet.parts.items():
         kept = values[WARM_UP:]
         print(f"| {part} | {len(kept)} | {statistics.median(kept):.1f} | {percentile(kept, 0.95):.1f} |")
-    print(f"\nKeeping a sheet's rows (TableStore.write at ingestion), {args.keeps} writes per size:\n")
-    print("| rows | median ms | p95 ms | rows/s (median) |")
-    print("| ---: | ---: | ---: | ---: |")
-    for size, values in keeps.items():
-        median = statistics.median(values)
-        print(f"| {size} | {median:.1f} | {percentile(values, 0.95):.1f} | {size / median * 1000:,.0f} |")
 
 
 def main() -> None:
@@ -425,13 +401,10 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=60, help="corpus questions measured")
     parser.add_argument("--sheet-questions", type=int, default=30, help="price-list questions measured")
     parser.add_argument("--rows", type=int, default=3000, help="rows of the price list in the knowledge base")
-    parser.add_argument("--keep-sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--keeps", type=int, default=5, help="writes of each size")
     parser.add_argument("--quick", action="store_true", help="a smoke run of under a minute: few of everything")
     args = parse_arguments(parser)
     if args.quick:
-        args.questions, args.sheet_questions, args.rows, args.keeps = 3, 3, 200, 1
-        args.keep_sizes = [1_000, 10_000]
+        args.questions, args.sheet_questions, args.rows = 3, 3, 200
     result = asyncio.run(_run(args))
     _report(result, args)
 
