@@ -135,7 +135,7 @@ def weaviate_urls(server: WeaviateServer) -> dict[str, str]:
 _SERVER_FIXTURES = {
     "weaviate": ("weaviate_server", "weaviate_binary"),
     "postgresql": ("postgres_url",),
-    "neo4j": ("neo4j_server",),
+    "neo4j": ("neo4j_server", "neo4j_home"),
 }
 _SERVICES = "ragbot_services"
 """The user property naming the real servers a test ran against; a property, so it reaches xdist's controller."""

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, LiteralString
 
-from neo4j import AsyncDriver, AsyncGraphDatabase, Query, RoutingControl
+from neo4j import READ_ACCESS, AsyncDriver, AsyncGraphDatabase, Query, RoutingControl
 from neo4j.exceptions import DriverError, Neo4jError
 
 from storage.errors import StorageError, first_line
@@ -102,7 +102,7 @@ class Neo4jGraph:
             config.uri,
             auth=auth,
             connection_timeout=config.connection_timeout,
-            # A server gone mid-turn must cost the leg seconds, not the driver's default 30 s of retries.
+            # Writes are retried this long (the driver's default is 30 s): an ingestion's graph waits out a restart.
             max_transaction_retry_time=config.query_timeout,
         )
 
@@ -195,18 +195,23 @@ class Neo4jGraph:
                     break
 
     async def _read(self, statement: LiteralString, **parameters: Any) -> list[Any]:
-        return await self._run(statement, RoutingControl.READ, parameters)
+        # An auto-commit transaction, which the driver does not retry: a server gone mid-turn costs the turn's leg one
+        # refused connection, not a retry window.
+        try:
+            async with self._driver.session(database=self._config.database, default_access_mode=READ_ACCESS) as session:
+                result = await session.run(Query(statement, timeout=self._config.query_timeout), parameters)
+                return [record async for record in result]
+        except (DriverError, Neo4jError) as exc:
+            raise GraphUnavailable(f"neo4j: {first_line(exc)}") from exc
 
     async def _write(self, statement: LiteralString, **parameters: Any) -> list[Any]:
-        return await self._run(statement, RoutingControl.WRITE, parameters)
-
-    async def _run(self, statement: LiteralString, routing: RoutingControl, parameters: dict[str, Any]) -> list[Any]:
+        # A managed transaction: the driver retries it through a leader change or a dropped connection.
         try:
             result = await self._driver.execute_query(
                 Query(statement, timeout=self._config.query_timeout),
                 parameters,
                 database_=self._config.database,
-                routing_=routing,
+                routing_=RoutingControl.WRITE,
             )
         except (DriverError, Neo4jError) as exc:
             raise GraphUnavailable(f"neo4j: {first_line(exc)}") from exc
