@@ -6,6 +6,8 @@ import asyncio
 import shutil
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
 
@@ -110,3 +112,15 @@ def _settings(port: int) -> list[str]:
         "server.memory.pagecache.size": "64m",
     }
     return [arg for name, value in settings.items() for arg in ("-c", f"{name}={value}")]
+
+
+@asynccontextmanager
+async def running_neo4j(home: Path) -> AsyncIterator[Neo4jServer]:
+    """A started Neo4j from the jars under `home`, stopped and removed on exit."""
+    server = Neo4jServer(home)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+        server.remove()

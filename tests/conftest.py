@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
-from harness.neo4j import Neo4jServer
+from harness.neo4j import Neo4jServer, running_neo4j
 from harness.postgres import create_database, running_postgres
 from rag.config import EmbedderConfig
 from rag.errors import EmbedderUnavailable
@@ -97,13 +97,8 @@ def neo4j_home() -> Path:
 @pytest_asyncio.fixture(scope="session")
 async def neo4j_server(neo4j_home: Path) -> AsyncIterator[Neo4jServer]:
     """One throw-away Neo4j for the session (for each xdist worker); tests keep apart by knowledge-base ids."""
-    server = Neo4jServer(neo4j_home)
-    await server.start()
-    try:
+    async with running_neo4j(neo4j_home) as server:
         yield server
-    finally:
-        await server.stop()
-        server.remove()
 
 
 @pytest.fixture(scope="session")

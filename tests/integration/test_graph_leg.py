@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from bot.commands.registry import parse_command
 from bot.types import ConversationKey, IncomingMessage, UserRef
-from harness.neo4j import Neo4jServer
+from harness.neo4j import Neo4jServer, running_neo4j
 from rag.graph.leg import EntitySearch
 from rag.graph.question import RuleEntities
 from rag.ingest.documents import SourceFile
@@ -98,13 +98,8 @@ async def test_only_an_admin_switches_the_graph_and_only_of_the_chats_own_base(w
 @pytest_asyncio.fixture
 async def own_neo4j(neo4j_home: Path) -> AsyncIterator[Neo4jServer]:
     """A Neo4j of this test's own, since the test stops it."""
-    server = Neo4jServer(neo4j_home)
-    await server.start()
-    try:
+    async with running_neo4j(neo4j_home) as server:
         yield server
-    finally:
-        await server.stop()
-        server.remove()
 
 
 async def test_a_neo4j_gone_mid_turn_costs_the_entity_leg_with_one_log_line_and_the_answer_comes_from_the_others(
