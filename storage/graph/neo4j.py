@@ -57,18 +57,25 @@ MERGE (s:Entity {kb_id: $kb_id, key: row.source})
 MERGE (t:Entity {kb_id: $kb_id, key: row.target})
 MERGE (s)-[:RELATES {relation: row.relation, document_id: row.document_id}]->(t)
 """
-# One entity node per base, reached by the (kb_id, key) constraint's index; its MENTIONS are walked until LIMIT, so an
-# entity a hundred thousand chunks mention costs what one `limit` chunks mention does.
-_MENTIONING: LiteralString = """
-MATCH (e:Entity {key: $key}) WHERE e.kb_id IN $kb_ids
-MATCH (c:Chunk)-[:MENTIONS]->(e)
-WHERE NOT c.id IN $skip
-RETURN c.id AS chunk_id
-LIMIT $limit
+# Every entity of the question in one round trip. Each one's node per base is reached by the (kb_id, key) constraint's
+# index and its MENTIONS walked until LIMIT, so an entity a hundred thousand chunks mention costs what one `limit`
+# chunks mention does. `skip` holds the chunks already read for that entity (a later round's reads go past them).
+MENTIONING: LiteralString = """
+UNWIND $wants AS want
+CALL (want) {
+  MATCH (e:Entity {key: want.key}) WHERE e.kb_id IN $kb_ids
+  MATCH (c:Chunk)-[:MENTIONS]->(e)
+  WHERE NOT c.id IN want.skip
+  RETURN c.id AS chunk_id
+  LIMIT $limit
+}
+RETURN want.key AS key, chunk_id
 """
+# From each chunk by its id (a chunk mentions a few entities), never from the entities (one may have 100,000 mentions).
 _MENTIONS_AMONG: LiteralString = """
-MATCH (c:Chunk)-[:MENTIONS]->(e:Entity)
-WHERE c.id IN $chunk_ids AND e.kb_id IN $kb_ids AND e.key IN $keys
+UNWIND $chunk_ids AS chunk_id
+MATCH (c:Chunk {id: chunk_id})-[:MENTIONS]->(e:Entity)
+WHERE e.kb_id IN $kb_ids AND e.key IN $keys
 RETURN c.id AS chunk_id, e.key AS key
 """
 _FORGET_CHUNKS: LiteralString = "MATCH (c:Chunk) WHERE c.id IN $chunk_ids DETACH DELETE c"
@@ -138,7 +145,25 @@ class Neo4jGraph:
 
     async def chunks_mentioning(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> dict[str, list[str]]:
         """Per folded name, up to `limit` live chunks of `kb_ids` that mention it."""
-        return {key: await self._live_mentioning(kb_ids, key[:_NAME_LENGTH], limit) for key in dict.fromkeys(keys)}
+        by_key = {key[:_NAME_LENGTH]: key for key in keys}
+        live: dict[str, list[str]] = {key: [] for key in by_key}
+        read: dict[str, list[str]] = {key: [] for key in by_key}
+        short = list(by_key)
+        for _ in range(_LIVE_ROUNDS):
+            want = max(limit - len(live[key]) for key in short)
+            wants = [{"key": key, "skip": read[key]} for key in short]
+            found: dict[str, list[str]] = {key: [] for key in short}
+            for record in await self._read(MENTIONING, wants=wants, kb_ids=list(kb_ids), limit=want):
+                found[record["key"]].append(record["chunk_id"])
+            held = await self._live([chunk for chunks in found.values() for chunk in chunks])
+            for key, chunks in found.items():
+                read[key].extend(chunks)
+                live[key].extend(chunk for chunk in chunks if chunk in held)
+            # An entity is done once it has `limit` live chunks or its mentions ran out.
+            short = [key for key in short if len(live[key]) < limit and len(found[key]) == want]
+            if not short:
+                break
+        return {by_key[key]: chunks[:limit] for key, chunks in live.items()}
 
     async def mentions_among(
         self, kb_ids: Sequence[str], keys: Sequence[str], chunk_ids: Sequence[str]
@@ -171,20 +196,6 @@ class Neo4jGraph:
     async def forget_kb(self, kb_id: str) -> None:
         """Remove the knowledge base's chunks and entities with every edge between them."""
         await self._drain((_FORGET_KB_CHUNKS, _FORGET_KB_ENTITIES), kb_id=kb_id)
-
-    async def _live_mentioning(self, kb_ids: Sequence[str], key: str, limit: int) -> list[str]:
-        live: list[str] = []
-        dead: list[str] = []
-        for _ in range(_LIVE_ROUNDS):
-            want = limit - len(live)
-            records = await self._read(_MENTIONING, key=key, kb_ids=list(kb_ids), skip=live + dead, limit=want)
-            read = [record["chunk_id"] for record in records]
-            held = await self._live(read)
-            live.extend(chunk for chunk in read if chunk in held)
-            dead.extend(chunk for chunk in read if chunk not in held)
-            if len(read) < want or len(live) >= limit:
-                break
-        return live
 
     async def _drain(self, statements: Sequence[LiteralString], **parameters: Any) -> None:
         """Run each batched delete, in order, until it removes nothing more."""

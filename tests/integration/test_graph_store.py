@@ -26,7 +26,7 @@ from rag.retrieval import chunk_candidate
 from rag.types import Candidate
 from storage.db import Database
 from storage.errors import StorageError
-from storage.graph.neo4j import Neo4jGraph
+from storage.graph.neo4j import MENTIONING, Neo4jGraph
 from storage.models import Chunk, Document, GraphMention
 from storage.records import ChunkGraph, ChunkRecord, DocumentVersion, GraphEntityRecord, GraphRelationRecord
 from storage.repos.documents import DocumentRepo
@@ -266,10 +266,9 @@ async def test_an_entity_a_hundred_thousand_chunks_mention_is_capped_and_read_by
     if isinstance(graph.store, Neo4jGraph):
         # The read starts at the entity's node and stops at the limit: its database hits follow the limit, not the
         # hundred thousand mentions.
+        wants = [{"key": "acme", "skip": []}]
         result = await graph.driver.execute_query(  # type: ignore[union-attr]
-            "PROFILE MATCH (e:Entity {key: $key}) WHERE e.kb_id IN $kb_ids MATCH (c:Chunk)-[:MENTIONS]->(e)"
-            " WHERE NOT c.id IN $skip RETURN c.id LIMIT $limit",
-            {"key": "acme", "kb_ids": [kb], "skip": [], "limit": limits.read},
+            "PROFILE " + MENTIONING, {"wants": wants, "kb_ids": [kb], "limit": limits.read}
         )
         assert result.summary.profile is not None
         assert _db_hits(result.summary.profile) < 20 * limits.read
