@@ -220,6 +220,16 @@ class CoreSettings(BaseSettings):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
+    @field_validator("NEO4J_URI")
+    @classmethod
+    def _neo4j_uri_has_scheme(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        # The official driver's schemes: direct (bolt) or routed (neo4j); plain, TLS (+s) or TLS self-signed (+ssc).
+        if not value.startswith(tuple(f"{base}{tls}://" for base in ("bolt", "neo4j") for tls in ("", "+s", "+ssc"))):
+            raise ValueError("must start with bolt://, neo4j:// (or their +s / +ssc TLS forms)")
+        return value.strip()
+
     @field_validator("WEAVIATE_URL", "WEAVIATE_GRPC_URL")
     @classmethod
     def _node_urls_have_scheme(cls, value: str | None) -> str | None:
