@@ -101,8 +101,8 @@ class VectorStore(Protocol):
 class TableStore(Protocol):
     """Documents' rows as SQL tables (met by storage.tables.store.TableStore)."""
 
-    async def write(self, kb_id: str, document_id: str, sheets: Sequence[Sheet]) -> int:
-        """Replace a document's tables (none: drop them); how many were written."""
+    async def write(self, kb_id: str, document_id: str, sheets: Sequence[Sheet], *, version: str) -> int:
+        """Replace a document's tables (none: drop them) while `version` is its live one; how many were written."""
         ...
 
     async def drop_documents(self, document_ids: Sequence[str]) -> None:

@@ -134,6 +134,29 @@ class Chunk(SQLModel, table=True):
     version: str = Field(default="", max_length=64)
 
 
+class DocumentSheet(SQLModel, table=True):
+    """A sheet of a CSV or spreadsheet document: its rows as JSON, from which each process makes its tables file.
+
+    Written after the version it belongs to went live, and read only while that version is still the document's
+    (as chunks are); `digest` is what a tables file compares its copy with.
+    """
+
+    __tablename__ = "document_sheet"
+    __table_args__ = (UniqueConstraint("document_id", "position"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
+    document_id: str = Field(foreign_key="document.id", index=True, max_length=36)
+    kb_id: str = Field(index=True, max_length=36)
+    # Sheets with rows counted from 0 in the file's order: the table's name follows from it.
+    position: int
+    name: str = ""
+    # The header row first; capped at ingestion (rag.ingest's table limits).
+    rows: str
+    row_count: int = 0
+    digest: str = Field(max_length=64)
+    version: str = Field(max_length=64)
+
+
 class IndexWrite(SQLModel, table=True):
     """Chunks being written to the vector index before their SQL commit: what a crash in between leaves behind.
 

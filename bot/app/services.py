@@ -315,7 +315,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         knowledge_bases = KnowledgeBaseRepo(db, graph=neo4j)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
         schedules = ScheduleRepo(db)
-        tables = TableStore(settings.tables())
+        tables = TableStore(settings.tables(), db)
         knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules, tables)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)

@@ -375,13 +375,13 @@ class DocumentIngestor:
         return outcomes
 
     async def _keep_tables(self, kb: KnowledgeBaseRecord, prepared: _Prepared) -> None:
-        """Store the new version's rows as its tables (replacing the old version's); a tables file that cannot be
-        written costs the analysis of this document, not its ingestion, so it is logged and passed over."""
+        """Store the new version's rows as its tables (replacing the old version's); tables that cannot be written
+        cost the analysis of this document, not its ingestion, so that is logged and passed over."""
         if self._tables is None or (not prepared.tables and not prepared.existed):
             return
         sheets = [Sheet(table.name, table.rows) for table in prepared.tables]
         try:
-            await self._tables.write(kb.id, prepared.document_id, sheets)
+            await self._tables.write(kb.id, prepared.document_id, sheets, version=version_key(prepared.version))
         except TablesUnavailable as exc:
             log.warning("ingest=tables_not_kept kb=%s document=%s reason=%s", kb.id, prepared.document_id, exc)
 

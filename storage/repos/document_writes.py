@@ -22,7 +22,7 @@ from sqlmodel import col, select
 from storage.db import Database
 from storage.errors import DocumentNotStored, first_line
 from storage.graph.mirror import GraphMirror, tell
-from storage.models import Chunk, Document, GraphEdge, GraphMention, Segment, utcnow
+from storage.models import Chunk, Document, DocumentSheet, GraphEdge, GraphMention, Segment, utcnow
 from storage.records import DocumentVersion
 
 PENDING_DELETE = "pending_index_delete"
@@ -224,6 +224,13 @@ class DocumentWriter:
         remains; False while some still do."""
         async with self._db.session() as session:
             connection = await session.connection()
+            # Its sheets (storage.tables.sheets) are one row each, written only while a version is live: they go here.
+            await connection.execute(
+                delete(DocumentSheet).where(
+                    col(DocumentSheet.document_id) == document_id,
+                    select(Document.id).where(col(Document.id) == document_id, _going()).exists(),
+                )
+            )
             result = await connection.execute(
                 delete(Document).where(
                     col(Document.id) == document_id,

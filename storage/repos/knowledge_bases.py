@@ -16,6 +16,7 @@ from storage.models import (
     ChannelBinding,
     Chunk,
     Document,
+    DocumentSheet,
     Faq,
     GraphEdge,
     GraphMention,
@@ -225,6 +226,7 @@ class KnowledgeBaseRepo:
             for model, column in (
                 (Chunk, Chunk.kb_id),
                 (Segment, Segment.kb_id),
+                (DocumentSheet, DocumentSheet.kb_id),
                 (Document, Document.kb_id),
                 (Faq, Faq.kb_id),
                 (IngestionJob, IngestionJob.kb_id),

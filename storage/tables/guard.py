@@ -8,7 +8,9 @@ The statement's type comes from `duckdb.extract_statements`, the tables it reads
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Collection, Iterator
+from functools import cache
 from typing import Any
 
 import duckdb
@@ -60,13 +62,21 @@ def _table_read(node: dict[str, Any], allowed: Collection[str], ctes: Collection
 
 
 def _tree(sql: str) -> dict[str, Any]:
-    """The statement's syntax tree as DuckDB serialises it, parsed in a throwaway in-memory database."""
-    with duckdb.connect(":memory:", config={"enable_external_access": False}) as parser:
+    """The statement's syntax tree as DuckDB serialises it, parsed in an in-memory database of its own."""
+    parser, lock = _parser()
+    with lock:
         row = parser.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()
     tree = json.loads(row[0]) if row else {"error": True}
     if not isinstance(tree, dict) or tree.get("error"):
         raise RefusedQuery("not_serialisable")
     return tree
+
+
+@cache
+def _parser() -> tuple[duckdb.DuckDBPyConnection, threading.Lock]:
+    """One in-memory database for every parse, and the lock its one connection is used under: opening one costs
+    ~25 ms, parsing ~1 ms. Serialising a statement never runs it, so nothing a parse sees is ever written there."""
+    return duckdb.connect(":memory:", config={"enable_external_access": False}), threading.Lock()
 
 
 def _nodes(value: Any) -> Iterator[dict[str, Any]]:

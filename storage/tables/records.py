@@ -1,4 +1,4 @@
-"""What goes into the tables file and comes out of it: sheets, table schemas, query results, the file's limits."""
+"""What goes into the tables and comes out of them: sheets, stored sheets, table schemas, query results, limits."""
 
 from __future__ import annotations
 
@@ -18,8 +18,20 @@ class Sheet:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredSheet:
+    """A sheet as the relational store holds it, without its rows: the table it makes and the digest of its rows."""
+
+    id: str
+    name: str
+    document_id: str
+    kb_id: str
+    sheet: str
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
 class TableConfig:
-    """Where the tables live and how far a query may go."""
+    """Where this process keeps its copy of the tables, and how far a query may go."""
 
     path: Path
     # Rows of a result shown and given to the model; the seed shows a page, not the sheet.

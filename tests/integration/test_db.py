@@ -31,6 +31,7 @@ EXPECTED_TABLES = {
     "knowledge_base_grant",
     "knowledge_base_tables",
     "document",
+    "document_sheet",
     "segment",
     "chunk",
     "faq",

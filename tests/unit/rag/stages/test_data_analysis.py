@@ -23,7 +23,7 @@ class Tables:
     def __init__(self) -> None:
         self.asked: list[str] = []
 
-    async def write(self, kb_id: str, document_id: str, sheets: Sequence[Sheet]) -> int:
+    async def write(self, kb_id: str, document_id: str, sheets: Sequence[Sheet], *, version: str) -> int:
         return 0
 
     async def drop_documents(self, document_ids: Sequence[str]) -> None: ...
