@@ -1,11 +1,13 @@
 # ragbot: `make run` starts the service on embedded defaults, `make test` runs every test.
-# Both install what is missing first (Python packages, the Weaviate server, PostgreSQL and haproxy for tests).
+# Both install what is missing first (Python packages, the Weaviate server; Neo4j, PostgreSQL and haproxy for tests).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 WEAVIATE_VERSION := 1.38.11
 WEAVIATE := bin/weaviate-server
+NEO4J_VERSION := 5.26.0
+NEO4J := bin/neo4j
 
 # Offline copies of the embedding model and tiktoken files, where this checkout sits beside them.
 # Elsewhere these stay unset and the libraries download what they need.
@@ -18,7 +20,7 @@ ifneq ($(wildcard $(SHARED)/tiktoken),)
   export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
 endif
 
-.PHONY: help install weaviate postgres haproxy chromium demo run test lint unit integration e2e bench clean
+.PHONY: help install weaviate neo4j postgres haproxy chromium demo run test lint unit integration e2e bench clean
 
 help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
@@ -29,6 +31,10 @@ install:
 
 weaviate:
 	@PYTHON=$(PYTHON) sh scripts/install-weaviate.sh $(WEAVIATE_VERSION) $(WEAVIATE)
+
+# The graph store's server in the tests (NEO4J_URI): Neo4j Community's jars from Maven Central, run on Java 17.
+neo4j:
+	@sh scripts/install-neo4j.sh $(NEO4J_VERSION) $(NEO4J)
 
 postgres:
 	@sh scripts/install-postgres.sh
@@ -69,8 +75,8 @@ unit: install
 # cluster started here. `make test TEST_WORKERS=0` runs every test in the one pytest process.
 TEST_WORKERS ?= 4
 
-test: install weaviate postgres haproxy chromium lint
-	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) $(BIN)/python scripts/with-test-postgres.py \
+test: install weaviate neo4j postgres haproxy chromium lint
+	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) RAGBOT_TEST_NEO4J_HOME=$(abspath $(NEO4J)) $(BIN)/python scripts/with-test-postgres.py \
 		$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 bench: weaviate
@@ -81,4 +87,4 @@ bench: weaviate
 	$(BIN)/python -m bench.search
 
 clean:
-	rm -rf $(VENV) bin/weaviate-server .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) bin/weaviate-server bin/neo4j .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,18 @@ SETTINGS_PREFIXES = (
 )
 
 
+async def stop_process(process: asyncio.subprocess.Process, grace: float) -> None:
+    """Stop a child process: SIGTERM, then SIGKILL once `grace` seconds pass without its exit."""
+    if process.returncode is not None:
+        return
+    process.terminate()
+    try:
+        await asyncio.wait_for(process.wait(), grace)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
 def free_port() -> int:
     """A TCP port free on loopback right now."""
     with socket.socket() as sock:

@@ -21,6 +21,7 @@ from typing import IO
 
 import aiohttp
 
+from harness.processes import stop_process
 from storage.weaviate.server import NODE_DEFAULTS
 
 NODE_COUNT = 3
@@ -199,13 +200,7 @@ class WeaviateCluster:
     async def stop(self) -> None:
         """Stop every running node: SIGTERM, then SIGKILL after a grace period."""
         for name, process in list(self._processes.items()):
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), _STOP_GRACE_SECONDS)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await stop_process(process, _STOP_GRACE_SECONDS)
             self._close_log(name)
         self._processes.clear()
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pytest_asyncio
 
+from harness.neo4j import Neo4jServer, running_neo4j
 from harness.postgres import create_database, running_postgres
 from rag.config import EmbedderConfig
 from rag.errors import EmbedderUnavailable
@@ -85,6 +86,22 @@ async def weaviate_server(
 
 
 @pytest.fixture(scope="session")
+def neo4j_home() -> Path:
+    """The Neo4j server's jars, copied from Maven Central by `make neo4j`."""
+    path = _configured_path("RAGBOT_TEST_NEO4J_HOME") or ROOT / "bin" / "neo4j"
+    if not any((path / "lib").glob("neo4j-*.jar")):
+        pytest.fail(f"no Neo4j jars in {path / 'lib'}: run the tests through `make test` (it runs `make neo4j`)")
+    return path
+
+
+@pytest_asyncio.fixture(scope="session")
+async def neo4j_server(neo4j_home: Path) -> AsyncIterator[Neo4jServer]:
+    """One throw-away Neo4j for the session (for each xdist worker); tests keep apart by knowledge-base ids."""
+    async with running_neo4j(neo4j_home) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL: RAGBOT_TEST_DATABASE_URL if given, else a throw-away cluster started here."""
     external = os.environ.get("RAGBOT_TEST_DATABASE_URL")
@@ -110,7 +127,11 @@ def weaviate_urls(server: WeaviateServer) -> dict[str, str]:
     }
 
 
-_SERVER_FIXTURES = {"weaviate": ("weaviate_server", "weaviate_binary"), "postgresql": ("postgres_url",)}
+_SERVER_FIXTURES = {
+    "weaviate": ("weaviate_server", "weaviate_binary"),
+    "postgresql": ("postgres_url",),
+    "neo4j": ("neo4j_server", "neo4j_home"),
+}
 _SERVICES = "ragbot_services"
 """The user property naming the real servers a test ran against; a property, so it reaches xdist's controller."""
 _TIERS = ("unit", "integration", "e2e")
@@ -132,12 +153,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "database_url" in callspec.params:
             services.add(str(callspec.params["database_url"]))
+        if callspec is not None and callspec.params.get("graph_store") == "neo4j":
+            services.add("neo4j")
         item.user_properties.append((_SERVICES, sorted(services)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say how many passed tests ran against each real server, so a silently skipped tier shows; then tier times."""
-    counts = dict.fromkeys(("weaviate", "postgresql", "sqlite"), 0)
+    counts = dict.fromkeys(("weaviate", "postgresql", "sqlite", "neo4j"), 0)
     for report in terminalreporter.stats.get("passed", []):
         for name, services in report.user_properties:
             if name == _SERVICES:

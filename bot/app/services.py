@@ -24,6 +24,7 @@ from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
 from rag.graph.index import GraphIndexer
 from rag.graph.leg import EntitySearch, GraphSwitches
+from rag.graph.port import GraphStore
 from rag.graph.question import ModelEntities, QuestionEntities, RuleEntities
 from rag.ingest.documents import DocumentIngestor
 from rag.ingest.faq_index import FaqImporter
@@ -44,6 +45,7 @@ from rag.web.leg import WebSearchLeg
 from storage.db import Database
 from storage.embedding_cache import SqlEmbeddingCache
 from storage.errors import DatabaseUnavailable, IndexUnavailable, ReplicationFactorTooHigh, ServerInUse
+from storage.graph.neo4j import GraphUnavailable, Neo4jGraph
 from storage.repos.bindings import BindingRepo
 from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
@@ -90,7 +92,8 @@ class Services:
     # CSV and spreadsheet rows as tables (data analysis), and the knowledge bases' switches for it.
     tables: TableStore
     knowledge_bases: KnowledgeBaseRepo
-    graph: GraphRepo
+    # The entity graphs: Neo4j when NEO4J_URI is set, else the relational store's tables.
+    graph: GraphStore
     # Which bases' graphs are on, shared by the entity leg and `/graph`, so a switch here counts at once here.
     graph_switches: GraphSwitches
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
@@ -241,6 +244,21 @@ def _after_restart(store: WeaviateStore, knowledge: KnowledgeBases) -> Restarted
     return restarted
 
 
+async def _open_neo4j(settings: Settings, db: Database, stack: AsyncExitStack) -> Neo4jGraph | None:
+    """The Neo4j graph store when NEO4J_URI is set, its constraints made; None keeps the graphs in SQL."""
+    config = settings.neo4j()
+    if config is None:
+        return None
+    graph = Neo4jGraph(config, GraphRepo(db), DocumentRepo(db).committed_chunk_ids)
+    stack.push_async_callback(graph.close)
+    try:
+        await graph.start()
+    except GraphUnavailable as exc:
+        raise StartupError("NEO4J_URI", str(exc), "start that Neo4j, or unset NEO4J_URI to keep graphs in SQL") from exc
+    log.info("graph=neo4j uri=%s database=%s", config.uri, config.database)
+    return graph
+
+
 @asynccontextmanager
 async def build_services(settings: Settings, *, serving: bool = False) -> AsyncIterator[Services]:
     """Start every part; on any failure, stop what was started and raise StartupError.
@@ -291,15 +309,16 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         reranker = build_reranker(settings.reranker(), cached, lexical)
         if isinstance(reranker, ApiReranker):
             stack.push_async_callback(reranker.close)
-        documents, faqs, job_repo = DocumentRepo(db), FaqRepo(db), JobRepo(db)
-        knowledge_bases = KnowledgeBaseRepo(db)
+        neo4j = await _open_neo4j(settings, db, stack)
+        graph: GraphStore = neo4j or GraphRepo(db)
+        documents, faqs, job_repo = DocumentRepo(db, graph=neo4j), FaqRepo(db), JobRepo(db)
+        knowledge_bases = KnowledgeBaseRepo(db, graph=neo4j)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
         schedules = ScheduleRepo(db)
         tables = TableStore(settings.tables(), db)
         knowledge = KnowledgeBases(knowledge_bases, documents, store, index_lock, schedules, tables)
         sandbox = ExtractionSandbox(settings.extract_sandbox())
         stack.push_async_callback(sandbox.close)
-        graph = GraphRepo(db)
         ingestor = DocumentIngestor(
             documents,
             store,

@@ -34,6 +34,7 @@ from rag.web.duckduckgo import HTML_URL as DUCKDUCKGO_HTML_URL
 from rag.web.duckduckgo import INSTANT_ANSWER_URL as DUCKDUCKGO_API_URL
 from rag.web.google import API_URL as GOOGLE_API_URL
 from storage.db import DatabaseConfig
+from storage.graph.config import Neo4jConfig
 from storage.secret_box import KEY_FILE
 from storage.tables.records import TableConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
@@ -84,6 +85,13 @@ class CoreSettings(BaseSettings):
     WEAVIATE_MAX_CONCURRENT_QUERIES: int = Field(default=16, ge=1, le=10_000)
     WEAVIATE_REPLICATION_FACTOR: int = Field(default=1, ge=1, le=100)
     WEAVIATE_CONSISTENCY: Literal["ONE", "QUORUM", "ALL"] = "QUORUM"
+
+    # The knowledge bases' entity graphs (/graph on) in a Neo4j (bolt:// or neo4j://, +s for TLS); unset, they are
+    # tables in the relational store. Which bases' graphs are on stays in the relational store either way.
+    NEO4J_URI: str | None = None
+    NEO4J_USER: str | None = None
+    NEO4J_PASSWORD: SecretStr | None = None
+    NEO4J_DATABASE: str = "neo4j"
 
     EMBEDDING_PROVIDER: Literal["local", "openai"] = "local"
     EMBEDDING_MODEL: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -211,6 +219,16 @@ class CoreSettings(BaseSettings):
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("NEO4J_URI")
+    @classmethod
+    def _neo4j_uri_has_scheme(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        # The official driver's schemes: direct (bolt) or routed (neo4j); plain, TLS (+s) or TLS self-signed (+ssc).
+        if not value.startswith(tuple(f"{base}{tls}://" for base in ("bolt", "neo4j") for tls in ("", "+s", "+ssc"))):
+            raise ValueError("must start with bolt://, neo4j:// (or their +s / +ssc TLS forms)")
+        return value.strip()
 
     @field_validator("WEAVIATE_URL", "WEAVIATE_GRPC_URL")
     @classmethod
@@ -348,6 +366,17 @@ class CoreSettings(BaseSettings):
             binary=self.WEAVIATE_BINARY.expanduser(),
             data_dir=self.data_dir / "weaviate",
             startup_timeout=self.WEAVIATE_STARTUP_TIMEOUT,
+        )
+
+    def neo4j(self) -> Neo4jConfig | None:
+        """The Neo4j holding the entity graphs, or None to keep them in the relational store."""
+        if not self.NEO4J_URI:
+            return None
+        return Neo4jConfig(
+            uri=self.NEO4J_URI,
+            user=self.NEO4J_USER or None,
+            password=self.NEO4J_PASSWORD.get_secret_value() if self.NEO4J_PASSWORD else None,
+            database=self.NEO4J_DATABASE,
         )
 
     def embedder(self) -> EmbedderConfig:

@@ -21,6 +21,7 @@ from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, first_line
+from storage.graph.mirror import GraphMirror, tell
 from storage.models import Chunk, Document, DocumentSheet, GraphEdge, GraphMention, Segment, utcnow
 from storage.records import DocumentVersion
 
@@ -75,9 +76,13 @@ def live_segment() -> Any:
 class DocumentWriter:
     """Stages, switches and clears document versions in transactions of bounded size."""
 
-    def __init__(self, db: Database, rows_per_transaction: int = ROWS_PER_TRANSACTION) -> None:
+    def __init__(
+        self, db: Database, rows_per_transaction: int = ROWS_PER_TRANSACTION, graph: GraphMirror | None = None
+    ) -> None:
         self._db = db
         self._rows = rows_per_transaction
+        # A graph kept outside SQL (Neo4j): told what the relational graph rows here go with.
+        self._graph = graph
 
     async def stage(
         self, versions: Sequence[tuple[DocumentVersion, str]], existing: Container[str]
@@ -171,6 +176,7 @@ class DocumentWriter:
         dropped = 0
         for first in range(0, len(chunk_ids), self._rows):
             began = time.monotonic()
+            gone: list[str] = []
             async with self._db.session() as session:
                 connection = await session.connection()
                 for start in range(first, min(first + self._rows, len(chunk_ids)), _IN_BATCH):
@@ -181,6 +187,8 @@ class DocumentWriter:
                         )
                     )
                     dropped += result.rowcount
+                    if result.rowcount:
+                        gone.extend(batch)
                     # What the dropped chunks mention goes with them (a live version's chunks stayed, and so do theirs).
                     await connection.execute(
                         delete(GraphMention).where(
@@ -188,6 +196,8 @@ class DocumentWriter:
                             ~select(Chunk.id).where(col(Chunk.id) == col(GraphMention.chunk_id)).exists(),
                         )
                     )
+            if self._graph is not None and gone:
+                await tell(self._graph.forget_chunks(gone), f"document={document_id} chunks={len(gone)}")
             await self._breathe(began)
         return dropped
 
@@ -232,8 +242,11 @@ class DocumentWriter:
             if result.rowcount:
                 for model in (GraphMention, GraphEdge):
                     await connection.execute(delete(model).where(col(model.document_id) == document_id))
-                return True
-            return await session.get(Document, document_id) is None
+            else:
+                return await session.get(Document, document_id) is None
+        if self._graph is not None:
+            await tell(self._graph.forget_document(document_id), f"document={document_id}")
+        return True
 
     async def unsettled(self) -> list[str]:
         """Documents being deleted, made for a version that never went live, or holding rows of other versions."""

@@ -18,6 +18,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from storage.db import Database
 from storage.errors import DocumentNotStored, NotFound
+from storage.graph.mirror import GraphMirror
 from storage.models import Chunk, Document, IndexWrite, Segment
 from storage.process import may_be_running
 from storage.records import (
@@ -105,9 +106,11 @@ def segment_record(
 class DocumentRepo:
     """The document, segment and chunk tables."""
 
-    def __init__(self, db: Database, rows_per_transaction: int = ROWS_PER_TRANSACTION) -> None:
+    def __init__(
+        self, db: Database, rows_per_transaction: int = ROWS_PER_TRANSACTION, graph: GraphMirror | None = None
+    ) -> None:
         self._db = db
-        self.writer = DocumentWriter(db, rows_per_transaction)
+        self.writer = DocumentWriter(db, rows_per_transaction, graph)
 
     async def find(self, kb_id: str, source_uri: str) -> DocumentRecord | None:
         """The document ingested from `source_uri` into the knowledge base, if any."""

@@ -11,6 +11,7 @@ from sqlmodel import col, select
 
 from storage.db import Database
 from storage.errors import DuplicateName, NotFound
+from storage.graph.mirror import GraphMirror, tell
 from storage.models import (
     ChannelBinding,
     Chunk,
@@ -54,8 +55,10 @@ def _visible_to(tenant: str) -> Any:
 class KnowledgeBaseRepo:
     """The knowledge_base table and cascading deletes."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, graph: GraphMirror | None = None) -> None:
         self._db = db
+        # A graph kept outside SQL (Neo4j): a deleted base's graph goes with its rows.
+        self._graph = graph
 
     async def create(
         self, name: str, *, chunking: dict[str, Any], description: str = "", owner: str = ""
@@ -239,3 +242,5 @@ class KnowledgeBaseRepo:
                 await session.exec(delete(model).where(col(column) == kb_id))
             await session.exec(delete(KnowledgeBase).where(col(KnowledgeBase.id) == kb_id))
             await bump_epoch(session)
+        if self._graph is not None:
+            await tell(self._graph.forget_kb(kb_id), f"kb={kb_id}")

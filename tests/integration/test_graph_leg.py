@@ -1,29 +1,48 @@
-"""The entity leg in the running service: `/graph on` reads the documents held, answers search it, off stops it."""
+"""The entity leg in the running service, on the relational graph store and on Neo4j (NEO4J_URI): `/graph on` reads
+the documents held, answers search it, off stops it; a Neo4j gone mid-turn costs the leg, not the answer."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
 
 from bot.commands.registry import parse_command
 from bot.types import ConversationKey, IncomingMessage, UserRef
+from harness.neo4j import Neo4jServer, running_neo4j
 from rag.graph.leg import EntitySearch
 from rag.graph.question import RuleEntities
 from rag.ingest.documents import SourceFile
 from rag.pipeline import TurnContext
+from storage.graph.neo4j import Neo4jGraph
+from storage.repos.graph import GraphRepo
 from tests.conftest import EmbeddedSettings
 from tests.security.ingest_support import ADMIN, CHAT_A, CHAT_B, PERSON, World, running_world
 from tests.support.chat import RecordingTarget
+from tests.support.graphs import GRAPH_STORES
 
 # Shares no word with the question but the name, so only the entity leg can bring it.
 GARAGE = "# Garage\n\nThe Marigold structure closes for repainting each August; its lifts stay out of service then."
 
 
+@pytest.fixture(params=GRAPH_STORES)
+def graph_store(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The graph store's settings: none for the relational one, NEO4J_URI naming the session's Neo4j for `neo4j`."""
+    if request.param == "sql":
+        return {}
+    return {"NEO4J_URI": request.getfixturevalue("neo4j_server").uri}
+
+
 @pytest_asyncio.fixture
-async def world(tmp_path: Path, embedded_settings: EmbeddedSettings) -> AsyncIterator[World]:
-    async with running_world(tmp_path / "data", embedded_settings) as running:
+async def world(
+    tmp_path: Path, embedded_settings: EmbeddedSettings, graph_store: dict[str, str]
+) -> AsyncIterator[World]:
+    async with running_world(tmp_path / "data", embedded_settings, **graph_store) as running:
+        expected = Neo4jGraph if graph_store else GraphRepo
+        assert isinstance(running.services.graph, expected)
         yield running
 
 
@@ -74,3 +93,31 @@ async def test_only_an_admin_switches_the_graph_and_only_of_the_chats_own_base(w
     assert await world.services.graph.enabled([world.alpha.id, world.bravo.id]) == set()
     await world.command("/graph on", key=CHAT_A)
     assert await world.services.graph.enabled([world.alpha.id, world.bravo.id]) == {world.alpha.id}
+
+
+@pytest_asyncio.fixture
+async def own_neo4j(neo4j_home: Path) -> AsyncIterator[Neo4jServer]:
+    """A Neo4j of this test's own, since the test stops it."""
+    async with running_neo4j(neo4j_home) as server:
+        yield server
+
+
+async def test_a_neo4j_gone_mid_turn_costs_the_entity_leg_with_one_log_line_and_the_answer_comes_from_the_others(
+    tmp_path: Path, embedded_settings: EmbeddedSettings, own_neo4j: Neo4jServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with running_world(tmp_path / "data", embedded_settings, NEO4J_URI=own_neo4j.uri) as world:
+        await world.command("/graph on", key=CHAT_B)
+        question = "Where do visitors park at Marigold?"
+        assert any("Marigold garage" in text for text in await _graph_found(world, question, world.bravo.id))
+
+        await own_neo4j.stop()
+        caplog.clear()
+        turn = await world.services.answerer.search.run(TurnContext(question, (world.bravo.id,)))
+        answered = await world.ask(question)
+
+        assert any("Marigold garage" in candidate.text for candidate in turn.candidates)
+        assert not any("graph" in candidate.legs for candidate in turn.candidates)
+        assert "Marigold garage" in "\n".join(answered.replies())
+        failed = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        # One line a turn: this search's and the answer's.
+        assert [r.getMessage().split(":")[0] for r in failed] == ["search leg graph failed, answering without it"] * 2

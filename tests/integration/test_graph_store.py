@@ -1,11 +1,13 @@
-"""The relational graph store on SQLite and PostgreSQL: live chunks only, bounded reads, one base's entities."""
+"""The graph store contract, on the relational store (SQLite, PostgreSQL) and on Neo4j: live chunks only, bounded
+reads, one base's entities, a document's and a base's graph gone with them."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import pytest
+import pytest_asyncio
 import tiktoken
 from sqlalchemy import func, insert, text
 from sqlalchemy.dialects import sqlite
@@ -24,15 +26,32 @@ from rag.retrieval import chunk_candidate
 from rag.types import Candidate
 from storage.db import Database
 from storage.errors import StorageError
-from storage.models import Chunk, Document, GraphEdge, GraphMention, GraphNode, GraphSwitch
+from storage.graph.neo4j import MENTIONING, Neo4jGraph
+from storage.models import Chunk, Document, GraphMention
 from storage.records import ChunkGraph, ChunkRecord, DocumentVersion, GraphEntityRecord, GraphRelationRecord
 from storage.repos.documents import DocumentRepo
 from storage.repos.graph import GraphRepo, mentioning, node_id
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
 from storage.weaviate.store import WeaviateStore
+from tests.support.graphs import GRAPH_STORES, GraphBackend, graph_backend
 
 # The bad input of issue 23: one entity that a hundred thousand chunks mention.
 MANY = 100_000
+
+
+@pytest.fixture(params=GRAPH_STORES)
+def graph_store(request: pytest.FixtureRequest) -> tuple[str, str | None]:
+    """Which graph store a contract test runs on, and the Bolt URI of the session's Neo4j for `neo4j`."""
+    name = str(request.param)
+    # Asked for here, outside the event loop: only the Neo4j runs start the server.
+    return name, request.getfixturevalue("neo4j_server").uri if name == "neo4j" else None
+
+
+@pytest_asyncio.fixture
+async def graph(graph_store: tuple[str, str | None], db: Database) -> AsyncIterator[GraphBackend]:
+    """The graph store over the test's database: the relational one, or Neo4j (the session's server)."""
+    async with graph_backend(*graph_store, db) as backend:
+        yield backend
 
 
 class SqlChunks:
@@ -58,14 +77,16 @@ def _version(kb_id: str, texts: Sequence[str], content: str, source: str = "uplo
     return DocumentVersion(kb_id, source, source, "text/plain", content, "rule", text_, (), tuple(records))
 
 
-async def _ingest(db: Database, kb_id: str, texts: Sequence[str], content: str, document_id: str) -> list[ChunkRecord]:
-    documents = DocumentRepo(db)
-    existing = {document_id} if await _exists(db, document_id) else set()
+async def _ingest(
+    graph: GraphBackend, kb_id: str, texts: Sequence[str], content: str, document_id: str
+) -> list[ChunkRecord]:
+    documents = graph.documents
+    existing = {document_id} if await _exists(graph.db, document_id) else set()
     version = _version(kb_id, texts, content, f"upload:{document_id}.txt")
     (stored,) = await documents.store_versions([(version, document_id)], existing=existing)
     assert not isinstance(stored, Exception)
     chunks = await documents.document_chunks(document_id)
-    await GraphIndexer(GraphRepo(db)).index(kb_id, chunks)
+    await GraphIndexer(graph.store).index(kb_id, chunks)
     return chunks
 
 
@@ -82,20 +103,22 @@ async def _count(db: Database, model: type, **where: str) -> int:
         return int((await session.exec(statement)).one())
 
 
-def _leg(db: Database, limits: EntityLimits | None = None) -> EntitySearch:
-    return EntitySearch(GraphRepo(db), SqlChunks(DocumentRepo(db)), RuleEntities(), limits)
+def _leg(graph: GraphBackend, limits: EntityLimits | None = None) -> EntitySearch:
+    return EntitySearch(graph.store, SqlChunks(DocumentRepo(graph.db)), RuleEntities(), limits)
 
 
-async def _kb(db: Database, name: str, *, graph: bool = True) -> str:
-    kb = await KnowledgeBaseRepo(db).create(name, chunking={})
-    await GraphRepo(db).switch(kb.id, enabled=graph)
+async def _kb(graph: GraphBackend, name: str, *, on: bool = True) -> str:
+    kb = await graph.knowledge_bases.create(name, chunking={})
+    await graph.store.switch(kb.id, enabled=on)
     return kb.id
 
 
-async def test_the_leg_finds_chunks_naming_the_questions_entity_and_ranks_those_naming_more_first(db: Database) -> None:
-    kb = await _kb(db, "products")
+async def test_the_leg_finds_chunks_naming_the_questions_entity_and_ranks_those_naming_more_first(
+    graph: GraphBackend,
+) -> None:
+    kb = await _kb(graph, "products")
     await _ingest(
-        db,
+        graph,
         kb,
         [
             "The Acme X200 ships with a 65 W charger.",
@@ -107,7 +130,7 @@ async def test_the_leg_finds_chunks_naming_the_questions_entity_and_ranks_those_
         "doc-products",
     )
 
-    found = await _leg(db).search(TurnContext("How long is X200 support under Acme Care?", (kb,)), [])
+    found = await _leg(graph).search(TurnContext("How long is X200 support under Acme Care?", (kb,)), [])
 
     texts = [candidate.text for candidate in found]
     assert texts[0].startswith("Warranty claims go through Acme Care")
@@ -119,74 +142,94 @@ async def test_the_leg_finds_chunks_naming_the_questions_entity_and_ranks_those_
     assert all(candidate.legs == frozenset({"graph"}) for candidate in found)
 
 
-async def test_entities_of_another_knowledge_base_are_never_returned(db: Database) -> None:
-    ours, theirs = await _kb(db, "ours"), await _kb(db, "theirs")
-    await _ingest(db, ours, ["Project Falcon starts in May."], "v1", "doc-ours")
-    await _ingest(db, theirs, ["Project Falcon is secret: budget 4 million."], "v1", "doc-theirs")
+async def test_entities_of_another_knowledge_base_are_never_returned(graph: GraphBackend) -> None:
+    ours, theirs = await _kb(graph, "ours"), await _kb(graph, "theirs")
+    await _ingest(graph, ours, ["Project Falcon starts in May."], "v1", "doc-ours")
+    await _ingest(graph, theirs, ["Project Falcon is secret: budget 4 million."], "v1", "doc-theirs")
 
-    found = await _leg(db).search(TurnContext("When does Project Falcon start?", (ours,)), [])
+    found = await _leg(graph).search(TurnContext("When does Project Falcon start?", (ours,)), [])
 
     assert [candidate.text for candidate in found] == ["Project Falcon starts in May."]
     assert {candidate.kb_id for candidate in found} == {ours}
+    assert await graph.store.chunks_mentioning([ours], ["project falcon"], 10) == {
+        "project falcon": list(await graph.mentioned(kb_id=ours))
+    }
 
 
-async def test_the_leg_is_off_for_a_base_whose_graph_is_switched_off(db: Database) -> None:
-    on, off = await _kb(db, "on"), await _kb(db, "off", graph=False)
-    await _ingest(db, on, ["Project Falcon starts in May."], "v1", "doc-on")
+async def test_the_leg_is_off_for_a_base_whose_graph_is_switched_off(graph: GraphBackend) -> None:
+    on, off = await _kb(graph, "on"), await _kb(graph, "off", on=False)
+    await _ingest(graph, on, ["Project Falcon starts in May."], "v1", "doc-on")
     falcon = GraphEntityRecord("project falcon", "Project Falcon")
-    await GraphRepo(db).add(off, [ChunkGraph("doc-x", "chunk-x", (falcon,))])
+    await graph.store.add(off, [ChunkGraph("doc-x", f"x-{off[:8]}", (falcon,))])
 
-    assert await _count(db, GraphMention, kb_id=off) == 1
-    assert await _leg(db).search(TurnContext("Project Falcon?", (off,)), []) == []
-    assert await GraphIndexer(GraphRepo(db)).index(off, [_version(off, ["Project Falcon"], "v").chunks[0]]) == 0
+    assert await graph.mentioned(kb_id=off) == {f"x-{off[:8]}"}
+    assert await _leg(graph).search(TurnContext("Project Falcon?", (off,)), []) == []
+    assert await GraphIndexer(graph.store).index(off, [_version(off, ["Project Falcon"], "v").chunks[0]]) == 0
 
 
-async def test_a_replaced_version_drops_out_at_once_and_its_mentions_go_with_its_chunks(db: Database) -> None:
-    kb = await _kb(db, "replace")
-    old = await _ingest(db, kb, ["Project Falcon starts in May.", "Project Heron starts in June."], "v1", "doc-r")
-    new = await _ingest(db, kb, ["Project Falcon starts in July."], "v2", "doc-r")
+async def test_a_replaced_version_drops_out_at_once_and_its_mentions_go_with_its_chunks(graph: GraphBackend) -> None:
+    kb = await _kb(graph, "replace")
+    old = await _ingest(graph, kb, ["Project Falcon starts in May.", "Project Heron starts in June."], "v1", "doc-r")
+    new = await _ingest(graph, kb, ["Project Falcon starts in July."], "v2", "doc-r")
 
-    found = await _leg(db).search(TurnContext("Project Falcon or Project Heron?", (kb,)), [])
+    found = await _leg(graph).search(TurnContext("Project Falcon or Project Heron?", (kb,)), [])
     assert [candidate.text for candidate in found] == ["Project Falcon starts in July."]
+    # The store itself answers with live chunks only, whatever it still holds of the replaced version.
+    held = await graph.store.chunks_mentioning([kb], ["project falcon", "project heron"], 10)
+    assert held == {"project falcon": [new[0].chunk_id], "project heron": []}
 
-    writer = DocumentRepo(db).writer
+    writer = graph.documents.writer
     for version in await writer.unlive_versions("doc-r"):
         await writer.drop_chunks("doc-r", version, [chunk.chunk_id for chunk in old])
-    async with db.session() as session:
-        left = set((await session.exec(select(GraphMention.chunk_id).where(GraphMention.kb_id == kb))).all())
-    assert left == {new[0].chunk_id}
+    assert await graph.mentioned(kb_id=kb) == {new[0].chunk_id}
 
 
-async def test_a_deleted_document_and_a_deleted_base_take_their_graph_rows_with_them(db: Database) -> None:
-    kb = await _kb(db, "deleting")
-    chunks = await _ingest(db, kb, ["Project Falcon starts in May."], "v1", "doc-d")
+async def test_a_deleted_document_and_a_deleted_base_take_their_graph_with_them(graph: GraphBackend) -> None:
+    kb = await _kb(graph, "deleting")
+    chunks = await _ingest(graph, kb, ["Project Falcon starts in May."], "v1", "doc-d")
     relation = GraphRelationRecord("project falcon", "may", "starts in")
-    await GraphRepo(db).add(kb, [ChunkGraph("doc-d", chunks[0].chunk_id, (), (relation,))])
-    await _ingest(db, kb, ["Project Heron starts in June."], "v1", "doc-e")
+    await graph.store.add(kb, [ChunkGraph("doc-d", chunks[0].chunk_id, (), (relation,))])
+    await _ingest(graph, kb, ["Project Heron starts in June."], "v1", "doc-e")
+    assert await graph.relations("doc-d") == 1
 
-    writer = DocumentRepo(db).writer
+    writer = graph.documents.writer
     await writer.mark_deleting("doc-d")
     for version in await writer.unlive_versions("doc-d"):
-        await writer.drop_chunks("doc-d", version, [chunks[0].chunk_id])
+        await writer.drop_chunks("doc-d", version, [chunk.chunk_id for chunk in chunks])
     assert await writer.drop_document_row("doc-d")
-    assert await _count(db, GraphMention, document_id="doc-d") == 0
-    assert await _count(db, GraphEdge, document_id="doc-d") == 0
-    assert await _count(db, GraphMention, document_id="doc-e") == 2  # Project Heron, June
+    assert await graph.mentioned(document_id="doc-d") == set()
+    assert await graph.relations("doc-d") == 0
+    assert len(await graph.mentioned(document_id="doc-e")) == 1  # Project Heron and June, in its one chunk
 
-    await KnowledgeBaseRepo(db).delete(kb)
-    for model in (GraphMention, GraphEdge, GraphNode, GraphSwitch):
-        assert await _count(db, model, kb_id=kb) == 0
+    await graph.knowledge_bases.delete(kb)
+    assert await graph.mentioned(kb_id=kb) == set()
+    assert await graph.entities(kb) == 0
+    assert await graph.store.enabled([kb]) == set()
 
 
-async def _bulk_mentions(db: Database, kb_id: str, key: str, count: int) -> None:
-    """`count` live chunks of one document, each mentioning the entity `key`, written in bulk."""
+async def test_a_graph_that_was_never_told_of_a_replacement_still_returns_live_chunks_only(
+    graph: GraphBackend,
+) -> None:
+    kb = await _kb(graph, "untold")
+    old = await _ingest(graph, kb, ["Project Falcon starts in May."], "v1", "doc-u")
+    new = await _ingest(graph, kb, ["Project Falcon starts in July."], "v2", "doc-u")
+    # The old version's rows go without the graph being told (a Neo4j down at that moment).
+    writer = DocumentRepo(graph.db).writer
+    for version in await writer.unlive_versions("doc-u"):
+        await writer.drop_chunks("doc-u", version, [chunk.chunk_id for chunk in old])
+
+    assert await graph.store.chunks_mentioning([kb], ["project falcon"], 1) == {"project falcon": [new[0].chunk_id]}
+    found = await _leg(graph).search(TurnContext("When does Project Falcon start?", (kb,)), [])
+    assert [candidate.text for candidate in found] == ["Project Falcon starts in July."]
+
+
+async def _bulk_chunks(db: Database, kb_id: str, count: int) -> tuple[str, list[str]]:
+    """A document of `count` live chunks, written in bulk: its id and the chunk ids."""
     document_id = f"doc-bulk-{kb_id[:8]}"
-    node = node_id(kb_id, key)
     async with db.session() as session:
         session.add(Document(id=document_id, kb_id=kb_id, source_uri="upload:bulk.txt", status="indexed", version="v"))
-        session.add(GraphNode(id=node, kb_id=kb_id, name=key))
+    ids = [f"{kb_id[:8]}-{n:06d}" for n in range(count)]
     for start in range(0, count, 10_000):
-        ids = [f"{kb_id[:8]}-{n:06d}" for n in range(start, min(start + 10_000, count))]
         async with db.session() as session:
             connection = await session.connection()
             await connection.execute(
@@ -204,33 +247,47 @@ async def _bulk_mentions(db: Database, kb_id: str, key: str, count: int) -> None
                         "meta": {},
                         "version": "v",
                     }
-                    for n, chunk_id in enumerate(ids, start)
+                    for n, chunk_id in enumerate(ids[start : start + 10_000], start)
                 ],
             )
-            await connection.execute(
-                insert(GraphMention),
-                [{"node_id": node, "chunk_id": c, "kb_id": kb_id, "document_id": document_id} for c in ids],
-            )
+    return document_id, ids
 
 
-async def test_an_entity_a_hundred_thousand_chunks_mention_is_capped_and_read_by_its_key(db: Database) -> None:
-    kb = await _kb(db, "bulk")
-    await _bulk_mentions(db, kb, entity_key("Acme"), MANY)
+async def test_an_entity_a_hundred_thousand_chunks_mention_is_capped_and_read_by_its_key(graph: GraphBackend) -> None:
+    kb = await _kb(graph, "bulk")
+    document_id, ids = await _bulk_chunks(graph.db, kb, MANY)
+    await graph.bulk_mentions(kb, document_id, entity_key("Acme"), ids)
     limits = EntityLimits(per_entity=20, total=50, read=200)
 
-    found = await _leg(db, limits).search(TurnContext("What does Acme sell?", (kb,)), [])
+    found = await _leg(graph, limits).search(TurnContext("What does Acme sell?", (kb,)), [])
 
     assert len(found) == limits.per_entity
-    assert len((await GraphRepo(db).chunks_mentioning([kb], ["acme"], 7))["acme"]) == 7
-    if db.config.is_sqlite:
+    assert len((await graph.store.chunks_mentioning([kb], ["acme"], 7))["acme"]) == 7
+    if isinstance(graph.store, Neo4jGraph):
+        # The read starts at the entity's node and stops at the limit: its database hits follow the limit, not the
+        # hundred thousand mentions.
+        wants = [{"key": "acme", "skip": []}]
+        result = await graph.driver.execute_query(  # type: ignore[union-attr]
+            "PROFILE " + MENTIONING, {"wants": wants, "kb_ids": [kb], "limit": limits.read}
+        )
+        assert result.summary.profile is not None
+        assert _db_hits(result.summary.profile) < 20 * limits.read
+    elif graph.db.config.is_sqlite:
         # The read walks the entity's mentions by their key and stops at the limit: no scan of the table.
         statement = mentioning([node_id(kb, "acme")], [kb], limits.read)
         compiled = statement.compile(dialect=sqlite.dialect(), compile_kwargs={"literal_binds": True})
-        async with db.engine.connect() as connection:
+        async with graph.db.engine.connect() as connection:
             rows = await connection.execute(text(f"EXPLAIN QUERY PLAN {compiled}"))
             plan = " | ".join(str(row[-1]) for row in rows)
         assert "SEARCH graph_mention USING" in plan, plan
         assert "SCAN graph_mention" not in plan, plan
+
+
+def _db_hits(plan: Mapping[str, object]) -> int:
+    """A profiled plan's database hits, its children's included."""
+    children = plan.get("children", [])
+    assert isinstance(children, list)
+    return int(str(plan.get("dbHits", 0))) + sum(_db_hits(child) for child in children)
 
 
 class RefusingGraph(GraphRepo):
@@ -240,34 +297,38 @@ class RefusingGraph(GraphRepo):
         raise StorageError("graph write failed: disk I/O error")
 
 
-def _ingestor(db: Database, store: WeaviateStore, embedder: OnnxEmbedder, graph: GraphRepo) -> DocumentIngestor:
+def _ingestor(
+    documents: DocumentRepo, store: WeaviateStore, embedder: OnnxEmbedder, graph: GraphRepo | Neo4jGraph
+) -> DocumentIngestor:
     encoding = tiktoken.get_encoding("cl100k_base")
-    return DocumentIngestor(DocumentRepo(db), store, embedder, LexicalAnalyzer(), encoding, graph=GraphIndexer(graph))
+    return DocumentIngestor(documents, store, embedder, LexicalAnalyzer(), encoding, graph=GraphIndexer(graph))
 
 
 async def test_a_reingested_document_keeps_only_its_new_versions_mentions(
-    db: Database, store: WeaviateStore, embedder: OnnxEmbedder
+    graph: GraphBackend, store: WeaviateStore, embedder: OnnxEmbedder
 ) -> None:
-    kb_id = await _kb(db, "ingested")
-    kb = await KnowledgeBaseRepo(db).get(kb_id)
-    ingestor = _ingestor(db, store, embedder, GraphRepo(db))
+    kb_id = await _kb(graph, "ingested")
+    kb = await graph.knowledge_bases.get(kb_id)
+    ingestor = _ingestor(graph.documents, store, embedder, graph.store)
     await ingestor.ingest(kb, SourceFile(b"Project Falcon starts in May.", "upload:plan.txt"))
-    await ingestor.ingest(kb, SourceFile(b"Project Heron starts in June.", "upload:plan.txt"))
+    result = await ingestor.ingest(kb, SourceFile(b"Project Heron starts in June.", "upload:plan.txt"))
 
-    async with db.session() as session:
-        nodes = set((await session.exec(select(GraphMention.node_id).where(GraphMention.kb_id == kb_id))).all())
-    assert nodes == {node_id(kb_id, "project heron"), node_id(kb_id, "june")}
-    found = await _leg(db).search(TurnContext("Project Falcon or Project Heron?", (kb_id,)), [])
+    (chunk,) = await graph.documents.document_chunks(result.document_id)
+    assert await graph.mentioned(kb_id=kb_id) == {chunk.chunk_id}
+    held = await graph.store.mentions_among([kb_id], ["project falcon", "project heron", "june"], [chunk.chunk_id])
+    assert held == {chunk.chunk_id: {"project heron", "june"}}
+    found = await _leg(graph).search(TurnContext("Project Falcon or Project Heron?", (kb_id,)), [])
     assert [candidate.text for candidate in found] == ["Project Heron starts in June."]
 
 
 async def test_a_graph_the_store_refuses_costs_its_entities_only_not_the_document(
     db: Database, store: WeaviateStore, embedder: OnnxEmbedder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    kb_id = await _kb(db, "refused")
+    kb_id = (await KnowledgeBaseRepo(db).create("refused", chunking={})).id
+    await GraphRepo(db).switch(kb_id, enabled=True)
     kb = await KnowledgeBaseRepo(db).get(kb_id)
 
-    result = await _ingestor(db, store, embedder, RefusingGraph(db)).ingest(
+    result = await _ingestor(DocumentRepo(db), store, embedder, RefusingGraph(db)).ingest(
         kb, SourceFile(b"Project Falcon starts in May.", "upload:plan.txt")
     )
 

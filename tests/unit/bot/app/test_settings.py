@@ -70,6 +70,7 @@ def test_env_example_leaves_every_secret_empty() -> None:
         ("RAGBOT_PORT", "65536", "less than or equal to 65535"),
         ("RAGBOT_PORT", "abc", "valid integer"),
         ("WEAVIATE_URL", "ftp://h", "http:// or https://"),
+        ("NEO4J_URI", "http://graph:7474", "bolt://, neo4j://"),
         ("CHAT_MODEL_BASE_URL", "localhost:8000", "http:// or https://"),
         ("EMBEDDING_PROVIDER", "bert", "'local' or 'openai'"),
         ("LOG_LEVEL", "LOUD", "'DEBUG'"),

@@ -1,0 +1,1 @@
+"""Entity graphs kept outside the relational store (Neo4j)."""
