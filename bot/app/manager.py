@@ -66,7 +66,7 @@ def command_parts(services: Services) -> CommandParts:
         uploads=Uploads(settings.data_dir / "uploads", settings.ingestion_limits().max_file_bytes),
         schedules=services.schedules,
         web_search=services.web_leg is not None,
-        graph=GraphBuilder(services.graph, services.graph_switches, services.documents),
+        graph=GraphBuilder(services.graph, services.graph_switches, services.documents, services.graph_indexer),
     )
 
 

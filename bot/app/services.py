@@ -22,7 +22,7 @@ from bot.metrics import ServiceMetrics
 from bot.words.messages import index_outdated, vectors_foreign
 from rag.errors import EmbedderUnavailable
 from rag.faq.search import FaqSearch
-from rag.graph.index import GraphIndexer
+from rag.graph.index import GraphIndexer, ModelExtraction
 from rag.graph.leg import EntitySearch, GraphSwitches
 from rag.graph.port import GraphStore
 from rag.graph.question import ModelEntities, QuestionEntities, RuleEntities
@@ -96,6 +96,8 @@ class Services:
     graph: GraphStore
     # Which bases' graphs are on, shared by the entity leg and `/graph`, so a switch here counts at once here.
     graph_switches: GraphSwitches
+    # Reads chunks into the graphs, at ingestion and at `/graph on` (with the chat model under GRAPH_MODEL_EXTRACTION).
+    graph_indexer: GraphIndexer
     # Whose vectors this process writes and searches with (recorded on the index, compared at start).
     vector_model: str
     # Web search beside the knowledge base, when WEB_SEARCH_PROVIDER names a provider.
@@ -156,6 +158,12 @@ def _question_entities(settings: Settings, model: ChatModel | None) -> QuestionE
     if settings.GRAPH_MODEL_ENTITIES and model is not None:
         return ModelEntities(model)
     return RuleEntities()
+
+
+def _graph_extraction(settings: Settings, model: ChatModel | None) -> ModelExtraction | None:
+    if settings.GRAPH_MODEL_EXTRACTION and model is not None:
+        return ModelExtraction(model)
+    return None
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> Database:
@@ -311,6 +319,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             stack.push_async_callback(reranker.close)
         neo4j = await _open_neo4j(settings, db, stack)
         graph: GraphStore = neo4j or GraphRepo(db)
+        graph_indexer = GraphIndexer(graph, _graph_extraction(settings, chat_model))
         documents, faqs, job_repo = DocumentRepo(db, graph=neo4j), FaqRepo(db), JobRepo(db)
         knowledge_bases = KnowledgeBaseRepo(db, graph=neo4j)
         index_lock = IndexLock(LeaseRepo(db), runner_id())
@@ -328,7 +337,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             settings.extract_limits(),
             sandbox=sandbox,
             tables=tables,
-            graph=GraphIndexer(graph),
+            graph=graph_indexer,
         )
         faq_importer = FaqImporter(faqs, store, cached, lexical)
         work = IngestionWork(knowledge_bases, ingestor, faq_importer, settings.ingestion_limits(), schedules)
@@ -375,6 +384,7 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
             knowledge_bases=knowledge_bases,
             graph=graph,
             graph_switches=GraphSwitches(graph),
+            graph_indexer=graph_indexer,
             vector_model=vector_model,
             web_leg=web_leg,
         )

@@ -131,6 +131,7 @@ class CoreSettings(BaseSettings):
     QUERY_REWRITE: bool = True
     QUERY_EXPANSION: bool = True
     GRAPH_MODEL_ENTITIES: bool = False
+    GRAPH_MODEL_EXTRACTION: bool = False
     HISTORY_MESSAGES: int = Field(default=20, ge=0, le=500)
     HISTORY_MAX_ROUNDS: int = Field(default=5, ge=0, le=100)
     FAQ_PRIORITY: bool = True

@@ -24,11 +24,13 @@ class GraphBuilt:
 class GraphBuilder:
     """Switches a base's graph and reads its documents into it (new ones are read at ingestion)."""
 
-    def __init__(self, store: GraphStore, switches: GraphSwitches, documents: DocumentRepo) -> None:
+    def __init__(
+        self, store: GraphStore, switches: GraphSwitches, documents: DocumentRepo, indexer: GraphIndexer | None = None
+    ) -> None:
         self._store = store
         self._switches = switches
         self._documents = documents
-        self._indexer = GraphIndexer(store)
+        self._indexer = indexer or GraphIndexer(store)
 
     async def switch_on(self, kb_id: str) -> GraphBuilt:
         """Switch the graph on and read every document the base holds into it, one document at a time.

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from rag.graph.port import GraphStore
 from rag.graph.question import QuestionEntities
-from rag.graph.rank import EntityLimits, rank_chunks
+from rag.graph.rank import EntityLimits, hop_chunks, rank_chunks
 from rag.pipeline import TurnContext
 from rag.types import Candidate, Vector
 
@@ -91,12 +91,26 @@ class EntitySearch:
         found = await self._store.chunks_mentioning(kb_ids, keys, self._limits.read)
         pool = list(dict.fromkeys(chunk for chunks in found.values() for chunk in chunks))
         mentions = await self._store.mentions_among(kb_ids, keys, pool)
-        ranked = rank_chunks(found, mentions, self._limits)
+        ranked = [chunk for chunk, _ in rank_chunks(found, mentions, self._limits)]
+        related = await self._related(kb_ids, keys, ranked)
+        chosen = ranked + related
         legs = frozenset({GRAPH_LEG})
         candidates = await self._chunks.chunk_candidates(
-            [(chunk, 1 / (_RRF_K + rank + 1)) for rank, (chunk, _) in enumerate(ranked)],
-            {chunk: legs for chunk, _ in ranked},
+            [(chunk, 1 / (_RRF_K + rank + 1)) for rank, chunk in enumerate(chosen)], {chunk: legs for chunk in chosen}
         )
-        log.debug("graph entities=%d read=%d returned=%d", len(keys), len(pool), len(candidates))
+        log.debug(
+            "graph entities=%d read=%d related=%d returned=%d", len(keys), len(pool), len(related), len(candidates)
+        )
         # Belt and braces: the store reads only these bases, and a chunk of any other never leaves the leg.
         return [candidate for candidate in candidates if candidate.kb_id in kb_ids]
+
+    async def _related(self, kb_ids: Sequence[str], keys: Sequence[str], direct: Sequence[str]) -> list[str]:
+        """One hop: live chunks naming an entity related to the question's, not found directly, capped."""
+        limits = self._limits
+        if limits.hop <= 0:
+            return []
+        related = await self._store.related(kb_ids, keys, limits.related)
+        if not related:
+            return []
+        found = await self._store.chunks_mentioning(kb_ids, related, limits.hop + len(direct))
+        return hop_chunks(found, direct, limits.hop)

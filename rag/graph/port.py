@@ -36,3 +36,7 @@ class GraphStore(Protocol):
     ) -> dict[str, set[str]]:
         """Per chunk of `chunk_ids`, which of `keys` it mentions."""
         ...
+
+    async def related(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> list[str]:
+        """Up to `limit` folded names of `kb_ids`' entities one relation away from those of `keys` (not in `keys`)."""
+        ...

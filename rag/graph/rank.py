@@ -19,6 +19,10 @@ class EntityLimits:
     read: int = 200
     # A question names a few things; a pasted paragraph's 60 names would cost 60 reads for a ranking none of them leads.
     entities: int = 8
+    # The one-hop walk: entities related to the question's, and the chunks naming them that join after the direct
+    # ones. A relation is a weaker sign than a name the question says, so it adds a few chunks, never a flood.
+    related: int = 8
+    hop: int = 10
 
 
 def rank_chunks(
@@ -57,3 +61,20 @@ def rank_chunks(
         if len(ranked) >= limits.total:
             break
     return ranked
+
+
+def hop_chunks(found: Mapping[str, Sequence[str]], taken: Sequence[str], limit: int) -> list[str]:
+    """The related entities' chunks not among `taken`, each entity's first in turn (round robin), at most `limit`."""
+    seen = set(taken)
+    picked: list[str] = []
+    queues = [list(chunks) for chunks in found.values()]
+    while queues and len(picked) < limit:
+        for queue in queues:
+            while queue and queue[0] in seen:
+                queue.pop(0)
+            if queue and len(picked) < limit:
+                chunk = queue.pop(0)
+                seen.add(chunk)
+                picked.append(chunk)
+        queues = [queue for queue in queues if queue]
+    return picked

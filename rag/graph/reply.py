@@ -18,26 +18,37 @@ terms) that the question names, and the relations between them the question stat
 Answer with JSON only, in this shape:
 {"nodes": [{"name": "...", "attributes": ["..."]}], "relations": [{"node1": "...", "node2": "...", "type": "..."}]}
 Use each name as the question writes it. With no entity, answer {"nodes": [], "relations": []}."""
+# The same shape for a passage at ingestion: its relations are what the entity leg walks from a question's entities.
+CHUNK_EXTRACTION_PROMPT: Final = """Extract the entities (people, places, organisations, products, models, \
+standards, terms) that the passage names, and the relations between them the passage states.
+Answer with JSON only, in this shape:
+{"nodes": [{"name": "...", "attributes": ["..."]}], "relations": [{"node1": "...", "node2": "...", "type": "..."}]}
+Use each name as the passage writes it. With no entity, answer {"nodes": [], "relations": []}."""
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # What the model may say; more is a model gone astray, not a question's entities.
 _MOST_NODES: Final = 32
 
 
-def parse_extraction(reply: str) -> Extraction | None:
-    """The reply's entities and relations; None when it is not JSON of that shape (the caller falls back to rules)."""
+def parse_extraction(reply: str, *, quiet: bool = False) -> Extraction | None:
+    """The reply's entities and relations; None when it is not JSON of that shape (the caller falls back to rules).
+
+    `quiet` leaves the log line to the caller (ingestion logs one per batch, not one per chunk).
+    """
     fenced = _FENCE.search(reply)
     try:
         data = json.loads(fenced.group(1) if fenced else reply.strip())
     except ValueError:
-        log.warning("graph extraction reply is not JSON (%d chars); using the rule extractor", len(reply))
+        if not quiet:
+            log.warning("graph extraction reply is not JSON (%d chars); using the rule extractor", len(reply))
         return None
     # The seed's older shape is one list mixing entities and relations; accept it as well as the object.
     items = data if isinstance(data, list) else None
     if isinstance(data, dict):
         items = [*_list(data.get("nodes")), *_list(data.get("relations"))]
     if items is None:
-        log.warning("graph extraction reply is JSON but neither an object nor a list; using the rule extractor")
+        if not quiet:
+            log.warning("graph extraction reply is JSON but neither an object nor a list; using the rule extractor")
         return None
     entities = {entity.key: entity for entity in _entities(items) if entity.key}
     relations = tuple(_relations(items))

@@ -78,6 +78,19 @@ MATCH (c:Chunk {id: chunk_id})-[:MENTIONS]->(e:Entity)
 WHERE e.kb_id IN $kb_ids AND e.key IN $keys
 RETURN c.id AS chunk_id, e.key AS key
 """
+# Each of the question's entities' relations in both directions, reached from its node by the (kb_id, key) index and
+# stopped at LIMIT, so a hub related to thousands costs `limit` rows.
+_RELATED: LiteralString = """
+UNWIND $keys AS key
+CALL (key) {
+  MATCH (e:Entity {key: key}) WHERE e.kb_id IN $kb_ids
+  MATCH (e)-[:RELATES]-(other:Entity)
+  WHERE other.kb_id = e.kb_id AND NOT other.key IN $keys
+  RETURN DISTINCT other.key AS related
+  LIMIT $limit
+}
+RETURN related
+"""
 _FORGET_CHUNKS: LiteralString = "MATCH (c:Chunk) WHERE c.id IN $chunk_ids DETACH DELETE c"
 _FORGET_DOCUMENT_CHUNKS: LiteralString = """
 MATCH (c:Chunk {document_id: $document_id}) WITH c LIMIT $batch DETACH DELETE c RETURN count(*) AS gone
@@ -183,6 +196,14 @@ class Neo4jGraph:
             for record in records:
                 found.setdefault(record["chunk_id"], set()).add(by_key[record["key"]])
         return found
+
+    async def related(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> list[str]:
+        """Up to `limit` folded names of `kb_ids`' entities one relation away from those of `keys` (not in `keys`)."""
+        wanted = list(dict.fromkeys(key[:_NAME_LENGTH] for key in keys))
+        if not wanted or not kb_ids or limit <= 0:
+            return []
+        records = await self._read(_RELATED, keys=wanted, kb_ids=list(kb_ids), limit=limit)
+        return list(dict.fromkeys(record["related"] for record in records))[:limit]
 
     async def forget_chunks(self, chunk_ids: Sequence[str]) -> None:
         """Remove these chunks and their mentions."""

@@ -114,6 +114,31 @@ class GraphRepo:
                     found.setdefault(chunk_id, set()).add(by_node[node])
         return found
 
+    async def related(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> list[str]:
+        """Up to `limit` folded names of `kb_ids`' entities one relation away from those of `keys` (not in `keys`).
+
+        Each direction is one read off the edges' source or target index, stopped at `limit`.
+        """
+        nodes = [node_id(kb_id, key) for kb_id in kb_ids for key in dict.fromkeys(keys)]
+        if not nodes or limit <= 0:
+            return []
+        found: dict[str, None] = {}
+        async with self._db.session() as session:
+            for near, far in ((GraphEdge.source_id, GraphEdge.target_id), (GraphEdge.target_id, GraphEdge.source_id)):
+                statement = (
+                    select(GraphNode.name)
+                    .join(GraphEdge, col(GraphNode.id) == col(far))
+                    .where(
+                        col(near).in_(nodes),
+                        col(far).not_in(nodes),
+                        col(GraphEdge.kb_id).in_(list(kb_ids)),
+                    )
+                    .distinct()
+                    .limit(limit)
+                )
+                found.update(dict.fromkeys((await session.exec(statement)).all()))
+        return list(found)[:limit]
+
     async def _insert_new(self, model: Any, rows: list[dict[str, Any]]) -> None:
         # Short transactions, so SQLite's one write lock is never held long (as DocumentWriter does).
         insert = sqlite.insert if self._db.config.is_sqlite else postgresql.insert

@@ -3,18 +3,22 @@ the documents held, answers search it, off stops it; a Neo4j gone mid-turn costs
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from bot.commands.registry import parse_command
 from bot.types import ConversationKey, IncomingMessage, UserRef
+from fakes.openai_api import FakeOpenAI
 from harness.neo4j import Neo4jServer, running_neo4j
 from rag.graph.leg import EntitySearch
 from rag.graph.question import RuleEntities
+from rag.graph.reply import CHUNK_EXTRACTION_PROMPT
 from rag.ingest.documents import SourceFile
 from rag.pipeline import TurnContext
 from storage.graph.neo4j import Neo4jGraph
@@ -22,6 +26,7 @@ from storage.repos.graph import GraphRepo
 from tests.conftest import EmbeddedSettings
 from tests.security.ingest_support import ADMIN, CHAT_A, CHAT_B, PERSON, World, running_world
 from tests.support.chat import RecordingTarget
+from tests.support.drills import model_env
 from tests.support.graphs import GRAPH_STORES
 
 # Shares no word with the question but the name, so only the entity leg can bring it.
@@ -121,3 +126,36 @@ async def test_a_neo4j_gone_mid_turn_costs_the_entity_leg_with_one_log_line_and_
         failed = [r for r in caplog.records if r.levelno >= logging.WARNING]
         # One line a turn: this search's and the answer's.
         assert [r.getMessage().split(":")[0] for r in failed] == ["search leg graph failed, answering without it"] * 2
+
+
+def _extraction(body: dict[str, Any]) -> str:
+    """The fake model's reading of a chunk in the seed's shape (by what the chunk says); other prompts get prose."""
+    system, text = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system != CHUNK_EXTRACTION_PROMPT:
+        return "Dana Whitfield approves it."
+    nodes = [{"name": name} for name in ("Project Falcon", "Dana Whitfield") if name in text]
+    relations = [{"node1": "Project Falcon", "node2": "Dana Whitfield", "type": "led by"}] if "led by" in text else []
+    return json.dumps({"nodes": nodes, "relations": relations})
+
+
+async def test_with_model_extraction_graph_on_and_ingestion_store_relations_and_answers_walk_one_hop(
+    tmp_path: Path, embedded_settings: EmbeddedSettings, graph_store: dict[str, str]
+) -> None:
+    async with FakeOpenAI() as model:
+        model.reply_for = _extraction
+        settings = model_env(model, GRAPH_MODEL_EXTRACTION=True, **graph_store)
+        async with running_world(tmp_path / "data", embedded_settings, **settings) as world:
+            services, bravo = world.services, world.bravo
+            lead = SourceFile(b"# Falcon\n\nProject Falcon is led by Dana Whitfield.", "upload:falcon.md")
+            await services.ingestor.ingest(bravo, lead)
+            # `/graph on` reads the documents held with the model; one ingested later is read with it too.
+            assert "documents read: 2" in await _shown(world, "/graph on", CHAT_B)
+            travel = SourceFile(b"# Travel\n\nDana Whitfield approves all travel.", "upload:travel.md")
+            await services.ingestor.ingest(bravo, travel)
+
+            assert await services.graph.related([bravo.id], ["project falcon"], 10) == ["dana whitfield"]
+            found = await _graph_found(world, "Who approves travel for Project Falcon?", bravo.id)
+            # The travel chunk names no Falcon: the entity leg brings it through the relation (the order among the
+            # candidates is the fused one; the leg's own order is the contract test's).
+            assert any("led by Dana Whitfield" in text for text in found)
+            assert any("approves all travel" in text for text in found)

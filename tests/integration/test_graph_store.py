@@ -3,6 +3,8 @@ reads, one base's entities, a document's and a base's graph gone with them."""
 
 from __future__ import annotations
 
+import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 
@@ -13,13 +15,16 @@ from sqlalchemy import func, insert, text
 from sqlalchemy.dialects import sqlite
 from sqlmodel import col, select
 
+from fakes.openai_api import FakeOpenAI
+from rag.config import ChatModelConfig
 from rag.graph.entities import entity_key
-from rag.graph.index import GraphIndexer
+from rag.graph.index import GraphIndexer, ModelExtraction
 from rag.graph.leg import EntitySearch
 from rag.graph.question import RuleEntities
 from rag.graph.rank import EntityLimits
 from rag.ingest.documents import DocumentIngestor, SourceFile
 from rag.lexical import LexicalAnalyzer
+from rag.models.chat import OpenAIChatModel
 from rag.models.embedders import OnnxEmbedder
 from rag.pipeline import TurnContext
 from rag.retrieval import chunk_candidate
@@ -336,3 +341,97 @@ async def test_a_graph_the_store_refuses_costs_its_entities_only_not_the_documen
     assert len(await DocumentRepo(db).document_chunks(result.document_id)) == 1
     assert [r.getMessage() for r in caplog.records if "graph=not_indexed" in r.getMessage()] != []
     assert await _count(db, GraphMention, kb_id=kb_id) == 0
+
+
+# --- Relations read by the model at ingestion (GRAPH_MODEL_EXTRACTION) and the leg's one-hop walk -------------------
+
+LEAD = "Project Falcon is led by Dana Whitfield."
+TRAVEL = "Dana Whitfield approves all travel."
+# The fake model's reading of each chunk, in the seed's shape; a chunk it does not know gets no entity.
+READINGS = {
+    LEAD: {
+        "nodes": [{"name": "Project Falcon", "attributes": ["project"]}, {"name": "Dana Whitfield"}],
+        "relations": [{"node1": "Project Falcon", "node2": "Dana Whitfield", "type": "led by"}],
+    },
+    TRAVEL: {"nodes": [{"name": "Dana Whitfield", "attributes": ["approves travel"]}], "relations": []},
+}
+
+
+@pytest_asyncio.fixture
+async def fake_model() -> AsyncIterator[FakeOpenAI]:
+    """The fake OpenAI API, answering each chunk's extraction from READINGS."""
+    async with FakeOpenAI() as running:
+        running.reply_for = lambda body: json.dumps(READINGS.get(body["messages"][-1]["content"], {"nodes": []}))
+        yield running
+
+
+@pytest_asyncio.fixture
+async def chat_model(fake_model: FakeOpenAI) -> AsyncIterator[OpenAIChatModel]:
+    """The real OpenAI client on the fake, without retries."""
+    config = ChatModelConfig(model="fake-chat", base_url=fake_model.base_url, api_key="test-key", max_retries=0)
+    model = OpenAIChatModel(config)
+    yield model
+    await model.close()
+
+
+async def _ingest_read_by(
+    graph: GraphBackend, indexer: GraphIndexer, kb_id: str, texts: Sequence[str], document_id: str
+) -> list[ChunkRecord]:
+    (stored,) = await graph.documents.store_versions([(_version(kb_id, texts, "v1"), document_id)], existing=set())
+    assert not isinstance(stored, Exception)
+    chunks = await graph.documents.document_chunks(document_id)
+    await indexer.index(kb_id, chunks)
+    return chunks
+
+
+async def test_the_models_relations_are_stored_and_the_leg_walks_one_hop_to_a_chunk_naming_only_the_related_entity(
+    graph: GraphBackend, chat_model: OpenAIChatModel
+) -> None:
+    kb = await _kb(graph, "projects")
+    indexer, document_id = GraphIndexer(graph.store, ModelExtraction(chat_model)), str(uuid.uuid4())
+    await _ingest_read_by(graph, indexer, kb, [LEAD, TRAVEL, "Our offices close at noon on Fridays."], document_id)
+
+    assert await graph.relations(document_id) == 1
+    assert await graph.store.related([kb], ["project falcon"], 10) == ["dana whitfield"]
+    assert await graph.store.related([kb], ["dana whitfield"], 10) == ["project falcon"]
+    found = await _leg(graph).search(TurnContext("Who approves travel for Project Falcon?", (kb,)), [])
+
+    # The chunk naming Falcon first; the one naming only Dana after it, through the relation, scored lower.
+    assert [candidate.text for candidate in found] == [LEAD, TRAVEL]
+    assert found[0].score > found[1].score
+
+
+async def test_a_reply_that_is_not_json_reads_the_chunk_by_rule_with_one_log_line_a_batch(
+    graph: GraphBackend, chat_model: OpenAIChatModel, fake_model: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_model.reply_for = lambda body: "Sure! Project Falcon and Dana Whitfield are the entities here."
+    kb = await _kb(graph, "projects")
+    indexer, document_id = GraphIndexer(graph.store, ModelExtraction(chat_model)), str(uuid.uuid4())
+    chunks = await _ingest_read_by(graph, indexer, kb, [LEAD, TRAVEL], document_id)
+
+    assert await graph.mentioned(kb_id=kb) == {chunk.chunk_id for chunk in chunks}
+    assert await graph.relations(document_id) == 0
+    held = await graph.store.mentions_among([kb], ["project falcon", "dana whitfield"], [chunks[0].chunk_id])
+    assert held == {chunks[0].chunk_id: {"project falcon", "dana whitfield"}}
+    fallbacks = [r.getMessage() for r in caplog.records if "graph" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert fallbacks == ["graph extraction=rules chunks=2 of 2 not_json=2"]
+
+
+async def test_the_one_hop_chunks_are_capped_and_of_the_questions_bases_only(graph: GraphBackend) -> None:
+    ours, theirs = await _kb(graph, "ours"), await _kb(graph, "theirs")
+    signed = [f"Dana Whitfield signed form {n}." for n in range(30)]
+    (lead, *_) = await _ingest(graph, ours, [LEAD, *signed], "v1", "doc-ours")
+    await _ingest(graph, theirs, [LEAD, "Dana Whitfield approves the secret budget."], "v1", "doc-theirs")
+    falcon, dana = GraphEntityRecord("project falcon", "Project Falcon"), GraphEntityRecord("dana whitfield", "Dana")
+    relation = GraphRelationRecord("project falcon", "dana whitfield", "led by")
+    for kb_id, document_id, chunk_id in ((ours, "doc-ours", lead.chunk_id), (theirs, "doc-theirs", f"x-{theirs[:8]}")):
+        await graph.store.add(kb_id, [ChunkGraph(document_id, chunk_id, (falcon, dana), (relation,))])
+
+    found = await _leg(graph).search(TurnContext("Who signs for Project Falcon?", (ours,)), [])
+
+    assert found[0].text == LEAD
+    assert len(found) == 1 + EntityLimits().hop
+    assert {candidate.kb_id for candidate in found} == {ours}
+    assert all(candidate.text in signed for candidate in found[1:])
+    direct_only = await _leg(graph, EntityLimits(hop=0)).search(TurnContext("Project Falcon?", (ours,)), [])
+    assert [candidate.text for candidate in direct_only] == [LEAD]

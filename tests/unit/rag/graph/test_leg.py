@@ -18,9 +18,15 @@ from storage.records import ChunkGraph
 class MemoryGraph:
     """Mentions in memory: folded name -> chunk ids, per knowledge base; counts the switch reads."""
 
-    def __init__(self, mentions: Mapping[str, Mapping[str, Sequence[str]]], on: set[str]) -> None:
+    def __init__(
+        self,
+        mentions: Mapping[str, Mapping[str, Sequence[str]]],
+        on: set[str],
+        relations: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.mentions = mentions
         self.on = on
+        self.relations = relations
         self.switch_reads = 0
         self.asked: list[str] = []
 
@@ -42,6 +48,10 @@ class MemoryGraph:
     async def chunks_mentioning(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> dict[str, list[str]]:
         self.asked.extend(keys)
         return {key: [c for kb in kb_ids for c in self.mentions.get(kb, {}).get(key, [])][:limit] for key in keys}
+
+    async def related(self, kb_ids: Sequence[str], keys: Sequence[str], limit: int) -> list[str]:
+        ends = [b if a in keys else a for a, b in self.relations if a in keys or b in keys]
+        return [key for key in dict.fromkeys(ends) if key not in keys][:limit]
 
     async def mentions_among(
         self, kb_ids: Sequence[str], keys: Sequence[str], chunk_ids: Sequence[str]
@@ -174,3 +184,31 @@ async def test_a_question_naming_many_things_reads_only_the_first_few() -> None:
     )
 
     assert graph.asked == [f"model{n}" for n in range(8)]
+
+
+async def test_chunks_of_a_related_entity_join_after_the_direct_ones_capped() -> None:
+    mentions = {
+        "kb1": {
+            "falcon": ["kb1:lead"],
+            "dana": ["kb1:lead", *(f"kb1:dana{n}" for n in range(30))],
+            "oslo": ["kb1:office"],
+        }
+    }
+    graph = MemoryGraph(mentions, on={"kb1"}, relations=[("falcon", "dana"), ("oslo", "falcon")])
+    leg = EntitySearch(
+        graph, Chunks(), ModelEntities(ReplyingModel('{"nodes": [{"name": "Falcon"}]}')), EntityLimits(hop=4)
+    )
+
+    found = await leg.search(TurnContext("Who approves travel for Falcon?", ("kb1",)), [])
+
+    ids = [candidate.id for candidate in found]
+    assert ids == ["kb1:lead", "kb1:dana0", "kb1:office", "kb1:dana1", "kb1:dana2"]
+    assert [c.score for c in found] == sorted((c.score for c in found), reverse=True)
+    assert all(candidate.legs == frozenset({"graph"}) for candidate in found)
+
+
+async def test_no_relation_means_no_second_read() -> None:
+    graph = MemoryGraph(GRAPH, on={"kb1"})
+    await EntitySearch(graph, Chunks(), RuleEntities()).search(TurnContext("Is the X200 any good?", ("kb1",)), [])
+
+    assert graph.asked == ["x200"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.graph.rank import EntityLimits, rank_chunks
+from rag.graph.rank import EntityLimits, hop_chunks, rank_chunks
 
 
 def test_a_chunk_naming_more_entities_ranks_first_then_rarer_entities() -> None:
@@ -37,3 +37,11 @@ def test_each_entity_and_the_whole_are_capped() -> None:
 
 def test_nothing_found_is_nothing_ranked() -> None:
     assert rank_chunks({"acme": []}, {}, EntityLimits()) == []
+
+
+def test_hop_chunks_take_each_related_entitys_first_in_turn_skip_those_taken_and_stop_at_the_cap() -> None:
+    found = {"dana": ["lead", "d1", "d2", "d3"], "oslo": ["o1", "d1", "o2"]}
+
+    assert hop_chunks(found, ["lead"], 4) == ["d1", "o1", "d2", "o2"]
+    assert hop_chunks(found, ["lead"], 0) == []
+    assert hop_chunks({"dana": ["lead"]}, ["lead"], 10) == []
