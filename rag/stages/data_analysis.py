@@ -54,20 +54,22 @@ class DataAnalysis:
 
     async def run(self, turn: TurnContext) -> str:
         if self._model is None:
-            return ""
+            return "skipped=no_model"
         documents = list(dict.fromkeys(c.document_id for c in turn.selected if c.document_id))
         readable = sorted({c.kb_id for c in turn.selected if c.document_id} & set(turn.kb_ids))
         if not documents or not readable:
-            return ""
+            return "skipped=no_documents"
         kb_ids = await self._switch.tables_on(readable)
+        if not kb_ids:
+            return "skipped=tables_off"
         try:
-            schemas = await self._tables.schemas(documents, kb_ids) if kb_ids else []
+            schemas = await self._tables.schemas(documents, kb_ids)
         except TablesUnavailable as exc:
             # Another process writing the file (an ingestion from the terminal): this answer goes without it.
             log.warning("data_analysis=skipped reason=tables_unavailable error=%s", exc)
             return "tables_unavailable"
         if not schemas:
-            return ""
+            return f"skipped=no_tables documents={len(documents)}"
         try:
             reply = await self._model.complete(plan_messages(turn.search_query, schemas))
         except ModelError as exc:

@@ -277,9 +277,14 @@ class Chat:
         return shown
 
     async def log_in(self, token: str) -> None:
+        """Send `token` to the admin login and wait for the server's answer (the button is disabled until then).
+
+        Not waiting let a command typed next reach the server before the session was an admin's: CI saw `/tables on`
+        refused that way, and the question after it answered without the tables."""
         await self.page.get_by_test_id("admin-button").click()
         await self.page.get_by_test_id("admin-token").fill(token)
         await self.page.get_by_test_id("admin-submit").click()
+        await expect(self.page.get_by_test_id("admin-submit")).to_be_enabled()
 
     def assert_nothing_ran(self) -> None:
         assert self.dialogs == [], self.dialogs
@@ -386,7 +391,9 @@ async def test_a_question_over_a_sheet_shows_the_query_s_result_as_a_table_under
     site.model.answer = lambda prompt: "Each region has two products on the price list [1]."
     await chat.open()
     await chat.log_in(ADMIN_TOKEN)
+    await expect(chat.page.get_by_test_id("admin-button")).to_have_attribute("data-admin", "true")
     await chat.command("/tables on")
+    await expect(chat.messages.last).to_contain_text("answered with SQL")
 
     answer = await chat.ask("How many products per region are on the price list?")
 

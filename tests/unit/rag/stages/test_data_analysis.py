@@ -72,7 +72,7 @@ PLAN = '{"needs_sql": true, "sql": "SELECT sum(n) AS total FROM \\"doc\\""}'
 async def test_without_a_model_the_stage_does_nothing() -> None:
     tables = Tables()
     turn = TurnContext("How many?", ("kb",), selected=[CHUNK])
-    assert await DataAnalysis(None, TableParts(tables, Switch({"kb"}))).run(turn) == ""
+    assert await DataAnalysis(None, TableParts(tables, Switch({"kb"}))).run(turn) == "skipped=no_model"
     assert turn.selected == [CHUNK]
     assert tables.asked == []
 
