@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import sys
 from pathlib import Path
+from typing import Final
 
 import aiohttp
 
@@ -45,8 +47,22 @@ async def stop_process(process: asyncio.subprocess.Process, grace: float) -> Non
         await process.wait()
 
 
+# Ports handed to servers the tests start come from below Linux's ephemeral range (32768-60999): a port the kernel
+# picks for bind(0) lies in that range, where any outgoing connection (to PostgreSQL, Weaviate, ...) may take it
+# before the server binds it; CI saw `ragbot serve` exit with "address already in use" that way.
+_LISTEN_PORTS: Final = range(20_000, 32_768)
+_PORT_TRIES: Final = 50
+
+
 def free_port() -> int:
-    """A TCP port free on loopback right now."""
+    """A TCP port free on loopback right now, outside the range outgoing connections draw from."""
+    for port in random.sample(_LISTEN_PORTS, _PORT_TRIES):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
