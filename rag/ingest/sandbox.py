@@ -39,6 +39,8 @@ _START_SECONDS = 60.0
 _CLOSE_SECONDS = 5.0
 # A piece is at most 1M characters (4 MB of UTF-8); a bigger payload is a child gone wrong.
 _MAX_PIECE_BYTES = 8 * _MIB
+# What a killed child's unread output is read in, to be dropped.
+_DROP_BYTES = 256 * 1024
 # A child is retired after this many files, or once its address space has grown by this share of the room its
 # limit left it at start: what a process keeps of its heap counts against the limit of the next file it reads.
 _FILES_PER_CHILD = 500
@@ -146,10 +148,16 @@ class _Child:
             await self.kill()
 
     async def kill(self) -> None:
-        """End it now."""
+        """End it now, dropping what it wrote and no one read."""
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
-        await self.process.wait()
+        # Python 3.11's wait() returns only once every pipe of the child has closed, and asyncio stops reading a pipe
+        # whose buffer is full (a reply refused mid-way): unread, it never closes. Reading it to its end closes it.
+        await asyncio.gather(self._drop_output(), self.process.wait())
+
+    async def _drop_output(self) -> None:
+        while await self.stdout.read(_DROP_BYTES):
+            pass
 
 
 class ExtractionSandbox:

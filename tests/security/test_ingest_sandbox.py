@@ -4,13 +4,15 @@ file; a file's own error comes back as itself. Real child processes, no servers.
 from __future__ import annotations
 
 import asyncio
+import sys
+from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
 
 from rag.errors import CorruptDocument, DocumentTooLarge, ExtractionError, NoTextFound
-from rag.ingest.sandbox import ExtractionSandbox, SandboxLimits
+from rag.ingest.sandbox import ExtractionSandbox, SandboxLimits, _Child
 
 READER = "tests.security.ingest_support:read_or_hang"
 LIMITS = SandboxLimits(memory_bytes=512 * 1024 * 1024, seconds=2.0, max_chars=10_000, idle=1)
@@ -90,3 +92,23 @@ async def test_sections_and_metadata_come_back_as_the_reader_gave_them(sandbox: 
     assert document.mime_type == "text/csv"
     assert document.text == "name: Ada | team: Core"
     assert document.metadata == {"encoding": "utf-8"}
+
+
+async def test_a_reader_killed_while_its_reply_fills_the_pipe_is_ended_at_once() -> None:
+    """A refused reply (text past the cap) leaves the child writing into a pipe the parent no longer reads, and
+    asyncio stops reading it once its buffer is full. Python 3.11's wait() returns only when every pipe has closed,
+    which a pipe no one reads never does: CI's ingestion of a wide CSV hung there for good."""
+    writes = "import sys; sys.stdout.buffer.write(b'x' * 50_000_000)"
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", writes, stdin=PIPE, stdout=PIPE)
+    child = _Child(process)
+
+    async def paused() -> None:
+        # StreamReader keeps no event for it: its own flag is the state this test is about.
+        while not getattr(process.stdout, "_paused", False):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+    async with asyncio.timeout(10):
+        await paused()
+    async with asyncio.timeout(10):
+        await child.kill()
+    assert process.returncode is not None
