@@ -111,12 +111,7 @@ class FakeAPI:
     async def __aenter__(self) -> Self:
         app = web.Application(middlewares=[self._middleware()])
         self.add_routes(app)
-        # Cancel a handler whose client hung up (as on a client timeout), so it never writes to a closed socket.
-        self._runner = web.AppRunner(app, handler_cancellation=True)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
+        self._runner, self._port = await start_local(app)
         return self
 
     async def __aexit__(
@@ -151,3 +146,12 @@ class FakeAPI:
             await self._hold(fault.seconds)
         answer = await self.admit(request, body, fault)
         return answer if answer is not None else await handler(request)
+
+
+async def start_local(app: web.Application) -> tuple[web.AppRunner, int]:
+    """Serve `app` on a free loopback port: its runner (clean it up when done) and the port."""
+    # Cancel a handler whose client hung up (as on a client timeout), so it never writes to a closed socket.
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, int(runner.addresses[0][1])

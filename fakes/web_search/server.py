@@ -16,6 +16,7 @@ from typing import Literal, Self
 
 from aiohttp import web
 
+from fakes.base import start_local
 from fakes.web_search.formats import GARBAGE_HTML_PAGES, Hit, google_error, google_search, instant_answer, results_page
 
 Mode = Literal["ok", "slow", "429", "garbage", "many", "huge"]
@@ -108,11 +109,7 @@ class FakeWebSearch:
         app.router.add_get("/ia/", self._instant_answer)
         app.router.add_get("/customsearch/v1", self._google)
         app.router.add_get("/page/{name}", self._page)
-        self._runner = web.AppRunner(app, handler_cancellation=True)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self._port = self._runner.addresses[0][1]
+        self._runner, self._port = await start_local(app)
         return self
 
     async def __aexit__(

@@ -59,7 +59,9 @@ class DataAnalysis:
         readable = sorted({c.kb_id for c in turn.selected if c.document_id} & set(turn.kb_ids))
         if not documents or not readable:
             return "skipped=no_documents"
-        kb_ids = await self._switch.tables_on(readable)
+        # Every table of the chat's switched-on knowledge bases may be read, not only those of the passages shown.
+        allowed = await self._switch.tables_on(list(turn.kb_ids))
+        kb_ids = sorted(allowed.intersection(readable))
         if not kb_ids:
             return "skipped=tables_off"
         try:
@@ -81,8 +83,6 @@ class DataAnalysis:
             return "unreadable_plan"
         if not plan.needs_sql:
             return "sql=not_needed"
-        # Every table of the chat's switched-on knowledge bases may be read, not only those of the passages shown.
-        allowed = await self._switch.tables_on(list(turn.kb_ids))
         try:
             result = await self._tables.run(plan.sql, allowed)
         except RefusedQuery as exc:

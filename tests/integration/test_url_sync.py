@@ -17,6 +17,7 @@ from bot.knowledge.ingestion import FULL_FETCH_EVERY
 from bot.knowledge.schedules import URL_SYNC, Scheduler
 from bot.metrics.service import registry_of
 from bot.types import ConversationKey
+from fakes.base import start_local
 from rag.errors import FetchError
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.fetch import Validators, fetch_url
@@ -58,11 +59,8 @@ async def page() -> AsyncIterator[Page]:
     served = Page()
     app = web.Application()
     app.router.add_get("/badges.md", served.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    served.url = f"http://127.0.0.1:{runner.addresses[0][1]}/badges.md"
+    runner, port = await start_local(app)
+    served.url = f"http://127.0.0.1:{port}/badges.md"
     try:
         yield served
     finally:
@@ -236,11 +234,8 @@ async def test_a_304_to_an_unconditional_request_is_an_error_and_one_without_an_
 
     app = web.Application()
     app.router.add_get("/", bare_304)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/"
+    runner, port = await start_local(app)
+    url = f"http://127.0.0.1:{port}/"
     try:
         kept = await fetch_url(url, policy=LOOPBACK, validators=Validators('"v7"', "Tue, 01 Sep 2026 00:00:00 GMT"))
         assert kept.validators == Validators('"v7"', "Tue, 01 Sep 2026 00:00:00 GMT")
