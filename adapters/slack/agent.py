@@ -7,6 +7,7 @@ ragbot's plain DM behaviour.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,23 @@ PROMPT_TITLE_MAX: Final = 60
 PROMPT_MESSAGE_MAX: Final = 300
 THREAD_TITLE_MAX: Final = 60
 _ELLIPSIS: Final = "…"
+# What a workspace answers for a feature it does not have (its plan, the app's setup, a scope the install lacks):
+# asking again cannot help until it changes, so the call is not made there again by this process.
+_ABSENT: Final = frozenset(
+    {
+        "not_allowed",
+        "unknown_method",
+        "not_agent_app",
+        "feature_disabled",
+        "feature_not_enabled",
+        "missing_scope",
+        "not_allowed_token_type",
+        "method_deprecated",
+        "deprecated_endpoint",
+        "access_denied",
+        "restricted_action",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,17 +86,30 @@ def thread_title(question: str) -> str:
 
 
 class OptionalCalls:
-    """Calls a workspace may refuse for want of a feature: made once refused never again there, and never raising."""
+    """Calls a workspace may refuse for want of a feature: once refused so, never made there again; never raising."""
 
     def __init__(self) -> None:
         self._refused: set[tuple[str, str]] = set()
+        self._accepted: set[tuple[str, str]] = set()
+        self._first: dict[tuple[str, str], asyncio.Lock] = {}
 
     def refused(self, workspace: str, method: str) -> bool:
         """Whether `workspace` refused `method` before (then it is not called again by this process)."""
         return (workspace, method) in self._refused
 
     async def make(self, workspace: str, method: str, request: Callable[[], Awaitable[Any]]) -> bool:
-        """Make the call; False when it was not made or failed (logged: one line per refusing workspace)."""
+        """Make the call; False when it was not made or failed (logged: one line per refusing workspace).
+
+        Until a workspace has once taken `method`, its calls go one at a time: people opening the DM together in a
+        workspace without the feature cost it one refused call, not one each.
+        """
+        key = (workspace, method)
+        if key in self._accepted:
+            return await self._make(workspace, method, request)
+        async with self._first.setdefault(key, asyncio.Lock()):
+            return await self._make(workspace, method, request)
+
+    async def _make(self, workspace: str, method: str, request: Callable[[], Awaitable[Any]]) -> bool:
         if self.refused(workspace, method):
             return False
         try:
@@ -87,6 +118,9 @@ class OptionalCalls:
             log.info("slack=optional_call_skipped method=%s team=%s reason=%s", method, workspace, exc)
             return False
         except PlatformError as exc:
+            if str(exc) not in _ABSENT:
+                log.warning("slack=optional_call_failed method=%s team=%s reason=%s", method, workspace, exc)
+                return False
             self._refused.add((workspace, method))
             log.warning(
                 "slack=feature_unavailable method=%s team=%s reason=%s: not called there again until restart",
@@ -95,6 +129,8 @@ class OptionalCalls:
                 exc,
             )
             return False
+        self._accepted.add((workspace, method))
+        self._first.pop((workspace, method), None)
         return True
 
 

@@ -64,6 +64,7 @@ class PopularQuestions:
         if kept is not None and self._clock() - kept[0] < _KEPT_FOR:
             return kept[1][:limit]
         faqs = [faq for kb_id in key for faq in await self._faqs.in_kb(kb_id)]
+        faqs.sort(key=lambda faq: faq.question)  # one order across the knowledge bases: by question
         questions = most_asked(faqs, direct_faq_hits(await self._answers.newest(ANSWERS_COUNTED))) if faqs else []
         if len(self._kept) > 1_000:
             self._kept.clear()

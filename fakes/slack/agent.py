@@ -34,7 +34,7 @@ class Prompts:
 
 
 class AgentMethods(SlackState):
-    """FakeSlackAPI's agent-view methods; `agent_view` False answers them as a workspace without the feature."""
+    """FakeSlackAPI's agent-view and App Home methods; a workspace set without the agent view refuses the former."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -45,9 +45,12 @@ class AgentMethods(SlackState):
 
     # --- Setting the scene ------------------------------------------------------------------------------------------
 
-    def without_agent_view(self, team_id: str) -> None:
-        """The workspace's plan has no agent view: its titles and prompts are refused (not_allowed)."""
-        self._no_agent_view.add(team_id)
+    def set_agent_view(self, team_id: str, available: bool) -> None:
+        """Whether the workspace's plan has the agent view; without it titles and prompts are refused (not_allowed)."""
+        if available:
+            self._no_agent_view.discard(team_id)
+        else:
+            self._no_agent_view.add(team_id)
 
     # --- Looking ----------------------------------------------------------------------------------------------------
 
