@@ -16,13 +16,11 @@ from adapters.slack import words as slack_words
 from adapters.slack.agent import MAX_PROMPTS, PROMPT_MESSAGE_MAX, PROMPT_TITLE_MAX, THREAD_TITLE_MAX
 from adapters.slack.app import SlackAdapter
 from adapters.slack.app import create as create_slack
-from bot.app.manager import build_manager, chat_policy
-from bot.app.services import build_services
-from fakes.slack import FakeSlackAPI, events
-from rag.ingest.documents import SourceFile
+from fakes.slack import events
 from rag.ingest.faq_sheet import FaqEntry
 from tests.conftest import EmbeddedSettings
-from tests.e2e.test_slack import ADMIN, BOB, HANDBOOK, SECRET, TEAM, TOKEN, Slack, _serve
+from tests.e2e.test_slack import ADMIN, BOB, HANDBOOK, TEAM, Slack, _serve
+from tests.security.slack_support import slack_scene
 
 TITLE = "assistant.threads.setTitle"
 PROMPTS = "assistant.threads.setSuggestedPrompts"
@@ -43,40 +41,18 @@ HANDBOOK_FAQS = [
 
 @pytest_asyncio.fixture(scope="module")
 async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: EmbeddedSettings) -> AsyncIterator[Slack]:
-    async with FakeSlackAPI() as fake:
-        fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id="B0ACME")
-        settings = embedded_settings(
-            tmp_path_factory.mktemp("slack-agent"),
-            DEFAULT_KNOWLEDGE_BASES="handbook,hr",
-            SLACK_BOT_TOKEN=TOKEN,
-            SLACK_SIGNING_SECRET=SECRET,
-            SLACK_ADMINS=ADMIN,
-            SLACK_API_BASE_URL=fake.base_url,
-        )
-        async with build_services(settings) as services:
-            handbook = await services.knowledge.create("handbook", {})
-            await services.ingestor.ingest(handbook, SourceFile(HANDBOOK, "upload:handbook.md", "handbook.md"))
-            entries = [FaqEntry(question, (answer,)) for question, answer in HANDBOOK_FAQS]
-            await services.faq_importer.import_entries(handbook, entries)
-            hr = await services.knowledge.create("hr", {})
-            await services.faq_importer.import_entries(
-                hr, [FaqEntry("How many vacation days do I get?", ("You get 28 vacation days a year.",))]
-            )
-            fresh = await services.knowledge.create("fresh", {})
-            await services.faq_importer.import_entries(
-                fresh, [FaqEntry(f"Fresh question {n}?", (f"Fresh answer {n}.",)) for n in range(6)]
-            )
-            await services.knowledge.create("empty", {})
-            manager = build_manager(services, chat_policy(settings))
-            adapter = create_slack(manager, settings, services.db)
-            assert isinstance(adapter, SlackAdapter)
-            runner, url = await _serve(adapter)
-            await adapter.start()
-            try:
-                yield Slack(services, fake, adapter, url, manager, settings)
-            finally:
-                await adapter.stop()
-                await runner.cleanup()
+    data_dir = tmp_path_factory.mktemp("slack-agent")
+    documents = {"handbook.md": HANDBOOK}
+    async with slack_scene(data_dir, embedded_settings, documents, DEFAULT_KNOWLEDGE_BASES="handbook,hr") as slack:
+        knowledge, importer = slack.services.knowledge, slack.services.faq_importer
+        handbook = await knowledge.find("handbook")
+        await importer.import_entries(handbook, [FaqEntry(question, (answer,)) for question, answer in HANDBOOK_FAQS])
+        vacation = FaqEntry("How many vacation days do I get?", ("You get 28 vacation days a year.",))
+        await importer.import_entries(await knowledge.create("hr", {}), [vacation])
+        fresh = [FaqEntry(f"Fresh question {n}?", (f"Fresh answer {n}.",)) for n in range(6)]
+        await importer.import_entries(await knowledge.create("fresh", {}), fresh)
+        await knowledge.create("empty", {})
+        yield slack
 
 
 async def _dm(
