@@ -19,7 +19,7 @@ from adapters.slack.app import create as create_slack
 from fakes.slack import events
 from rag.ingest.faq_sheet import FaqEntry
 from tests.conftest import EmbeddedSettings
-from tests.e2e.test_slack import ADMIN, BOB, HANDBOOK, TEAM, Slack, _serve
+from tests.e2e.test_slack import ADMIN, BOB, HANDBOOK, TEAM, Slack, _press, _serve
 from tests.security.slack_support import slack_scene
 
 TITLE = "assistant.threads.setTitle"
@@ -137,6 +137,11 @@ async def test_each_question_in_the_agent_view_is_a_thread_of_its_own_titled_onc
     assert "badge number" in shown_after[1]
     (_, follow_up) = await _stored(slack, ("slack", TEAM, "D0THREADS", first), 2)
     assert "vpn" in follow_up.meta["rewritten"].lower()
+    # A 👍 on an answer in the thread is the thread's conversation's.
+    reply = slack.bot_replies("D0THREADS", first)[1]
+    await _press(slack, "D0THREADS", reply, f"up:{follow_up.id}")
+    await slack.fake.wait_for(lambda: slack.fake.message("D0THREADS", reply.ts).edits > reply.edits, timeout=10)
+    assert (await slack.services.conversations.message(follow_up.id)).feedback == "up"
     # A new question is a new thread, a new conversation, with a title of its own (shortened to Slack's list).
     long = "When is lunch served, and " + "is there anything vegetarian on the menu today " * 4 + "?"
     second = await _dm(slack, "D0THREADS", long)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from adapters.slack.agent import (
     PROMPT_MESSAGE_MAX,
     PROMPT_TITLE_MAX,
     THREAD_TITLE_MAX,
+    OptionalCalls,
     prompts_of,
     shorten,
     thread_title,
@@ -20,6 +22,7 @@ from adapters.slack.home import HEADER_MAX, MAX_BLOCKS, SECTION_MAX, home_view
 from adapters.slack.popular import direct_faq_hits, most_asked
 from adapters.slack.translate import Place, command_style, conversation_key, place
 from adapters.slack.viewing import ViewedChannels, is_agent_view, thread_context, viewed_channel
+from bot.errors import PlatformError, PlatformRateLimited, PlatformUnavailable
 from bot.types import ConversationKey
 from storage.records import FaqRecord
 
@@ -161,3 +164,41 @@ def test_a_home_tab_with_very_much_to_say_stays_within_slacks_blocks_and_lengths
     for block in blocks:
         limit = HEADER_MAX if block["type"] == "header" else SECTION_MAX
         assert len(block.get("text", {}).get("text", "")) <= limit
+
+
+class _Slack:
+    """A Web API method answering `error` (a platform error, as adapters.slack.calls raises them) or ok."""
+
+    def __init__(self, error: PlatformError | None) -> None:
+        self.error = error
+        self.calls = 0
+
+    async def request(self) -> dict[str, bool]:
+        self.calls += 1
+        await asyncio.sleep(0)  # another opening of the DM arrives meanwhile
+        if self.error is not None:
+            raise self.error
+        return {"ok": True}
+
+
+async def test_a_workspace_refusing_a_feature_is_asked_once_even_by_people_arriving_together(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls, slack = OptionalCalls(), _Slack(PlatformError("not_allowed"))
+    made = await asyncio.gather(*(calls.make("T1", "m", slack.request) for _ in range(5)))
+    assert made == [False] * 5
+    assert slack.calls == 1
+    assert calls.refused("T1", "m")
+    assert not calls.refused("T2", "m")
+    assert len([r for r in caplog.records if "slack=feature_unavailable" in r.getMessage()]) == 1
+
+
+@pytest.mark.parametrize(
+    "error", [PlatformError("internal_error"), PlatformRateLimited(5.0, "slack"), PlatformUnavailable("down")]
+)
+async def test_a_passing_fault_is_not_taken_for_a_missing_feature(error: PlatformError) -> None:
+    calls, slack = OptionalCalls(), _Slack(error)
+    assert not await calls.make("T1", "m", slack.request)
+    slack.error = None
+    assert await calls.make("T1", "m", slack.request)
+    assert not calls.refused("T1", "m")
