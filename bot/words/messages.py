@@ -562,7 +562,7 @@ def job_result(job: JobRecord, lang: str) -> str:
     if result.get("unchanged"):
         return words.text("job.result.unchanged")
     indexed = words.plural("job.result.indexed", int(result.get("chunks", 0)))
-    return " ".join([indexed, *_ocr_note(result, lang)])
+    return words.text("job.result.sentence_gap").join([indexed, *_ocr_note(result, lang)])
 
 
 def _ocr_note(result: Mapping[str, Any], lang: str) -> list[str]:

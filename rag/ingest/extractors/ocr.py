@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 # What Pillow calls each format ragbot reads, and how a person names it.
 _PILLOW_FORMATS = {mime.PNG: "PNG", mime.JPEG: "JPEG", mime.WEBP: "WEBP", mime.TIFF: "TIFF"}
-_NAMES = {"PNG": "PNG image", "JPEG": "JPEG image", "WEBP": "WebP image", "TIFF": "TIFF image"}
+_NAMES = {"PNG": "PNG", "JPEG": "JPEG", "WEBP": "WebP", "TIFF": "TIFF"}
 # A page is not started with less time than this left: Tesseract takes about a second to load chi_sim alone.
 _MIN_PAGE_SECONDS = 2.0
 # Tesseract parallelises one page over all cores with OpenMP; on a shared host one thread a page reads more pages.
@@ -198,9 +198,9 @@ def too_large(pixels: int, cap: int) -> DocumentTooLarge:
 
 
 def _damaged(kind: str, exc: BaseException) -> CorruptDocument:
-    name = _NAMES.get(kind, "image")
+    name = _NAMES.get(kind, kind)
     # Pillow names the BytesIO object when it cannot identify an image: nothing an admin could use.
     why = "not decodable" if isinstance(exc, UnidentifiedImageError) else str(exc)
     return CorruptDocument(
-        f"the {name} is damaged or incomplete ({why}): save or export it again", reason="damaged_image", kind=name
+        f"the {name} image is damaged or incomplete ({why}): save or export it again", reason="damaged_image", kind=name
     )
