@@ -1,10 +1,11 @@
 #!/bin/sh
-# Installs Tesseract OCR with its English and simplified-Chinese language packs from Debian's packages when missing,
-# and a CJK font, which the OCR tests and bench/ocr_accuracy.py render Chinese pages with.
+# Installs Tesseract OCR with its English and simplified-Chinese language packs and its orientation and script
+# detection (osd) from Debian's packages when missing, and a CJK font, which the OCR tests and
+# bench/ocr_accuracy.py render Chinese pages with.
 set -eu
 have_langs() {
     langs=$(tesseract --list-langs 2>/dev/null) || return 1
-    echo "$langs" | grep -qx eng && echo "$langs" | grep -qx chi_sim
+    echo "$langs" | grep -qx eng && echo "$langs" | grep -qx chi_sim && echo "$langs" | grep -qx osd
 }
 have_font() {
     fc-list :lang=zh 2>/dev/null | grep -q .
@@ -16,5 +17,5 @@ echo "installing Tesseract OCR (English, simplified Chinese) and a CJK font from
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 $sudo apt-get update -q
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim \
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-osd \
     fonts-noto-cjk fontconfig

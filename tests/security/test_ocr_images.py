@@ -1,4 +1,4 @@
-"""read_image_text, which reads photos sent with questions: in a memory-limited child, bounded, with clear refusals."""
+"""OCR in the extraction child: photos sent with questions (read_image_text) and long scans, bounded and clear."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pytest
 from PIL import Image
 
 from rag.errors import CorruptDocument, DocumentTooLarge, OcrTimeout, UnsupportedType
+from rag.ingest.extract import ExtractLimits
 from rag.ingest.ocr import OcrLimits, read_image_text
-from tests.support.scans import encode, multipage_tiff, render
+from rag.ingest.sandbox import ExtractionSandbox, SandboxLimits
+from tests.support.scans import encode, multipage_tiff, render, scanned_pdf
 
 ENGLISH = "The printer on the third floor needs a new toner."
 CHINESE = "三楼的打印机需要换新的墨粉。"
@@ -65,3 +67,19 @@ async def test_an_image_that_takes_too_long_is_given_up_with_the_time():
     with pytest.raises(OcrTimeout, match="took longer than") as caught:
         await read_image_text(encode(render([ENGLISH])), OcrLimits(page_seconds=0.001, total_seconds=0.001))
     assert caught.value.reason == "ocr_timeout"
+
+
+async def test_a_300_page_scan_comes_back_from_the_sandbox_in_time_with_the_pages_it_read():
+    pages = [render([f"Page {number} of the scanned manual"], size=(600, 120)) for number in range(1, 301)]
+    sandbox = ExtractionSandbox(SandboxLimits(seconds=20.0, idle=0))
+    limits = ExtractLimits(ocr=OcrLimits(total_seconds=8.0))
+    try:
+        document = await sandbox.extract(scanned_pdf(pages), filename="manual.pdf", limits=limits)
+    finally:
+        await sandbox.close()
+
+    read, unread = document.metadata["ocr_pages"], document.metadata["ocr_unread_pages"]
+    assert read + len(unread) == 300
+    assert 1 <= read < 300
+    assert [section.metadata["page"] for section in document.sections] == list(range(1, read + 1))
+    assert "Page 1 of the scanned manual" in document.sections[0].text

@@ -47,6 +47,8 @@ class OcrLimits:
     page_seconds: float = 30.0
     # All the pages of one file together; what is left unread past it is counted, not waited for.
     total_seconds: float = 90.0
+    # Look at each page's orientation and script first (Tesseract's osd pack): read it upright, in its languages.
+    osd: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import math
-import os
 import re
-import subprocess
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -19,9 +17,11 @@ from dataclasses import dataclass
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from rag.errors import CorruptDocument, DocumentTooLarge, ExtractionError, OcrTimeout, UnsupportedType
+from rag.errors import CorruptDocument, DocumentTooLarge, ExtractionError, UnsupportedType
 from rag.ingest.extractors import detect as mime
+from rag.ingest.extractors.layout import languages_for, page_layout
 from rag.ingest.extractors.limits import OcrLimits
+from rag.ingest.extractors.tesseract import run_tesseract
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +30,6 @@ _PILLOW_FORMATS = {mime.PNG: "PNG", mime.JPEG: "JPEG", mime.WEBP: "WEBP", mime.T
 _NAMES = {"PNG": "PNG", "JPEG": "JPEG", "WEBP": "WebP", "TIFF": "TIFF"}
 # A page is not started with less time than this left: Tesseract takes about a second to load chi_sim alone.
 _MIN_PAGE_SECONDS = 2.0
-# Tesseract parallelises one page over all cores with OpenMP; on a shared host one thread a page reads more pages.
-_ENV = {**os.environ, "OMP_THREAD_LIMIT": "1"}
 # Tesseract writes Chinese with a space between every two characters; those spaces are its, not the document's.
 _CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef"
 _CJK_GAP = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")
@@ -94,30 +92,24 @@ def fit(image: Image.Image, limits: OcrLimits) -> Image.Image:
 
 
 def recognise(image: Image.Image, limits: OcrLimits, seconds: float) -> str:
-    """The text Tesseract reads in a grey image within `seconds`; OcrTimeout past them."""
+    """The text Tesseract reads in a grey image within `seconds` (turned upright first); OcrTimeout past them."""
+    deadline = time.monotonic() + seconds
+    picture = _ppm(image)
+    languages = limits.languages
+    if limits.osd:
+        layout = page_layout(picture, limits, seconds)
+        if layout.rotate:
+            picture = _ppm(image.rotate(-layout.rotate, expand=True))
+        languages = languages_for(layout.script, limits.languages)
+    left = max(deadline - time.monotonic(), 0.0)
+    return tidy(run_tesseract(["-l", languages, "--psm", "3"], picture, limits, left).decode("utf-8", errors="replace"))
+
+
+def _ppm(image: Image.Image) -> bytes:
+    """The image as PGM: uncompressed, so cheaper to write and for Leptonica to read than PNG."""
     picture = io.BytesIO()
-    image.save(picture, "PPM")  # uncompressed: cheaper to write and for Leptonica to read than PNG
-    command = [limits.command, "stdin", "stdout", "-l", limits.languages, "--psm", "3"]
-    try:
-        done = subprocess.run(
-            command, input=picture.getvalue(), capture_output=True, timeout=seconds, env=_ENV, check=False
-        )
-    except FileNotFoundError as exc:
-        raise ExtractionError(
-            f"Tesseract is not installed ({limits.command} not found, OCR_COMMAND): install tesseract-ocr",
-            reason="ocr_missing",
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise OcrTimeout(
-            f"reading the text of an image took longer than {seconds:g} s (OCR_PAGE_SECONDS)",
-            reason="ocr_timeout",
-            seconds=round(seconds),
-        ) from exc
-    if done.returncode != 0:
-        problem = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        log.warning("ocr=failed status=%d stderr=%s", done.returncode, problem[0])
-        raise ExtractionError(f"Tesseract failed: {problem[0]}", reason="ocr_failed", problem=problem[0])
-    return tidy(done.stdout.decode("utf-8", errors="replace"))
+    image.save(picture, "PPM")
+    return picture.getvalue()
 
 
 def tidy(text: str) -> str:

@@ -10,6 +10,7 @@ from PIL import Image
 
 from rag.errors import CorruptDocument, DocumentTooLarge, ExtractionError, NoTextFound, OcrTimeout, UnsupportedType
 from rag.ingest.extract import ExtractLimits, extract
+from rag.ingest.extractors.layout import Layout, languages_for, parse_osd
 from rag.ingest.extractors.limits import OcrLimits
 from rag.ingest.extractors.ocr import tidy
 from tests.support.documents import make_pdf
@@ -171,3 +172,47 @@ def test_a_gif_is_refused_with_what_to_do():
 )
 def test_tesseract_output_is_tidied(raw, expected):
     assert tidy(raw) == expected
+
+
+@pytest.mark.parametrize("angle", [90, 180, 270])
+def test_a_page_scanned_sideways_or_upside_down_is_read_upright(angle):
+    page = render([ENGLISH, "Orders ship every weekday from the warehouse.", CHINESE] * 2, size=(1700, 900))
+
+    document = extract(encode(page.rotate(angle, expand=True)), filename="turned.png")
+
+    assert ENGLISH in document.text
+    assert CHINESE in document.text
+
+
+def test_without_orientation_detection_the_configured_languages_read_the_page_as_it_is():
+    limits = ExtractLimits(ocr=OcrLimits(osd=False))
+    assert ENGLISH in extract(encode(render([ENGLISH])), filename="notice.png", limits=limits).text
+
+
+@pytest.mark.parametrize(
+    ("report", "expected"),
+    [
+        ("Rotate: 90\nOrientation confidence: 17.45\nScript: Latin\n", Layout(90, "Latin")),
+        ("Rotate: 180\nOrientation confidence: 0.4\nScript: Han\n", Layout(0, "Han")),
+        ("Rotate: 0\nOrientation confidence: 16.46\nScript: Han\n", Layout(0, "Han")),
+        ("Rotate: x\nOrientation confidence: 3\n", Layout()),
+        ("", Layout()),
+    ],
+)
+def test_the_orientation_report_turns_a_page_only_when_tesseract_is_sure(report, expected):
+    assert parse_osd(report) == expected
+
+
+@pytest.mark.parametrize(
+    ("script", "configured", "expected"),
+    [
+        ("Han", "eng+chi_sim", "chi_sim"),
+        ("Latin", "eng+chi_sim", "eng+chi_sim"),
+        ("Cyrillic", "eng+chi_sim", "eng+chi_sim"),
+        ("", "eng+chi_sim", "eng+chi_sim"),
+        ("Han", "eng", "eng"),
+        ("Latin", "chi_sim", "chi_sim"),
+    ],
+)
+def test_a_han_page_is_read_with_the_han_languages_alone_and_any_other_with_all(script, configured, expected):
+    assert languages_for(script, configured) == expected
