@@ -135,7 +135,10 @@ def _image_loader(page: PageObject, ocr: OcrLimits) -> PageLoader:
     """Decodes the page's largest image (a scan is one image a page) when OCR comes to it, not before."""
 
     def load() -> Image.Image:
-        name, pixels = max(_images(page), key=lambda found: found[1])
+        images = _images(page)
+        if not images:
+            raise CorruptDocument("a scanned page's image could not be found", reason="damaged_pdf")
+        name, pixels = max(images, key=lambda found: found[1])
         if pixels > ocr.max_decode_pixels:
             raise too_large(pixels, ocr.max_decode_pixels)
         try:
