@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 
@@ -216,3 +217,14 @@ def test_the_orientation_report_turns_a_page_only_when_tesseract_is_sure(report,
 )
 def test_a_han_page_is_read_with_the_han_languages_alone_and_any_other_with_all(script, configured, expected):
     assert languages_for(script, configured) == expected
+
+
+def test_a_phone_photo_stored_sideways_is_turned_by_its_exif_orientation():
+    sideways = render([ENGLISH]).convert("RGB").rotate(90, expand=True)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # the viewer turns it 90 degrees clockwise
+    photo = io.BytesIO()
+    sideways.save(photo, "JPEG", exif=exif.tobytes())
+    limits = ExtractLimits(ocr=OcrLimits(osd=False))  # the EXIF data alone, no orientation detection
+
+    assert ENGLISH in extract(photo.getvalue(), filename="photo.jpg", limits=limits).text
