@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from bot.chat.media import MediaLimits
 from bot.knowledge.ingestion import IngestionLimits
 from bot.knowledge.retention import RetentionPolicy
 from bot.settings_base import Network, PlatformSettings, is_loopback, names, networks
@@ -25,6 +26,7 @@ from rag.ingest.extract import ExtractLimits
 from rag.ingest.fetch import FetchLimits
 from rag.ingest.sandbox import SandboxLimits
 from rag.language import LANGUAGES, Language
+from rag.models.media import MediaModelConfig
 from rag.models.rerankers import LOCAL_DECLINE_FLOOR, RerankerConfig
 from rag.relevance import RerankConfig
 from rag.retrieval import FusionWeights, RetrievalConfig
@@ -114,6 +116,20 @@ class CoreSettings(BaseSettings):
     CHAT_MODEL_API_KEY: SecretStr | None = None
     CHAT_MODEL_TIMEOUT: float = Field(default=60.0, gt=0)
     CHAT_MODEL_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
+    # Photos and voice messages sent as questions. A vision model (OpenAI-compatible chat with image input)
+    # describes images instead of OCR; a speech model (/audio/transcriptions) transcribes voice messages. Their
+    # base URL and key default to the chat model's.
+    VISION_MODEL: str | None = None
+    VISION_MODEL_BASE_URL: str | None = None
+    VISION_MODEL_API_KEY: SecretStr | None = None
+    TRANSCRIPTION_MODEL: str | None = None
+    TRANSCRIPTION_BASE_URL: str | None = None
+    TRANSCRIPTION_API_KEY: SecretStr | None = None
+    MEDIA_MAX_IMAGE_MB: float = Field(default=20.0, gt=0, le=1024)
+    # OpenAI's transcription endpoint takes at most 25 MB.
+    MEDIA_MAX_AUDIO_MB: float = Field(default=25.0, gt=0, le=1024)
+    MEDIA_MAX_AUDIO_SECONDS: float = Field(default=600.0, gt=0, le=86_400)
+    MEDIA_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
 
     TIKTOKEN_CACHE_DIR: Path | None = None
     TOKEN_ENCODING: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
@@ -212,7 +228,13 @@ class CoreSettings(BaseSettings):
             raise ValueError("names no database (expected postgresql://user:pass@host/db)")
         return value
 
-    @field_validator("EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL")
+    @field_validator(
+        "EMBEDDING_BASE_URL",
+        "CHAT_MODEL_BASE_URL",
+        "RERANK_BASE_URL",
+        "VISION_MODEL_BASE_URL",
+        "TRANSCRIPTION_BASE_URL",
+    )
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
         if value is None or value == "":
@@ -430,6 +452,35 @@ class CoreSettings(BaseSettings):
             api_key=self.CHAT_MODEL_API_KEY.get_secret_value() if self.CHAT_MODEL_API_KEY else None,
             timeout=self.CHAT_MODEL_TIMEOUT,
             max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def vision_model(self) -> MediaModelConfig | None:
+        """The vision model that describes images sent with questions, or None (OCR reads them)."""
+        return self._media_model(self.VISION_MODEL, self.VISION_MODEL_BASE_URL, self.VISION_MODEL_API_KEY)
+
+    def transcription_model(self) -> MediaModelConfig | None:
+        """The speech model that transcribes voice messages, or None (they get a one-line reply)."""
+        return self._media_model(self.TRANSCRIPTION_MODEL, self.TRANSCRIPTION_BASE_URL, self.TRANSCRIPTION_API_KEY)
+
+    def _media_model(self, model: str | None, base_url: str | None, key: SecretStr | None) -> MediaModelConfig | None:
+        if not model:
+            return None
+        api_key = key or self.CHAT_MODEL_API_KEY
+        return MediaModelConfig(
+            model=model,
+            base_url=base_url or self.CHAT_MODEL_BASE_URL,
+            api_key=api_key.get_secret_value() if api_key else None,
+            timeout=self.MEDIA_TIMEOUT,
+            max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def media_limits(self) -> MediaLimits:
+        """How much of a question's photos and voice messages is read."""
+        return MediaLimits(
+            image_bytes=int(self.MEDIA_MAX_IMAGE_MB * 1_000_000),
+            audio_bytes=int(self.MEDIA_MAX_AUDIO_MB * 1_000_000),
+            audio_seconds=self.MEDIA_MAX_AUDIO_SECONDS,
+            seconds=self.MEDIA_TIMEOUT,
         )
 
     def embedding_languages(self) -> frozenset[Language]:
