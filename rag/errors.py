@@ -73,6 +73,10 @@ class NoTextFound(ExtractionError):
     """The document holds no extractable text (for example a scanned PDF)."""
 
 
+class OcrTimeout(ExtractionError):
+    """Tesseract did not read an image within its time."""
+
+
 class FetchError(ExtractionError):
     """A URL could not be fetched within the limits and rules."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -23,6 +24,7 @@ from rag.fusion import THRESHOLD_FLOOR
 from rag.history import HistoryConfig
 from rag.ingest.addresses import AddressPolicy
 from rag.ingest.extract import ExtractLimits
+from rag.ingest.extractors.limits import OcrLimits
 from rag.ingest.fetch import FetchLimits
 from rag.ingest.sandbox import SandboxLimits
 from rag.language import LANGUAGES, Language
@@ -42,6 +44,8 @@ from storage.tables.records import TableConfig
 from storage.weaviate.config import WeaviateConfig, WeaviateServerConfig
 
 _SUPPORTED_DB_SCHEMES = ("sqlite", "postgresql", "postgres")
+# The share of INGEST_EXTRACT_SECONDS a file's OCR may take: the pages it read still come back in time.
+_OCR_SHARE = 0.75
 
 
 # FUSION_WEIGHTS: {"chunks"|"faqs": {language: {"vector"|"bm25": weight}}}
@@ -139,6 +143,11 @@ class CoreSettings(BaseSettings):
     INGEST_EXTRACT_MEMORY_MB: int = Field(default=1024, ge=256, le=1_048_576)
     INGEST_EXTRACT_SECONDS: float = Field(default=120.0, gt=0, le=86_400)
     INGEST_MAX_TEXT_CHARS: int = Field(default=20_000_000, ge=1000, le=2_000_000_000)
+    OCR_COMMAND: str = "tesseract"
+    OCR_LANGUAGES: str = Field(default="eng+chi_sim", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    OCR_MAX_MEGAPIXELS: float = Field(default=12.0, gt=0.1, le=100)
+    OCR_MAX_PAGES: int = Field(default=100, ge=1, le=10_000)
+    OCR_PAGE_SECONDS: float = Field(default=30.0, gt=0, le=3600)
     URL_FETCH_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
     URL_FETCH_ALLOWED_NETWORKS: str = ""
     JIEBA_USER_DICT: Path | None = None
@@ -440,7 +449,20 @@ class CoreSettings(BaseSettings):
 
     def extract_limits(self) -> ExtractLimits:
         """Limits extraction applies to one file (and what a zip container may unpack to)."""
-        return ExtractLimits(max_bytes=int(self.INGEST_MAX_FILE_MB * 1_000_000))
+        # OCR stops in time for the rest of the file to reach the index before INGEST_EXTRACT_SECONDS end it.
+        ocr = dataclasses.replace(self.ocr_limits(), total_seconds=self.INGEST_EXTRACT_SECONDS * _OCR_SHARE)
+        return ExtractLimits(max_bytes=int(self.INGEST_MAX_FILE_MB * 1_000_000), ocr=ocr)
+
+    def ocr_limits(self) -> OcrLimits:
+        """How Tesseract reads one image (a photo sent with a question: one page's time in all)."""
+        return OcrLimits(
+            command=self.OCR_COMMAND,
+            languages=self.OCR_LANGUAGES,
+            max_pixels=int(self.OCR_MAX_MEGAPIXELS * 1_000_000),
+            max_pages=self.OCR_MAX_PAGES,
+            page_seconds=self.OCR_PAGE_SECONDS,
+            total_seconds=self.OCR_PAGE_SECONDS,
+        )
 
     def chat_model(self) -> ChatModelConfig | None:
         """The chat model, or None when none is configured (answers are then extractive)."""

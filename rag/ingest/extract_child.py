@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 from rag.errors import ExtractionError
 from rag.ingest import wire
 from rag.ingest.extract import ExtractLimits
+from rag.ingest.extractors.limits import limits_from_wire
 from rag.ingest.types import ExtractedDocument
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def serve(reader: Reader, requests: BinaryIO, replies: BinaryIO) -> None:
     """Answer requests until the parent closes the input."""
     while (request := wire.read_frame(requests)) is not None:
         header, data = request
-        limits = ExtractLimits(**header["limits"])
+        limits = limits_from_wire(header["limits"])
         _answer(reader, data, header.get("filename"), header.get("content_type"), limits, replies)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import sys
@@ -23,6 +24,7 @@ from rag.errors import (
     ExtractionError,
     FetchError,
     NoTextFound,
+    OcrTimeout,
     UnsupportedType,
 )
 from rag.ingest import wire
@@ -55,6 +57,7 @@ _ERRORS = {
         CorruptDocument,
         NoTextFound,
         FetchError,
+        OcrTimeout,
     )
 }
 
@@ -258,12 +261,7 @@ class ExtractionSandbox:
         header = {
             "filename": filename,
             "content_type": content_type,
-            "limits": {
-                "max_bytes": limits.max_bytes,
-                "max_unpacked_bytes": limits.max_unpacked_bytes,
-                "max_compression_ratio": limits.max_compression_ratio,
-                "max_pages": limits.max_pages,
-            },
+            "limits": dataclasses.asdict(limits),
         }
         try:
             child.stdin.write(wire.encode(header, data))

@@ -7,6 +7,7 @@ import io
 import zipfile
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 from rag.errors import CorruptDocument, DocumentTooLarge, EncryptedDocument
 
@@ -32,6 +33,23 @@ _ZIP_ERRORS: tuple[type[Exception], ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class OcrLimits:
+    """How Tesseract is run and what reading the text of images may cost."""
+
+    command: str = "tesseract"
+    languages: str = "eng+chi_sim"
+    # An A4 page scanned at 300 dpi is 8.7 MP and a phone photo 12 MP: both read at full size, larger ones are
+    # scaled down to this first (Tesseract reads text 20 px high as well as 60 px high, and takes 3x as long).
+    max_pixels: int = 12_000_000
+    # Past this no image is decoded at all: a 100 MP RGB image needs 300 MB before it can be scaled down.
+    max_decode_pixels: int = 100_000_000
+    max_pages: int = 100
+    page_seconds: float = 30.0
+    # All the pages of one file together; what is left unread past it is counted, not waited for.
+    total_seconds: float = 90.0
+
+
+@dataclass(frozen=True, slots=True)
 class ExtractLimits:
     """Bounds that keep a huge or hostile file from exhausting memory or time."""
 
@@ -40,6 +58,12 @@ class ExtractLimits:
     # Office XML compresses about 5-20:1; 100:1 leaves room for repetitive sheets and still stops zip bombs.
     max_compression_ratio: float = 100.0
     max_pages: int = 2000
+    ocr: OcrLimits = OcrLimits()
+
+
+def limits_from_wire(fields: dict[str, Any]) -> ExtractLimits:
+    """The limits `dataclasses.asdict` made into plain JSON, rebuilt (the extraction child's side of the pipe)."""
+    return ExtractLimits(**{**fields, "ocr": OcrLimits(**fields.get("ocr", {}))})
 
 
 def format_size(size: int) -> str:
