@@ -23,17 +23,15 @@ log = logging.getLogger(__name__)
 
 MediaKind = Literal["image", "audio"]
 
-# Image formats by their first bytes (the name or MIME type a platform gives can lie): the type a model is told.
+# The image formats both OCR and vision models read, by their first bytes (the name or MIME type a platform gives
+# can lie): the type a model is told.
 _IMAGE_MAGIC: Final = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
     (b"II*\x00", "image/tiff"),
     (b"MM\x00*", "image/tiff"),
-    (b"BM", "image/bmp"),
 )
-_IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
+_IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"})
 _AUDIO_SUFFIXES: Final = frozenset({".ogg", ".oga", ".opus", ".mp3", ".m4a", ".wav", ".webm", ".flac", ".mpga"})
 
 
