@@ -3,14 +3,12 @@ real openai client against the fake transcription API, real Tesseract, Weaviate 
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from PIL import Image, ImageDraw, ImageFont
 
 from adapters.telegram.app import TelegramAdapter
 from adapters.telegram.app import create as create_telegram
@@ -22,13 +20,8 @@ from fakes.openai_api import FakeOpenAI
 from fakes.telegram import FakeTelegramBotAPI, parse_html
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
+from tests.support.media import HANDBOOK, OGG, screenshot
 
-HANDBOOK = (
-    b"# VPN\n\nThe VPN client is installed from the Software Center. It connects with your badge number.\n\n"
-    b"# Lunch\n\nLunch is served from noon in the atrium on the second floor.\n"
-)
-FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-OGG = b"OggS\x00\x02" + bytes(200)
 # Seconds a voice message may take to be read here: the transcription the slow-model test holds runs past it.
 MEDIA_TIMEOUT = 15
 
@@ -45,15 +38,6 @@ def _user(user_id: int, name: str) -> dict[str, Any]:
 
 
 USERS = {name: _user(8100 + n, name) for n, name in enumerate(["Ann", "Ben", "Cai", "Dan", "Eve", "Fay", "Gus", "Hal"])}
-
-
-def screenshot(text: str) -> bytes:
-    """A PNG of black text on white, as a screenshot of a dialog is."""
-    image = Image.new("RGB", (1200, 160), "white")
-    ImageDraw.Draw(image).text((30, 50), text, fill="black", font=ImageFont.truetype(FONT, 40))
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
 
 
 @pytest_asyncio.fixture(scope="module")
