@@ -150,10 +150,10 @@ def translate(
     media = _media(message, read) if command is None else ()
     if media and not addressed:
         return None  # a photo or voice note in a group, not to the bot: not read (mode `all` answers text only)
-    if too_big := [item for item in media if item.size > download_limit]:
-        name = too_big[0].name
-        log.info("telegram=media_refused reason=over_download_limit size=%d", too_big[0].size)
-        return Notice(lambda lang: telegram_words.file_too_big(name, download_limit, lang))
+    if oversized := [item for item in media if item.size > download_limit]:
+        over = oversized[0].name
+        log.info("telegram=media_refused reason=over_download_limit size=%d", oversized[0].size)
+        return Notice(lambda lang: telegram_words.file_too_big(over, download_limit, lang))
     if not cleaned and command is None and not media:
         # A sticker or video sent to the bot gets a notice; service messages (joins, pins) and media nobody asked
         # the bot about get nothing.

@@ -633,6 +633,7 @@ WEB_BAD_MESSAGE_ID: Final = 'A question\'s "id" must be 1 to 64 letters, digits,
 WEB_ADMIN_ONLY: Final = "Only admins can upload files. Enter the admin token first."
 WEB_UPLOAD_FORM: Final = "Send the files as a multipart form with one or more `file` fields."
 WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type one of them, or nothing, and send again."
+WEB_MEDIA_FORM: Final = "Send a question with media as a multipart form: one `file`, and `text`, `id`, `seconds`."
 WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "value": "up"} (or "down").'
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
