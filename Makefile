@@ -1,5 +1,6 @@
 # ragbot: `make run` starts the service on embedded defaults, `make test` runs every test.
-# Both install what is missing first (Python packages, the Weaviate server; Neo4j, PostgreSQL and haproxy for tests).
+# Both install what is missing first (Python packages, the Weaviate server, Tesseract OCR; Neo4j, PostgreSQL and haproxy
+# for tests).
 
 PYTHON ?= python3
 VENV := .venv
@@ -20,7 +21,7 @@ ifneq ($(wildcard $(SHARED)/tiktoken),)
   export TIKTOKEN_CACHE_DIR ?= $(abspath $(SHARED)/tiktoken)
 endif
 
-.PHONY: help install weaviate neo4j postgres haproxy chromium demo run test lint unit integration e2e bench clean
+.PHONY: help install weaviate neo4j postgres haproxy chromium tesseract demo run test lint unit integration e2e bench clean
 
 help:
 	@echo "make run    install what is missing, start ragbot on embedded defaults"
@@ -46,6 +47,10 @@ haproxy:
 chromium:
 	@sh scripts/install-chromium.sh
 
+# Reads the text of images and scanned PDF pages at ingestion (OCR_COMMAND, OCR_LANGUAGES): English and Chinese.
+tesseract:
+	@sh scripts/install-tesseract.sh
+
 # A knowledge base of ragbot's own documentation, so `ragbot chat --kb demo` works right away.
 # Re-ingesting unchanged files is a no-op, so this costs a second after the first run.
 demo: install weaviate
@@ -53,7 +58,7 @@ demo: install weaviate
 	@$(BIN)/ragbot ingest README.md docs --kb demo
 
 # The web chat reads the demo knowledge base unless .env names others.
-run: install weaviate demo
+run: install weaviate tesseract demo
 	@echo "ragbot's web chat: http://127.0.0.1:8080/  (or, in another terminal: .venv/bin/ragbot chat --kb demo)"
 	@if grep -q '^DEFAULT_KNOWLEDGE_BASES=.' .env 2>/dev/null; then exec $(BIN)/ragbot serve; \
 	else DEFAULT_KNOWLEDGE_BASES="$${DEFAULT_KNOWLEDGE_BASES:-demo}" exec $(BIN)/ragbot serve; fi
@@ -75,7 +80,7 @@ unit: install
 # cluster started here. `make test TEST_WORKERS=0` runs every test in the one pytest process.
 TEST_WORKERS ?= 4
 
-test: install weaviate neo4j postgres haproxy chromium lint
+test: install weaviate neo4j postgres haproxy chromium tesseract lint
 	RAGBOT_TEST_WEAVIATE_BINARY=$(abspath $(WEAVIATE)) RAGBOT_TEST_NEO4J_HOME=$(abspath $(NEO4J)) $(BIN)/python scripts/with-test-postgres.py \
 		$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 

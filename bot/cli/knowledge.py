@@ -20,6 +20,7 @@ from bot.knowledge.tenancy import parse_tenant, shown
 from bot.words.messages import job_outcome, shown_period
 from rag.errors import ExtractionError, UnsupportedType
 from rag.ingest.extract import detect_type
+from rag.ingest.extractors.detect import IMAGES
 from rag.ingest.faq_sheet import is_faq_sheet, template_path
 from storage.repos.jobs import UNFINISHED
 
@@ -139,7 +140,7 @@ class Source:
 
 
 def unreadable_kind(path: str, max_bytes: int) -> str | None:
-    """Why ragbot cannot read the file at `path` at all (an image, an archive...), or None.
+    """Why ragbot does not read the file at `path` when a folder holds it (an image, an archive...), or None.
 
     Only the kind is judged here: a file too large to read, damaged or empty is left to its job, which
     says so as a failure. Files over `max_bytes` are not read, for the same reason.
@@ -148,11 +149,15 @@ def unreadable_kind(path: str, max_bytes: int) -> str | None:
     try:
         if file.stat().st_size > max_bytes:
             return None
-        detect_type(file.read_bytes(), filename=file.name)
+        kind = detect_type(file.read_bytes(), filename=file.name)
     except UnsupportedType as exc:
         return str(exc)
     except (OSError, ExtractionError):
         return None
+    if kind in IMAGES:
+        # A docs folder's images are mostly screenshots and diagrams: their words out of context would only crowd
+        # the search. A scan is read when it is named, or uploaded in a chat.
+        return "an image in a folder is taken for an illustration: name it to read its text with OCR"
     return None
 
 

@@ -216,7 +216,10 @@ def describe_result(job: JobRecord) -> str:
     if result.get("unchanged"):
         return f"unchanged ({_count(chunks, 'chunk')} already indexed)"
     parts = int(result.get("segments", 0) or chunks)
-    return f"{_count(chunks, 'chunk')} in {_count(parts, 'part')} indexed"
+    ocr = int(result.get("ocr_pages") or 0), int(result.get("ocr_unread_pages") or 0)
+    read = f", {_count(ocr[0], 'page')} read with OCR" if ocr[0] else ""
+    unread = f", {_count(ocr[1], 'page')} not read (over OCR_MAX_PAGES or INGEST_EXTRACT_SECONDS)" if ocr[1] else ""
+    return f"{_count(chunks, 'chunk')} in {_count(parts, 'part')} indexed{read}{unread}"
 
 
 def _count(number: int, noun: str) -> str:

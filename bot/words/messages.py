@@ -561,7 +561,16 @@ def job_result(job: JobRecord, lang: str) -> str:
         )
     if result.get("unchanged"):
         return words.text("job.result.unchanged")
-    return words.plural("job.result.indexed", int(result.get("chunks", 0)))
+    indexed = words.plural("job.result.indexed", int(result.get("chunks", 0)))
+    return words.text("job.result.sentence_gap").join([indexed, *_ocr_note(result, lang)])
+
+
+def _ocr_note(result: Mapping[str, Any], lang: str) -> list[str]:
+    """How many pages OCR read, and how many it left unread past its limits: nothing for a file with a text layer."""
+    words = catalogue(lang)
+    read, unread = int(result.get("ocr_pages") or 0), int(result.get("ocr_unread_pages") or 0)
+    note = [words.plural("job.result.ocr", read)] if read else []
+    return note + ([words.plural("job.result.ocr_unread", unread)] if unread else [])
 
 
 # Details that are byte counts: said in MB, as the size settings count them.

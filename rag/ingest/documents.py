@@ -62,6 +62,9 @@ class IngestResult:
     segments: int
     chunks: int
     characters: int
+    # Pages of a scan or an image read with OCR, and those left unread past the OCR limits.
+    ocr_pages: int = 0
+    ocr_unread_pages: int = 0
 
 
 IngestOutcome = IngestResult | RagError | StorageError
@@ -95,8 +98,16 @@ class _Prepared:
 
     def result(self) -> IngestResult:
         version = self.version
+        unread = version.meta.get("ocr_unread_pages")
         return IngestResult(
-            self.document_id, version.title, False, len(version.segments), len(version.chunks), len(version.text)
+            self.document_id,
+            version.title,
+            False,
+            len(version.segments),
+            len(version.chunks),
+            len(version.text),
+            ocr_pages=int(version.meta.get("ocr_pages", 0)),
+            ocr_unread_pages=len(unread) if isinstance(unread, list) else 0,
         )
 
 

@@ -28,7 +28,7 @@ _PLACEHOLDER_TITLE = re.compile(
 
 # Why a file of each type came out empty (the reason id a chat words, and the operator's English).
 _NO_TEXT = {
-    mime.PDF: ("no_text_pdf", "no text found in the PDF (scanned images?): run OCR on it first"),
+    mime.PDF: ("no_text_pdf", "no text found in the PDF, not even by OCR in its images: check that it is legible"),
     mime.DOCX: (
         "no_text_docx",
         "no text found in the Word document (images only?): add the text or run OCR on the images",
@@ -45,6 +45,9 @@ _NO_TEXT = {
     mime.JSON: ("no_text_json", "the JSON file holds no values: check that it is the right file"),
     mime.MARKDOWN: ("blank", "the Markdown file holds only whitespace: upload a file with content"),
     mime.TEXT: ("blank", "the text file holds only whitespace: upload a file with content"),
+    **dict.fromkeys(
+        mime.IMAGES, ("no_text_image", "no text found in the image by OCR: upload a sharper scan, or the text itself")
+    ),
 }
 
 
@@ -91,7 +94,11 @@ def _extract(data: bytes, detection: Detection, limits: ExtractLimits) -> Extrac
     if mime_type == mime.PDF:
         from rag.ingest.extractors.pdf import extract_pdf
 
-        return extract_pdf(data, max_pages=limits.max_pages, mime_type=mime_type)
+        return extract_pdf(data, max_pages=limits.max_pages, mime_type=mime_type, ocr=limits.ocr)
+    if mime_type in mime.IMAGES:
+        from rag.ingest.extractors.image import extract_image
+
+        return extract_image(data, limits=limits.ocr, mime_type=mime_type)
     if mime_type == mime.DOCX:
         from rag.ingest.extractors.word import extract_docx
 

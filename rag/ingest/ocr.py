@@ -28,7 +28,9 @@ async def read_image_text(data: bytes, limits: OcrLimits, *, memory_bytes: int =
     `extract_memory` past `memory_bytes`, `ocr_missing` when Tesseract is not installed.
     """
     sandbox = ExtractionSandbox(
-        SandboxLimits(memory_bytes=memory_bytes, seconds=limits.total_seconds + _DECODE_SECONDS, max_chars=_MAX_CHARS, idle=0),
+        SandboxLimits(
+            memory_bytes=memory_bytes, seconds=limits.total_seconds + _DECODE_SECONDS, max_chars=_MAX_CHARS, idle=0
+        ),
         reader="rag.ingest.extractors.image:read_image",
     )
     try:

@@ -55,12 +55,12 @@ async def test_an_admin_builds_a_knowledge_base_from_the_terminal(serving: dict[
 
     code, _, err = await _run(env, tmp_path, "ingest", str(docs), "--kb", "handbook")
     assert code == 0, "a folder's file of a kind ragbot cannot read is skipped, not a failure"
-    assert f"skipped {docs / 'logo.png'}: PNG image files are not supported" in err
+    assert f"skipped {docs / 'logo.png'}: an image in a folder is taken for an illustration" in err
     assert "2 of 2 ingested into handbook" in err
 
     code, _, err = await _run(env, tmp_path, "ingest", str(docs / "logo.png"), "--kb", "handbook")
     assert code == 1, "a file named on the command line that cannot be read fails"
-    assert "logo.png: failed: PNG image files are not supported" in err
+    assert "logo.png: failed: the PNG image is damaged or incomplete" in err
 
     pictures = tmp_path / "pictures"
     pictures.mkdir()

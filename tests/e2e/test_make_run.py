@@ -135,5 +135,5 @@ async def test_make_run_on_a_fresh_checkout_answers_from_the_demo_and_stops_clea
     log = output.read_text()
     assert make.returncode == 0, log
     assert "skipped" in log, "the demo skips the README's screenshot with one line"
-    assert "web-chat.png: PNG image files are not supported" in log
+    assert "web-chat.png: an image in a folder is taken for an illustration" in log
     assert "serve=stopping" in log

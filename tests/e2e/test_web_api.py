@@ -447,14 +447,14 @@ async def test_a_chinese_chat_hears_why_ingestion_failed_in_chinese_in_the_statu
     await _say(browser, "/lang zh")
     photo = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
     assert await _upload(browser, {"photo.png": photo}) == (
-        "photo.png：未能导入：我识别不了图片里的文字：请上传文字，或带文字层的 PDF"
+        "photo.png：未能导入：这张 PNG 图片已损坏或不完整：请重新保存或导出"
     )
     broken = b"question,answer\nWhere is the gym?,In the basement.\nWhen does it open?,\n"
     assert await _upload(browser, {"broken.csv": broken}, "/faq import") == (
         "broken.csv：问答表格未导入：第 3 行：没有答案：请填写答案列"
     )
     jobs = (await _say(browser, "/jobs"))[-2][1]["text"]
-    assert "`photo.png` → docs，刚刚：失败：我识别不了图片里的文字：请上传文字，或带文字层的 PDF" in jobs
+    assert "`photo.png` → docs，刚刚：失败：这张 PNG 图片已损坏或不完整：请重新保存或导出" in jobs
     # Other tests' sheets failed the same way: listed on the same line, the reason said once.
     [faq_line] = [line for line in jobs.splitlines() if "`broken.csv`" in line]
     assert faq_line.endswith("→ docs，刚刚：失败：第 3 行：没有答案：请填写答案列")

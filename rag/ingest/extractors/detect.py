@@ -24,14 +24,32 @@ HTML = "text/html"
 CSV = "text/csv"
 JSON = "application/json"
 EML = "message/rfc822"
+PNG = "image/png"
+JPEG = "image/jpeg"
+WEBP = "image/webp"
+TIFF = "image/tiff"
 
 ZIP_CONTAINERS = frozenset({DOCX, PPTX, XLSX, EPUB})
+IMAGES = frozenset({PNG, JPEG, WEBP, TIFF})
 SUPPORTED = (
-    "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), EPUB, e-mail (.eml), HTML, Markdown, CSV, JSON or text"
+    "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), EPUB, e-mail (.eml), HTML, Markdown, CSV, JSON, text "
+    "or images (PNG, JPEG, WebP, TIFF)"
 )
 
 _OOXML_MAIN_PARTS = (("word/document.xml", DOCX), ("ppt/presentation.xml", PPTX), ("xl/workbook.xml", XLSX))
-_BINARY_EXTENSIONS = {".pdf": PDF, ".docx": DOCX, ".pptx": PPTX, ".xlsx": XLSX, ".epub": EPUB}
+_BINARY_EXTENSIONS = {
+    ".pdf": PDF,
+    ".docx": DOCX,
+    ".pptx": PPTX,
+    ".xlsx": XLSX,
+    ".epub": EPUB,
+    ".png": PNG,
+    ".jpg": JPEG,
+    ".jpeg": JPEG,
+    ".webp": WEBP,
+    ".tif": TIFF,
+    ".tiff": TIFF,
+}
 _TEXT_EXTENSIONS = {
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
@@ -58,22 +76,29 @@ _NAMES = {
     PPTX: "PowerPoint file",
     XLSX: "Excel file",
     EPUB: "EPUB",
+    PNG: "PNG image",
+    JPEG: "JPEG image",
+    WEBP: "WebP image",
+    TIFF: "TIFF image",
 }
+# Leading bytes of the images ragbot reads with OCR.
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", PNG),
+    (b"\xff\xd8\xff", JPEG),
+    (b"II*\x00", TIFF),
+    (b"MM\x00*", TIFF),
+)
 
 # What to tell the admin about a kind of file ragbot does not read: the reason id a chat words, and the advice.
-_IMAGE = ("unsupported_image", "ragbot has no OCR, so upload the text or a PDF that has a text layer")
+_IMAGE = ("unsupported_image", "save it as PNG or JPEG and upload it again")
 _ARCHIVE = ("unsupported_archive", "unpack it and upload the files one by one")
 _PROGRAM = ("unsupported_program", "upload a document instead")
 _MEDIA = ("unsupported_media", "upload a transcript instead")
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # Leading bytes of common formats ragbot does not read, and what to tell the admin about each.
 _SIGNATURES: tuple[tuple[bytes, str, tuple[str, str]], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "PNG image", _IMAGE),
-    (b"\xff\xd8\xff", "JPEG image", _IMAGE),
     (b"GIF87a", "GIF image", _IMAGE),
     (b"GIF89a", "GIF image", _IMAGE),
-    (b"II*\x00", "TIFF image", _IMAGE),
-    (b"MM\x00*", "TIFF image", _IMAGE),
     (b"\x1f\x8b", "gzip archive", _ARCHIVE),
     (b"BZh", "bzip2 archive", _ARCHIVE),
     (b"\xfd7zXZ\x00", "xz archive", _ARCHIVE),
@@ -92,7 +117,7 @@ _SIGNATURES: tuple[tuple[bytes, str, tuple[str, str]], ...] = (
     (b"fLaC", "FLAC audio file", _MEDIA),
     (b"ID3", "MP3 audio file", _MEDIA),
 )
-_RIFF_KINDS = {b"WEBP": ("WebP image", _IMAGE), b"WAVE": ("WAV audio file", _MEDIA), b"AVI ": ("AVI video", _MEDIA)}
+_RIFF_KINDS = {b"WAVE": ("WAV audio file", _MEDIA), b"AVI ": ("AVI video", _MEDIA)}
 # The `mimetype` entry of an EPUB or OpenDocument file is one short line.
 _MAX_SMALL_PART = 1024
 _ENCRYPTED = 0x1
@@ -121,6 +146,8 @@ def detect(data: bytes, filename: str | None = None, content_type: str | None = 
         return Detection(_zip_type(data, filename, extension))
     if data.startswith(_OLE):
         raise _legacy_office(data)
+    if (image := image_type(data)) is not None:
+        return Detection(image)
     _refuse_known_binary(data)
     decoded = decode_text(data)
     if decoded is None:
@@ -133,6 +160,16 @@ def detect(data: bytes, filename: str | None = None, content_type: str | None = 
             )
         raise UnsupportedType(f"unrecognised binary file: upload {SUPPORTED}", reason="unsupported_binary")
     return Detection(_text_type(decoded.text, extension, content_type), decoded)
+
+
+def image_type(data: bytes) -> str | None:
+    """The MIME type of the image `data` starts like (PNG, JPEG, WebP, TIFF), or None for anything else."""
+    for signature, mime_type in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return mime_type
+    if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+        return WEBP
+    return None
 
 
 def _zip_type(data: bytes, filename: str | None, extension: str) -> str:

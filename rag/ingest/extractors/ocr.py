@@ -20,18 +20,14 @@ from dataclasses import dataclass
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from rag.errors import CorruptDocument, DocumentTooLarge, ExtractionError, OcrTimeout, UnsupportedType
+from rag.ingest.extractors import detect as mime
 from rag.ingest.extractors.limits import OcrLimits
 
 log = logging.getLogger(__name__)
 
 # What Pillow calls each format ragbot reads, and how a person names it.
-IMAGE_KINDS = {"PNG": "PNG image", "JPEG": "JPEG image", "WEBP": "WebP image", "TIFF": "TIFF image"}
-_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "PNG"),
-    (b"\xff\xd8\xff", "JPEG"),
-    (b"II*\x00", "TIFF"),
-    (b"MM\x00*", "TIFF"),
-)
+_PILLOW_FORMATS = {mime.PNG: "PNG", mime.JPEG: "JPEG", mime.WEBP: "WEBP", mime.TIFF: "TIFF"}
+_NAMES = {"PNG": "PNG", "JPEG": "JPEG", "WEBP": "WebP", "TIFF": "TIFF"}
 # A page is not started with less time than this left: Tesseract takes about a second to load chi_sim alone.
 _MIN_PAGE_SECONDS = 2.0
 # Tesseract parallelises one page over all cores with OpenMP; on a shared host one thread a page reads more pages.
@@ -40,6 +36,7 @@ _ENV = {**os.environ, "OMP_THREAD_LIMIT": "1"}
 _CJK = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef"
 _CJK_GAP = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")
 _BLANK_LINES = re.compile(r"\n{3,}")
+_BOMB_SIZE = re.compile(r"\((\d+) pixels\)")
 
 PageLoader = Callable[[], Image.Image]
 
@@ -53,30 +50,23 @@ class OcrPages:
     unread: tuple[int, ...]
 
 
-def image_kind(data: bytes) -> str | None:
-    """The image format `data` starts like ('PNG', 'JPEG', 'WEBP', 'TIFF'), or None for anything else."""
-    for signature, kind in _SIGNATURES:
-        if data.startswith(signature):
-            return kind
-    if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
-        return "WEBP"
-    return None
-
-
-def open_image(data: bytes) -> Image.Image:
+def open_image(data: bytes, limits: OcrLimits) -> Image.Image:
     """The image `data` holds, with only its header read; UnsupportedType or CorruptDocument when it is none."""
-    kind = image_kind(data)
-    if kind is None:
+    mime_type = mime.image_type(data)
+    if mime_type is None:
         raise UnsupportedType(
             "the file is not an image (PNG, JPEG, WebP or TIFF): send a photo or a screenshot", reason="not_image"
         )
+    kind = _PILLOW_FORMATS[mime_type]
     with warnings.catch_warnings():
         # The size is checked against OcrLimits before anything is decoded; Pillow's own guard would only warn.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
             return Image.open(io.BytesIO(data), formats=[kind])
         except Image.DecompressionBombError as exc:
-            raise _too_large(0, 0) from exc
+            # Pillow refuses past twice its own limit while reading the header; its message gives the size.
+            found = _BOMB_SIZE.search(str(exc))
+            raise too_large(int(found.group(1)) if found else 0, limits.max_decode_pixels) from exc
         except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
             raise _damaged(kind, exc) from exc
 
@@ -85,7 +75,7 @@ def fit(image: Image.Image, limits: OcrLimits) -> Image.Image:
     """The image in grey, upright and scaled down to `max_pixels`; refused before decoding past `max_decode_pixels`."""
     width, height = image.size
     if width * height > limits.max_decode_pixels:
-        raise _too_large(width * height, limits.max_decode_pixels)
+        raise too_large(width * height, limits.max_decode_pixels)
     scale = min(1.0, math.sqrt(limits.max_pixels / max(width * height, 1)))
     target = (max(1, int(width * scale)), max(1, int(height * scale)))
     kind = image.format or "image"
@@ -145,15 +135,17 @@ def read_pages(pages: Iterable[tuple[int, PageLoader]], limits: OcrLimits) -> Oc
     deadline = time.monotonic() + limits.total_seconds
     texts: list[tuple[int, str]] = []
     unread: list[int] = []
-    read = 0
+    read = tried = 0
     first_error: ExtractionError | None = None
     for number, load in pages:
         left = deadline - time.monotonic()
-        if read >= limits.max_pages or left < _MIN_PAGE_SECONDS:
+        # The first page is always tried, so a single image too slow to read says so instead of coming back empty.
+        if read >= limits.max_pages or (tried and left < _MIN_PAGE_SECONDS):
             unread.append(number)
             continue
+        tried += 1
         try:
-            text = recognise(fit(load(), limits), limits, min(limits.page_seconds, left))
+            text = recognise(fit(load(), limits), limits, max(min(limits.page_seconds, left), 0.0))
         except ExtractionError as exc:
             if exc.reason == "ocr_missing":
                 raise
@@ -187,10 +179,14 @@ def _frame_loader(image: Image.Image, index: int) -> PageLoader:
     return load
 
 
-def _too_large(pixels: int, cap: int) -> DocumentTooLarge:
+def too_large(pixels: int, cap: int) -> DocumentTooLarge:
+    """The error for an image of `pixels` (0: unknown) over the `cap` that is decoded at all."""
     if not pixels:
         return DocumentTooLarge(
-            "the image is too large to open: scale it down and send it again", reason="image_too_large"
+            f"the image is over the {cap / 1e6:.0f} megapixels ragbot reads: scale it down and send it again",
+            reason="image_too_large",
+            megapixels=f">{round(cap / 1e6)}",
+            max_megapixels=round(cap / 1e6),
         )
     return DocumentTooLarge(
         f"the image is {pixels / 1e6:.0f} megapixels, over the {cap / 1e6:.0f} megapixels ragbot reads: "
@@ -202,7 +198,9 @@ def _too_large(pixels: int, cap: int) -> DocumentTooLarge:
 
 
 def _damaged(kind: str, exc: BaseException) -> CorruptDocument:
-    name = IMAGE_KINDS.get(kind, "image")
+    name = _NAMES.get(kind, kind)
+    # Pillow names the BytesIO object when it cannot identify an image: nothing an admin could use.
+    why = "not decodable" if isinstance(exc, UnidentifiedImageError) else str(exc)
     return CorruptDocument(
-        f"the {name} is damaged or incomplete ({exc}): save or export it again", reason="damaged_image", kind=name
+        f"the {name} image is damaged or incomplete ({why}): save or export it again", reason="damaged_image", kind=name
     )

@@ -11,11 +11,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from PIL import Image
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, PyPdfError
 
 from rag.errors import CorruptDocument, DocumentTooLarge, EncryptedDocument
 from rag.ingest.extractors.damage import reason
+from rag.ingest.extractors.limits import OcrLimits
+from rag.ingest.extractors.ocr import PageLoader, read_pages, too_large
 from rag.ingest.types import ExtractedDocument, Section
 
 logger = logging.getLogger(__name__)
@@ -24,6 +27,9 @@ logger = logging.getLogger(__name__)
 # over a 10 pt body, Word's Heading 2 13 pt over 11 pt. Longer lines in large type are a large-print paragraph.
 _HEADING_SCALE = 1.15
 _HEADING_MAX_CHARS = 120
+
+# A page with less text than this but an image is a scan with, at most, a page number or a stamp set as text.
+_MIN_TEXT_LAYER = 16
 
 _Runs = list[tuple[float, str]]  # (type size in points, text) of each text run of a page
 
@@ -42,8 +48,12 @@ _PDF_ERRORS = (
 )
 
 
-def extract_pdf(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDocument:
-    """One section per page that has text, with {'page': n} counted from 1; the title from the metadata."""
+def extract_pdf(data: bytes, *, max_pages: int, mime_type: str, ocr: OcrLimits | None = None) -> ExtractedDocument:
+    """One section per page that has text, with {'page': n} counted from 1; the title from the metadata.
+
+    With `ocr`, a page without a text layer (a scan) is read from its image by OCR, within the OCR limits; the
+    metadata counts the pages read so (`ocr_pages`) and those left unread (`ocr_unread_pages`).
+    """
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -62,6 +72,7 @@ def extract_pdf(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDocu
         )
     pages: list[tuple[int, str, _Runs]] = []
     failed: list[int] = []
+    scans: list[int] = []
     for number in range(1, page_count + 1):
         try:
             text, runs = _page_text(reader.pages[number - 1])
@@ -69,20 +80,73 @@ def extract_pdf(data: bytes, *, max_pages: int, mime_type: str) -> ExtractedDocu
             logger.warning("pdf_page_unreadable page=%d error=%s", number, exc)
             failed.append(number)
             continue
-        if text.strip():
+        if len(text.strip()) >= _MIN_TEXT_LAYER:
+            pages.append((number, text, runs))
+        elif ocr is not None and _has_image(reader.pages[number - 1]):
+            scans.append(number)
+        elif text.strip():
             pages.append((number, text, runs))
     headings = _heading_levels([run for _, _, runs in pages for run in runs])
-    sections = [Section(_mark_headings(text, headings), {"page": number}) for number, text, _ in pages]
+    found = [(number, _mark_headings(text, headings)) for number, text, _ in pages]
+    metadata: dict[str, Any] = {"pages": page_count}
+    if scans and ocr is not None:
+        read = read_pages(((number, _image_loader(reader.pages[number - 1], ocr)) for number in scans), ocr)
+        found = sorted([*found, *read.texts])
+        metadata["ocr_pages"] = read.read
+        if read.unread:
+            metadata["ocr_unread_pages"] = list(read.unread)
     if failed and len(failed) == page_count:
         raise CorruptDocument(
             "PDF is damaged: no page could be read; export or print it to PDF again", reason="damaged_pdf"
         )
+    if failed:
+        metadata["unreadable_pages"] = failed
     return ExtractedDocument(
-        sections=tuple(sections),
+        sections=tuple(Section(text, {"page": number}) for number, text in found),
         mime_type=mime_type,
         title=_title(reader),
-        metadata={"pages": page_count, "unreadable_pages": failed} if failed else {"pages": page_count},
+        metadata=metadata,
     )
+
+
+def _images(page: PageObject) -> list[tuple[str, int]]:
+    """The page's own image objects by name, with their declared size in pixels (nothing decoded)."""
+    try:
+        resources = page.get("/Resources")
+        xobjects = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is None:
+            return []
+        found = []
+        for name, reference in xobjects.get_object().items():
+            xobject = reference.get_object()
+            if xobject.get("/Subtype") == "/Image":
+                found.append((str(name), int(xobject.get("/Width", 0)) * int(xobject.get("/Height", 0))))
+    except _PDF_ERRORS as exc:
+        logger.warning("pdf_images_unreadable error=%s", exc)
+        return []
+    return found
+
+
+def _has_image(page: PageObject) -> bool:
+    return bool(_images(page))
+
+
+def _image_loader(page: PageObject, ocr: OcrLimits) -> PageLoader:
+    """Decodes the page's largest image (a scan is one image a page) when OCR comes to it, not before."""
+
+    def load() -> Image.Image:
+        name, pixels = max(_images(page), key=lambda found: found[1])
+        if pixels > ocr.max_decode_pixels:
+            raise too_large(pixels, ocr.max_decode_pixels)
+        try:
+            image = page.images[name].image
+        except (*_PDF_ERRORS, OSError) as exc:
+            raise CorruptDocument(f"a scanned page's image is damaged ({reason(exc)})", reason="damaged_pdf") from exc
+        if image is None:
+            raise CorruptDocument("a scanned page's image could not be decoded", reason="damaged_pdf")
+        return image
+
+    return load
 
 
 def _page_text(page: PageObject) -> tuple[str, _Runs]:

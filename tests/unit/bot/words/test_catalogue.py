@@ -205,6 +205,9 @@ FIXED: dict[str, Callable[[str], str]] = {
         _job("succeeded", result={"chunks": 1, "unchanged": True}), lang
     ),
     "job_result:indexed": lambda lang: messages.job_result(_job("succeeded"), lang),
+    "job_result:ocr": lambda lang: messages.job_result(
+        _job("succeeded", "upload", {"chunks": 40, "ocr_pages": 1, "ocr_unread_pages": 2}), lang
+    ),
     "job_result:failed": lambda lang: messages.job_result(_job("failed"), lang),
     "job_result:faq_failed": lambda lang: messages.job_result(_job("failed", "faq"), lang),
     "ingest_outcome": lambda lang: messages.ingest_outcome(

@@ -97,13 +97,10 @@ def test_the_extension_wins_over_the_declared_content_type():
 @pytest.mark.parametrize(
     ("content", "kind"),
     [
-        (b"\x89PNG\r\n\x1a\n" + bytes(64), "PNG image"),
-        (b"\xff\xd8\xff\xe0" + bytes(64), "JPEG image"),
         (b"GIF89a" + bytes(64), "GIF image"),
         (b"\x1f\x8b\x08\x00" + bytes(64), "gzip archive"),
         (b"\x7fELF\x02\x01\x01" + bytes(64), "ELF executable"),
         (b"MZ\x90\x00\x03\x00" + bytes(64), "Windows executable"),
-        (b"RIFF\x00\x00\x00\x00WEBPVP8 " + bytes(64), "WebP image"),
         (b"\x00\x00\x00\x18ftypmp42" + bytes(64), "MP4"),
         (b"{\\rtf1\\ansi hello}", "RTF document"),
         (b"SQLite format 3\x00" + bytes(64), "SQLite database"),
@@ -113,6 +110,21 @@ def test_the_extension_wins_over_the_declared_content_type():
 def test_known_binaries_are_refused_by_name(content, kind):
     with pytest.raises(UnsupportedType, match=kind):
         detect_type(content, filename="upload.txt")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png"),
+        (b"\xff\xd8\xff\xe0" + bytes(64), "image/jpeg"),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 " + bytes(64), "image/webp"),
+        (b"II*\x00" + bytes(64), "image/tiff"),
+        (b"MM\x00*" + bytes(64), "image/tiff"),
+    ],
+    ids=["png", "jpeg", "webp", "tiff-le", "tiff-be"],
+)
+def test_images_are_read_by_their_content_whatever_their_name(content, expected):
+    assert detect_type(content, filename="notes.txt") == expected
 
 
 def test_an_old_office_file_is_refused_with_what_to_do():

@@ -37,8 +37,8 @@ def test_blank_pages_are_skipped_but_keep_the_numbering():
     assert [section.metadata["page"] for section in document.sections] == [1, 3]
 
 
-def test_a_pdf_without_a_text_layer_asks_for_ocr():
-    with pytest.raises(NoTextFound, match=r"no text found in the PDF \(scanned images\?\): run OCR on it first"):
+def test_a_pdf_without_a_text_layer_or_legible_scan_says_so():
+    with pytest.raises(NoTextFound, match=r"no text found in the PDF, not even by OCR"):
         extract(make_pdf_without_text(), filename="scan.pdf")
 
 
