@@ -28,7 +28,6 @@ from rag.ingest.extractors.limits import OcrLimits
 from rag.ingest.fetch import FetchLimits
 from rag.ingest.sandbox import SandboxLimits
 from rag.language import LANGUAGES, Language
-from rag.models.media import MediaModelConfig
 from rag.models.rerankers import LOCAL_DECLINE_FLOOR, RerankerConfig
 from rag.relevance import RerankConfig
 from rag.retrieval import FusionWeights, RetrievalConfig
@@ -476,19 +475,19 @@ class CoreSettings(BaseSettings):
             max_retries=self.CHAT_MODEL_MAX_RETRIES,
         )
 
-    def vision_model(self) -> MediaModelConfig | None:
+    def vision_model(self) -> ChatModelConfig | None:
         """The vision model that describes images sent with questions, or None (OCR reads them)."""
         return self._media_model(self.VISION_MODEL, self.VISION_MODEL_BASE_URL, self.VISION_MODEL_API_KEY)
 
-    def transcription_model(self) -> MediaModelConfig | None:
+    def transcription_model(self) -> ChatModelConfig | None:
         """The speech model that transcribes voice messages, or None (they get a one-line reply)."""
         return self._media_model(self.TRANSCRIPTION_MODEL, self.TRANSCRIPTION_BASE_URL, self.TRANSCRIPTION_API_KEY)
 
-    def _media_model(self, model: str | None, base_url: str | None, key: SecretStr | None) -> MediaModelConfig | None:
+    def _media_model(self, model: str | None, base_url: str | None, key: SecretStr | None) -> ChatModelConfig | None:
         if not model:
             return None
         api_key = key or self.CHAT_MODEL_API_KEY
-        return MediaModelConfig(
+        return ChatModelConfig(
             model=model,
             base_url=base_url or self.CHAT_MODEL_BASE_URL,
             api_key=api_key.get_secret_value() if api_key else None,

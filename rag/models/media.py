@@ -1,15 +1,15 @@
 """Models that turn a question's media into text: a vision model describes an image, a speech model transcribes audio.
 
 Both speak the OpenAI API through openai.AsyncOpenAI (chat completions with an image_url content part, and
-/audio/transcriptions); openai is imported where a model is made, as for the chat model.
+/audio/transcriptions), configured as a chat model is (ChatModelConfig); openai is imported where a model is made.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rag.config import ChatModelConfig
 from rag.errors import ModelError, ModelTimeout
 
 if TYPE_CHECKING:
@@ -23,18 +23,7 @@ VISION_PROMPT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class MediaModelConfig:
-    """An OpenAI-compatible endpoint and the model to use there."""
-
-    model: str
-    base_url: str | None
-    api_key: str | None
-    timeout: float = 60.0
-    max_retries: int = 2
-
-
-def _client(config: MediaModelConfig) -> openai.AsyncOpenAI:
+def _client(config: ChatModelConfig) -> openai.AsyncOpenAI:
     import openai
 
     return openai.AsyncOpenAI(
@@ -58,7 +47,7 @@ def _failed(what: str, exc: openai.APIError) -> ModelError:
 class OpenAIVision:
     """Describes an image with a vision chat model (the image sent inline as a data: URL)."""
 
-    def __init__(self, config: MediaModelConfig) -> None:
+    def __init__(self, config: ChatModelConfig) -> None:
         self._model = config.model
         self._client = _client(config)
 
@@ -96,7 +85,7 @@ class OpenAIVision:
 class OpenAITranscriber:
     """Transcribes speech through an OpenAI-compatible /audio/transcriptions endpoint."""
 
-    def __init__(self, config: MediaModelConfig) -> None:
+    def __init__(self, config: ChatModelConfig) -> None:
         self._model = config.model
         self._client = _client(config)
 

@@ -10,8 +10,9 @@ import aiohttp
 import pytest
 
 from fakes.openai_api import MAX_AUDIO_BYTES, FakeOpenAI, image_urls
+from rag.config import ChatModelConfig
 from rag.errors import ModelError, ModelTimeout
-from rag.models.media import MediaModelConfig, OpenAITranscriber, OpenAIVision
+from rag.models.media import OpenAITranscriber, OpenAIVision
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(64)
 OGG = b"OggS" + bytes(64)
@@ -23,8 +24,8 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
         yield running
 
 
-def _config(fake: FakeOpenAI, model: str, *, timeout: float = 60.0, max_retries: int = 2) -> MediaModelConfig:
-    return MediaModelConfig(model, fake.base_url, "test-key", timeout=timeout, max_retries=max_retries)
+def _config(fake: FakeOpenAI, model: str, *, timeout: float = 60.0, max_retries: int = 2) -> ChatModelConfig:
+    return ChatModelConfig(model, fake.base_url, "test-key", timeout=timeout, max_retries=max_retries)
 
 
 async def test_a_transcription_uploads_the_file_and_model_and_returns_the_text(fake: FakeOpenAI) -> None:

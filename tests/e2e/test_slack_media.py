@@ -17,9 +17,9 @@ from adapters.slack.app import create as create_slack
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.words import messages
+from fakes.base import start_local
 from fakes.openai_api import FakeOpenAI
 from fakes.slack import FakeSlackAPI, Shown, events
-from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.support.media import HANDBOOK, OGG, screenshot
@@ -102,10 +102,7 @@ async def slack(tmp_path_factory: pytest.TempPathFactory, embedded_settings: Emb
             assert isinstance(adapter, SlackAdapter)
             app = web.Application()
             adapter.mount(app)
-            runner = web.AppRunner(app, access_log=None)
-            await runner.setup()
-            port = free_port()
-            await web.TCPSite(runner, "127.0.0.1", port).start()
+            runner, port = await start_local(app)
             await services.jobs.start()
             await adapter.start()
             try:

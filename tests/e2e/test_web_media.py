@@ -17,7 +17,6 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
-from aiohttp import web
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from adapters.web.app import create as create_web
@@ -25,8 +24,8 @@ from bot.app.manager import build_manager, chat_policy
 from bot.app.server import create_app
 from bot.app.services import build_services
 from bot.words import messages
+from fakes.base import start_local
 from fakes.openai_api import FakeOpenAI
-from harness.processes import free_port
 from rag.ingest.documents import SourceFile
 from tests.conftest import EmbeddedSettings
 from tests.support.media import HANDBOOK, OGG, screenshot
@@ -71,10 +70,7 @@ async def served(
             adapter = create_web(build_manager(services, chat_policy(settings)), settings, services.db)
             assert adapter is not None
             adapter.mount(app)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            port = free_port()
-            await web.TCPSite(runner, "127.0.0.1", port).start()
+            runner, port = await start_local(app)
             try:
                 yield Served(f"http://127.0.0.1:{port}", openai)
             finally:

@@ -643,13 +643,28 @@
     scrollToEnd(true);
     setBusy(true);
     var ctx = newContext(userBubble);
-    try {
-      var response = await fetch("/api/messages", {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ text: trimmed, id: questionId() }),
+    await ask(ctx, "/api/messages", {
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ text: trimmed, id: questionId() }),
+    });
+    if (startsOver && !ctx.failed) {
+      // `/new` started a new conversation: keep only its reply on screen.
+      Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
+        var keep = ctx.created.some(function (bubble) {
+          return bubble.el === el;
+        });
+        if (!keep) {
+          el.remove();
+        }
       });
+    }
+    els.input.focus();
+  }
+
+  /** POST a question to `path` and show its answer as it streams; a broken stream waits for the stored answer. */
+  async function ask(ctx, path, request) {
+    try {
+      var response = await fetch(path, Object.assign({ method: "POST", credentials: "same-origin" }, request));
       await consume(response, ctx);
       if (ctx.streamed && !ctx.done && !(await recoverAnswer(ctx))) {
         addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
@@ -663,18 +678,6 @@
       showStatus(null);
       setBusy(false);
     }
-    if (startsOver && !ctx.failed) {
-      // `/new` started a new conversation: keep only its reply on screen.
-      Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
-        var keep = ctx.created.some(function (bubble) {
-          return bubble.el === el;
-        });
-        if (!keep) {
-          el.remove();
-        }
-      });
-    }
-    els.input.focus();
   }
 
   /** A name for one question: sent again (a proxy retrying the request), it is answered once. */
@@ -1235,25 +1238,11 @@
       form.append("seconds", String(media.seconds));
     }
     form.append("file", media.blob, media.name);
-    try {
-      var response = await fetch("/api/media", {
-        method: "POST",
-        credentials: "same-origin",
-        // A custom header no other origin may send without a preflight: ragbot's CSRF check for multipart posts.
-        headers: { Accept: "text/event-stream", "X-Ragbot-Request": "1" },
-        body: form,
-      });
-      await consume(response, ctx);
-      if (ctx.streamed && !ctx.done && !(await recoverAnswer(ctx))) {
-        addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
-      }
-    } catch (error) {
-      addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
-    } finally {
-      finishContext(ctx);
-      showStatus(null);
-      setBusy(false);
-    }
+    await ask(ctx, "/api/media", {
+      // A custom header no other origin may send without a preflight: ragbot's CSRF check for multipart posts.
+      headers: { Accept: "text/event-stream", "X-Ragbot-Request": "1" },
+      body: form,
+    });
     els.input.focus();
   }
 
