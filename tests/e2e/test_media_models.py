@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
+from bot.chat.media import MediaReader, Understood
+from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from fakes.openai_api import MAX_AUDIO_BYTES, FakeOpenAI, image_urls
 from rag.config import ChatModelConfig
 from rag.errors import ModelError, ModelTimeout
@@ -96,3 +98,22 @@ async def test_the_fake_refuses_content_parts_openai_refuses() -> None:
             assert response.status == 400
         async with http.post(f"{fake.base_url}/audio/transcriptions", data={"model": "m"}, headers=headers) as response:
             assert response.status == 400  # not multipart
+
+
+async def test_with_vision_model_set_a_questions_image_is_described_by_it_not_read_by_ocr(fake: FakeOpenAI) -> None:
+    fake.reply = "ERROR 42: disk full."
+
+    async def read() -> bytes:
+        return PNG
+
+    vision = OpenAIVision(_config(fake, "gpt-4o-mini"))
+    try:
+        reader = MediaReader(vision=vision)
+        photo = Attachment("shot.png", len(PNG), "image/png", read)
+        question = IncomingMessage(ConversationKey("web", "", "s"), "m", UserRef("u"), "why?", (photo,))
+        understood = await reader.read(question)
+    finally:
+        await vision.close()
+    assert isinstance(understood, Understood)
+    assert understood.text == "why?\n\nERROR 42: disk full."
+    assert understood.shown("en") == "🖼 In the image: ERROR 42: disk full."

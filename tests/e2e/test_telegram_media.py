@@ -37,7 +37,10 @@ def _user(user_id: int, name: str) -> dict[str, Any]:
     return {"id": user_id, "is_bot": False, "first_name": name}
 
 
-USERS = {name: _user(8100 + n, name) for n, name in enumerate(["Ann", "Ben", "Cai", "Dan", "Eve", "Fay", "Gus", "Hal"])}
+USERS = {
+    name: _user(8100 + n, name)
+    for n, name in enumerate(["Ann", "Ben", "Cai", "Dan", "Eve", "Fay", "Gus", "Hal", "Ian"])
+}
 
 
 @pytest_asyncio.fixture(scope="module")
@@ -103,6 +106,16 @@ async def test_a_photo_with_a_caption_is_answered_from_the_text_read_in_it(bot: 
     assert "Software Center" in answer
     question = await _question(bot, ann)
     assert question == "what is this about?\n\nWhere is the VPN client installed from?"
+
+
+async def test_a_40_megapixel_photo_is_read_within_its_bounds(bot: Bot) -> None:
+    fake, ian = bot.telegram, USERS["Ian"]
+    photo = screenshot("Where is the VPN client installed from?", size=(8000, 5000), font_size=200)
+    assert len(photo) < 1_000_000  # under MEDIA_MAX_IMAGE_MB: OCR, not the size limit, is what bounds it
+    fake.queue_update(fake.photo_message(fake.add_file(photo, "big.png", "image/png"), user=ian))
+    read, answer = await _shown(fake, ian["id"], 2)
+    assert read == "🖼 Read from the image: “Where is the VPN client installed from?”"
+    assert "Software Center" in answer
 
 
 async def test_a_voice_message_is_transcribed_shown_back_and_answered(bot: Bot) -> None:

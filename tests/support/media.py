@@ -16,10 +16,11 @@ OGG: Final = b"OggS\x00\x02" + bytes(200)
 _FONT: Final = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
-def screenshot(text: str) -> bytes:
-    """A PNG of black text on white, as a screenshot of a dialog is."""
-    image = Image.new("RGB", (1200, 160), "white")
-    ImageDraw.Draw(image).text((30, 50), text, fill="black", font=ImageFont.truetype(_FONT, 40))
+def screenshot(text: str, *, size: tuple[int, int] = (1200, 160), font_size: int = 40) -> bytes:
+    """A PNG of black text on white, as a screenshot of a dialog is (a larger `size` for a camera-sized photo)."""
+    image = Image.new("L", size, "white")
+    position = (30, size[1] // 2 - font_size // 2)
+    ImageDraw.Draw(image).text(position, text, fill="black", font=ImageFont.truetype(_FONT, font_size))
     out = io.BytesIO()
-    image.save(out, "PNG")
+    image.save(out, "PNG", compress_level=1)
     return out.getvalue()
