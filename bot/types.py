@@ -64,6 +64,8 @@ class Attachment:
     size: int
     mime_type: str = ""
     read: Callable[[], Awaitable[bytes]] | None = None
+    # How long a voice message or audio clip plays, when the platform says (it is refused by length unread).
+    seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

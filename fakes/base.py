@@ -48,6 +48,8 @@ class FakeAPI:
     """Base of the fakes: subclasses add their routes, their error body and any fault of their own."""
 
     auth_error = "Invalid API key."
+    # The largest request body the fake's server reads (aiohttp's own default); a fake of an upload API raises it.
+    max_body = 1024**2
 
     def __init__(self, *, api_key: str = "test-key") -> None:
         self.requests: list[RecordedRequest] = []
@@ -109,7 +111,7 @@ class FakeAPI:
         return None
 
     async def __aenter__(self) -> Self:
-        app = web.Application(middlewares=[self._middleware()])
+        app = web.Application(middlewares=[self._middleware()], client_max_size=self.max_body)
         self.add_routes(app)
         self._runner, self._port = await start_local(app)
         return self
@@ -130,7 +132,9 @@ class FakeAPI:
 
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            body = await request.json() if request.can_read_body else None
+            # A multipart upload is left unread for its handler (reading it here would consume it).
+            multipart = request.content_type.startswith("multipart/")
+            body = await request.json() if request.can_read_body and not multipart else None
         except ValueError:
             body = None
         self.requests.append(

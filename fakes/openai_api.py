@@ -13,12 +13,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from fakes.base import FakeAPI, RecordedRequest
 from fakes.limits import SlidingWindow
 
-__all__ = ["FakeOpenAI", "RecordedRequest", "StreamFault", "StreamedReply", "fake_embedding"]
+__all__ = [
+    "FakeOpenAI",
+    "RecordedRequest",
+    "StreamFault",
+    "StreamedReply",
+    "Transcription",
+    "fake_embedding",
+    "image_urls",
+]
+
+# OpenAI's /audio/transcriptions takes files up to 25 MB (its 413 names 26214400 bytes).
+MAX_AUDIO_BYTES = 25 * 1024 * 1024
 
 _MALFORMED_STREAM = web.RequestKey("malformed_stream", bool)
 
@@ -60,6 +71,28 @@ class StreamedReply:
     sent: list[float]
 
 
+@dataclass(frozen=True, slots=True)
+class Transcription:
+    """One transcription request as the fake read it: the model, the file's name, type and bytes, what it answered."""
+
+    model: str
+    filename: str
+    content_type: str
+    data: bytes
+    text: str
+
+
+def image_urls(body: Any) -> list[str]:
+    """The image URLs (data: or http) in a chat request's messages, in order."""
+    return [
+        str(part["image_url"]["url"])
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]
+
+
 def fake_embedding(text: str, dimension: int = 8) -> list[float]:
     """The fake's vector for `text`: SHA-256 bytes mapped to [-1, 1), exact in float32."""
     digest = b"".join(hashlib.sha256(f"{block}:{text}".encode()).digest() for block in range(dimension // 32 + 1))
@@ -70,6 +103,8 @@ class FakeOpenAI(FakeAPI):
     """An aiohttp app on 127.0.0.1 speaking OpenAI's wire protocol, with auth, rate limits and scripted faults."""
 
     auth_error = "Incorrect API key provided."
+    # Room for a transcription upload at OpenAI's 25 MB limit, so the fake itself answers one past it.
+    max_body = MAX_AUDIO_BYTES + 1024**2
 
     def __init__(
         self,
@@ -94,6 +129,10 @@ class FakeOpenAI(FakeAPI):
         self.stream_usage = True
         # Answer a request naming stream_options with a 400, as an API that predates it does (older Azure versions).
         self.refuse_stream_options = False
+        # What a transcription answers: `transcript`, or transcript_for(filename, data) when set ("" for silence).
+        self.transcript = "Hello from the fake transcriber."
+        self.transcript_for: Callable[[str, bytes], str] | None = None
+        self.transcriptions: list[Transcription] = []
         self._dimension = dimension
         self._window = SlidingWindow(*rate_limit) if rate_limit is not None else None
         self._clock = clock
@@ -108,8 +147,9 @@ class FakeOpenAI(FakeAPI):
         self._faults.append(StreamFault(kind, after))
 
     def add_routes(self, app: web.Application) -> None:
-        """Chat completions, embeddings and the model list."""
+        """Chat completions (text and image parts), embeddings, transcriptions and the model list."""
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
 
@@ -122,7 +162,7 @@ class FakeOpenAI(FakeAPI):
         wait = self._rate_limit_wait()
         if wait is not None:
             return _error(429, "Rate limit reached for requests.", retry_after=wait)
-        if body is None and request.method == "POST":
+        if body is None and request.method == "POST" and not request.content_type.startswith("multipart/"):
             return _error(400, "We could not parse the JSON body of your request.")
         request[_MALFORMED_STREAM] = isinstance(fault, _MalformedStream)
         request[_STREAM_FAULT] = fault if isinstance(fault, StreamFault) else None
@@ -143,6 +183,8 @@ class FakeOpenAI(FakeAPI):
         body = await request.json()
         self._ids += 1
         head = {"id": f"chatcmpl-fake{self._ids}", "created": int(time.time()), "model": body.get("model", "")}
+        if (refused := _content_refused(body)) is not None:
+            return _error(400, refused)
         reply = self.reply if self.reply_for is None else self.reply_for(body)
         if "stream_options" in body and self.refuse_stream_options:
             return _error(400, "Unrecognized request argument supplied: stream_options")
@@ -206,6 +248,36 @@ class FakeOpenAI(FakeAPI):
         await response.write_eof()
         return response
 
+    async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
+        if not request.content_type.startswith("multipart/form-data"):
+            return _error(400, "Could not parse multipart form")
+        fields: dict[str, str] = {}
+        upload: tuple[str, str, bytes] | None = None
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "file":
+                data = bytearray()
+                while chunk := await part.read_chunk(1 << 16):
+                    data += chunk
+                    if len(data) > MAX_AUDIO_BYTES:
+                        return _error(413, f"Maximum content size limit ({MAX_AUDIO_BYTES}) exceeded.")
+                upload = (part.filename or "", part.headers.get("Content-Type", ""), bytes(data))
+            elif part.name:
+                fields[part.name] = (await part.read()).decode()
+        if not fields.get("model"):
+            return _error(400, "you must provide a model parameter")
+        if upload is None:
+            return _error(400, "1 validation error for Request body -> file field required")
+        filename, content_type, data = upload
+        text = self.transcript if self.transcript_for is None else self.transcript_for(filename, data)
+        self.transcriptions.append(Transcription(fields["model"], filename, content_type, data, text))
+        self._notify()
+        if fields.get("response_format") == "text":
+            return web.Response(text=text)
+        return web.json_response({"text": text, "usage": {"type": "duration", "seconds": 1}})
+
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         texts = body.get("input")
@@ -244,6 +316,23 @@ async def _break_stream(request: web.Request, response: web.StreamResponse, kind
             transport.abort()
         return
     await response.write_eof()
+
+
+def _content_refused(body: Any) -> str | None:
+    """Why a chat request's content parts are refused, as OpenAI words it; None when every part is text or an image."""
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "image_url":
+                url = str((part.get("image_url") or {}).get("url", ""))
+                if not url.startswith(("data:image/", "http://", "https://")):
+                    return "Invalid image URL: expected a base64 data URL or an http(s) URL."
+            elif kind != "text":
+                return f"Invalid content type: {kind!r}."
+    return None
 
 
 def _deltas(text: str) -> list[str]:

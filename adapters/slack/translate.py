@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from adapters.slack import words as slack_words
+from bot.chat.media import media_kind
 from bot.commands.registry import parse_command
 from bot.types import Attachment, Command, CommandStyle, ConversationKey, IncomingMessage, UserRef
 
@@ -18,6 +19,8 @@ _SPOKEN_SUBTYPES: Final = frozenset({"", "file_share", "thread_broadcast"})
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
 _KB_SUBCOMMANDS: Final = frozenset({"list", "use", "info", "create"})
 _FAQ_IMPORT: Final = "faq import"
+# The word that makes shared images or audio a file to learn rather than a question.
+_INGEST: Final = "ingest"
 _LINK = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
 
 FileReader = Callable[[Mapping[str, Any]], Awaitable[bytes]]
@@ -124,12 +127,15 @@ def _attachments(event: Json, read: FileReader) -> tuple[Attachment, ...]:
         async def fetch(entry: Json = file) -> bytes:
             return await read(entry)
 
+        # Audio clips recorded in Slack carry their length in milliseconds.
+        duration = file.get("duration_ms")
         found.append(
             Attachment(
                 name=str(file.get("name") or file.get("title") or f"{file.get('id', 'file')}.bin"),
                 size=int(file.get("size") or 0),
                 mime_type=str(file.get("mimetype") or ""),
                 read=fetch,
+                seconds=int(duration) / 1000 if isinstance(duration, int | float) else None,
             )
         )
     return tuple(found)
@@ -157,8 +163,13 @@ def translate(
     text = plain_text(raw_text, bot_user_id)
     command = parse_command(text)
     attachments = _attachments(event, read)
-    if attachments and command is None and (where.private or mentioned):
-        # A file given to the bot is a file to learn; a sheet shared with the words "faq import", FAQs to import.
+    # Images and audio clips shared with the bot are a question (a screenshot, a voice clip), unless the words with
+    # them say `ingest`; any other file given to the bot is a file to learn, and a sheet shared with the words
+    # "faq import" is FAQs to import.
+    asked = bool(attachments) and all(media_kind(file) is not None for file in attachments)
+    if text.lower() == _INGEST and attachments:
+        text, asked = "", False
+    if attachments and command is None and not asked and (where.private or mentioned):
         if text.lower() == _FAQ_IMPORT:
             command = Command("faq", ("import",), "import")  # words the person typed
         else:
@@ -166,14 +177,15 @@ def translate(
     addressed = where.private or mentioned or continuing
     if not addressed:
         return None
-    if not text and command is None:
+    media = attachments if asked and command is None else ()
+    if not text and command is None and not media:
         return Notice(lambda lang: slack_words.empty_mention(lang, style)) if mentioned or where.private else None
     return IncomingMessage(
         key=conversation_key(where),
         message_id=str(event.get("ts", "")),
         user=UserRef(str(event.get("user", "")), user_name, verified_admin=verified_admin),
         text=text,
-        attachments=attachments if command is not None and command.name in _FILE_COMMANDS else (),
+        attachments=attachments if command is not None and command.name in _FILE_COMMANDS else media,
         command=command,
         addressed=True,
         private=where.private,

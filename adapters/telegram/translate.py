@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Final
 
 from telegram import Document, Message, MessageEntity
@@ -78,6 +79,38 @@ def _attachment(document: Document, read: FileReader) -> Attachment:
     )
 
 
+def _media(message: Message, read: FileReader) -> tuple[Attachment, ...]:
+    """A photo, voice note or audio file sent as (part of) a question."""
+    found = []
+    if message.photo:
+        # Telegram sends each photo in several sizes, smallest first: the largest reads best.
+        photo = message.photo[-1]
+        found.append(_file(photo.file_id, f"{photo.file_unique_id}.jpg", photo.file_size, "image/jpeg", read))
+    if message.voice is not None:
+        voice = message.voice
+        name, mime = f"{voice.file_unique_id}.ogg", voice.mime_type or "audio/ogg"
+        found.append(_file(voice.file_id, name, voice.file_size, mime, read, seconds=_seconds(voice.duration)))
+    if message.audio is not None:
+        audio = message.audio
+        name, mime = audio.file_name or f"{audio.file_unique_id}.mp3", audio.mime_type or "audio/mpeg"
+        found.append(_file(audio.file_id, name, audio.file_size, mime, read, seconds=_seconds(audio.duration)))
+    return tuple(found)
+
+
+def _seconds(duration: object) -> float:
+    # PTB gives durations as int seconds, or timedelta with PTB_TIMEDELTA set.
+    return duration.total_seconds() if isinstance(duration, timedelta) else float(duration)  # type: ignore[arg-type]
+
+
+def _file(
+    file_id: str, name: str, size: int | None, mime: str, read: FileReader, *, seconds: float | None = None
+) -> Attachment:
+    async def fetch() -> bytes:
+        return await read(file_id)
+
+    return Attachment(name=name, size=size or 0, mime_type=mime, read=fetch, seconds=seconds)
+
+
 def translate(
     message: Message, me: BotIdentity, read: FileReader, download_limit: int
 ) -> IncomingMessage | Notice | None:
@@ -114,11 +147,18 @@ def translate(
             )
             name = too_big[0].file_name or too_big[0].file_unique_id
             return Notice(lambda lang: telegram_words.file_too_big(name, download_limit, lang))
-    if not cleaned and command is None:
-        # A sticker, photo or voice note sent to the bot gets a notice; service messages (joins, pins) and
-        # media nobody asked the bot about get nothing.
+    media = _media(message, read) if command is None else ()
+    if media and not addressed:
+        return None  # a photo or voice note in a group, not to the bot: not read (mode `all` answers text only)
+    if oversized := [item for item in media if item.size > download_limit]:
+        over = oversized[0].name
+        log.info("telegram=media_refused reason=over_download_limit size=%d", oversized[0].size)
+        return Notice(lambda lang: telegram_words.file_too_big(over, download_limit, lang))
+    if not cleaned and command is None and not media:
+        # A sticker or video sent to the bot gets a notice; service messages (joins, pins) and media nobody asked
+        # the bot about get nothing.
         return Notice(telegram_words.text_only) if addressed and message.effective_attachment is not None else None
-    attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else ()
+    attachments = tuple(_attachment(doc, read) for doc in documents) if command is not None else media
     return IncomingMessage(
         key=conversation_key(message),
         message_id=str(message.message_id),

@@ -7,7 +7,7 @@ from bot.words.messages import megabytes
 
 
 def text_only(lang: str) -> str:
-    """A sticker, photo or voice note sent to the bot."""
+    """A sticker or video sent to the bot."""
     return catalogue(lang).text("telegram.text_only")
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,6 +34,7 @@ from bot.app.bodies import MAX_BODY, allow_large_bodies
 from bot.app.settings import Settings
 from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
+from bot.chat.media import MediaLimits
 from bot.chat.recorder import OpenTurn
 from bot.commands.registry import parse_command
 from bot.ports import Adapter, ReplyTarget
@@ -55,6 +57,8 @@ _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
 _ADMIN_KEY: Final = web.RequestKey("web_admin", bool)
 # The commands that take files (as Telegram's and Slack's adapters attach a document to them).
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
+# The form fields a question with media carries beside its file.
+_MEDIA_FIELDS: Final = frozenset({"text", "id", "seconds"})
 
 SignerSource = Callable[[], Awaitable[SessionSigner]]
 """Makes the session signer once it is needed: its key is read from the database (adapters.web.session)."""
@@ -68,6 +72,8 @@ class WebConfig:
     access_token: str | None
     upload_limit: int
     address_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=120, window=60.0))
+    # What a question may bring: an image or a recording up to these sizes, a recording up to this long.
+    media: MediaLimits = field(default_factory=MediaLimits)
 
 
 class WebChat:
@@ -110,6 +116,8 @@ class WebChat:
         app.router.add_post("/api/admin/logout", self.admin_logout)
         app.router.add_post(guard.UPLOAD_PATH, self.upload)
         allow_large_bodies(app, guard.UPLOAD_PATH, _MAX_UPLOAD_FILES * self._config.upload_limit + MAX_BODY)
+        app.router.add_post(guard.MEDIA_PATH, self.post_media)
+        allow_large_bodies(app, guard.MEDIA_PATH, self._media_limit + MAX_BODY)
 
     async def start(self) -> None:
         """Load the session signer (its key is the database's), so a database that cannot give it stops the start."""
@@ -222,6 +230,9 @@ class WebChat:
                 "admin_enabled": bool(self._config.admin_token),
                 "knowledge_bases": names,
                 "upload_limit_mb": self._config.upload_limit / 1_000_000,
+                # The page stops a recording at this length, and refuses a pasted image over its limit unsent.
+                "audio_seconds": self._config.media.audio_seconds,
+                "image_limit_mb": self._config.media.image_bytes / 1_000_000,
                 "language": lang,
                 "texts": page_texts(lang),
             }
@@ -256,6 +267,48 @@ class WebChat:
             user=self._user(request),
             text=text,
             command=parse_command(text),
+        )
+        return await self._stream(request, message)
+
+    @property
+    def _media_limit(self) -> int:
+        return max(self._config.media.image_bytes, self._config.media.audio_bytes)
+
+    async def post_media(self, request: web.Request) -> web.StreamResponse:
+        """A question with one pasted image or one recording (multipart: text, id, seconds, file): the media step
+        reads it, what it understood is shown back, and the answer streams back as for a typed question."""
+        if not request.content_type.startswith("multipart/"):
+            return _error(400, messages.WEB_MEDIA_FORM)
+        if (limited := await self._rate_limited(request)) is not None:
+            return limited
+        fields: dict[str, str] = {}
+        media: Attachment | None = None
+        reader = await request.multipart()
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                continue
+            if part.name == "file" and media is None:
+                name = part.filename or "media"
+                data = await _read_limited(part, self._media_limit)
+                if data is None:
+                    log.info("web=media_refused reason=too_large limit=%d", self._media_limit)
+                    lang = await self._manager.language(self._key(request), app_language=_browser_language(request))
+                    return _error(413, messages.media_too_large(name, None, self._media_limit, lang))
+                media = _attachment(name, data, part.headers.get("Content-Type", ""))
+            elif part.name in _MEDIA_FIELDS:
+                value = await _read_limited(part, _MAX_TEXT_BYTES)
+                if value is None:
+                    return _error(413, messages.web_text_too_long(_MAX_TEXT_BYTES))
+                fields[part.name] = value.decode(part.get_charset("utf-8"), errors="replace")
+        message_id = fields.get("id", "")
+        if media is None or (message_id and not _MESSAGE_ID.fullmatch(message_id)):
+            return _error(400, messages.WEB_MEDIA_FORM)
+        message = IncomingMessage(
+            key=self._key(request),
+            message_id=message_id,
+            user=self._user(request),
+            text=fields.get("text", "").strip(),
+            attachments=(replace(media, seconds=_seconds(fields.get("seconds", ""))),),
         )
         return await self._stream(request, message)
 
@@ -474,6 +527,15 @@ def _browser_language(request: web.Request) -> str:
     return first.split(";")[0].strip()
 
 
+def _seconds(value: str) -> float | None:
+    """A recording's length as the page measured it (None when it sent none or nonsense)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
 def _attachment(name: str, data: bytes, mime_type: str) -> Attachment:
     async def read() -> bytes:
         return data
@@ -503,6 +565,7 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         access_token=web.WEB_ACCESS_TOKEN.get_secret_value() if web.WEB_ACCESS_TOKEN else None,
         upload_limit=settings.ingestion_limits().max_file_bytes,
         address_rate_limit=RateLimit(count=web.WEB_ADDRESS_RATE_LIMIT, window=60.0),
+        media=settings.media_limits(),
     )
 
     async def signer() -> SessionSigner:

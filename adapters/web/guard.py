@@ -16,6 +16,8 @@ from yarl import URL
 from bot.words import messages
 
 UPLOAD_PATH: Final = "/api/upload"
+# A question with a pasted image or a recording: multipart like an upload, so it carries the same custom header.
+MEDIA_PATH: Final = "/api/media"
 REQUEST_HEADER: Final = "X-Ragbot-Request"
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
@@ -46,7 +48,7 @@ def sender_origin(request: web.Request) -> tuple[str, str, int | None] | None:
 
 def refusal(request: web.Request) -> tuple[int, str] | None:
     """Why a state-changing request is refused (status, message), or None when it came from the chat page."""
-    if request.path == UPLOAD_PATH:
+    if request.path in (UPLOAD_PATH, MEDIA_PATH):
         if request.headers.get(REQUEST_HEADER) != "1":
             return 403, messages.WEB_NOT_FROM_THE_PAGE
     elif request.content_type != "application/json":

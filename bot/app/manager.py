@@ -45,6 +45,7 @@ def chat_parts(services: Services, cluster: Cluster | None = None) -> ChatParts:
         jobs=services.jobs,
         sources=SourceBook(services.documents, services.faqs),
         epochs=ConfigEpochRepo(services.db),
+        media=services.media,
     )
     if cluster is None:
         return parts

@@ -7,10 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 
+from bot.app.media import open_media_reader
 from bot.app.preflight import check_settings
 from bot.app.settings import Settings
 from bot.app.web_search import build_web_leg, web_session
 from bot.chat.answerer import Answerer
+from bot.chat.media import MediaReader
 from bot.chat.model_limit import LimitedChatModel
 from bot.errors import StartupError, UserFacingError
 from bot.knowledge.bases import KnowledgeBases
@@ -102,6 +104,8 @@ class Services:
     vector_model: str
     # Web search beside the knowledge base, when WEB_SEARCH_PROVIDER names a provider.
     web_leg: WebSearchLeg | None = None
+    # Reads photos and voice messages sent as questions (OCR, the vision and speech models the settings name).
+    media: MediaReader = field(default_factory=MediaReader)
 
     def ensure_vectors_match(self) -> None:
         """Stop a command that embeds or searches while the index holds another embedding model's vectors."""
@@ -350,8 +354,10 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         if server is not None:
             server.supervise(_after_restart(store, knowledge))
             stack.push_async_callback(server.stop_supervising)
+        media = open_media_reader(settings, stack)
         services = Services(
             settings=settings,
+            media=media,
             db=db,
             store=store,
             weaviate_server=server,

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from bot.chat.media import MediaLimits
 from bot.knowledge.ingestion import IngestionLimits
 from bot.knowledge.retention import RetentionPolicy
 from bot.settings_base import Network, PlatformSettings, is_loopback, names, networks
@@ -118,6 +119,20 @@ class CoreSettings(BaseSettings):
     CHAT_MODEL_API_KEY: SecretStr | None = None
     CHAT_MODEL_TIMEOUT: float = Field(default=60.0, gt=0)
     CHAT_MODEL_MAX_RETRIES: int = Field(default=2, ge=0, le=10)
+    # Photos and voice messages sent as questions. A vision model (OpenAI-compatible chat with image input)
+    # describes images instead of OCR; a speech model (/audio/transcriptions) transcribes voice messages. Their
+    # base URL and key default to the chat model's.
+    VISION_MODEL: str | None = None
+    VISION_MODEL_BASE_URL: str | None = None
+    VISION_MODEL_API_KEY: SecretStr | None = None
+    TRANSCRIPTION_MODEL: str | None = None
+    TRANSCRIPTION_BASE_URL: str | None = None
+    TRANSCRIPTION_API_KEY: SecretStr | None = None
+    MEDIA_MAX_IMAGE_MB: float = Field(default=20.0, gt=0, le=1024)
+    # OpenAI's transcription endpoint takes at most 25 MB.
+    MEDIA_MAX_AUDIO_MB: float = Field(default=25.0, gt=0, le=1024)
+    MEDIA_MAX_AUDIO_SECONDS: float = Field(default=600.0, gt=0, le=86_400)
+    MEDIA_TIMEOUT: float = Field(default=60.0, gt=0, le=3600)
 
     TIKTOKEN_CACHE_DIR: Path | None = None
     TOKEN_ENCODING: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
@@ -221,7 +236,13 @@ class CoreSettings(BaseSettings):
             raise ValueError("names no database (expected postgresql://user:pass@host/db)")
         return value
 
-    @field_validator("EMBEDDING_BASE_URL", "CHAT_MODEL_BASE_URL", "RERANK_BASE_URL")
+    @field_validator(
+        "EMBEDDING_BASE_URL",
+        "CHAT_MODEL_BASE_URL",
+        "RERANK_BASE_URL",
+        "VISION_MODEL_BASE_URL",
+        "TRANSCRIPTION_BASE_URL",
+    )
     @classmethod
     def _url_has_scheme(cls, value: str | None) -> str | None:
         if value is None or value == "":
@@ -452,6 +473,35 @@ class CoreSettings(BaseSettings):
             api_key=self.CHAT_MODEL_API_KEY.get_secret_value() if self.CHAT_MODEL_API_KEY else None,
             timeout=self.CHAT_MODEL_TIMEOUT,
             max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def vision_model(self) -> ChatModelConfig | None:
+        """The vision model that describes images sent with questions, or None (OCR reads them)."""
+        return self._media_model(self.VISION_MODEL, self.VISION_MODEL_BASE_URL, self.VISION_MODEL_API_KEY)
+
+    def transcription_model(self) -> ChatModelConfig | None:
+        """The speech model that transcribes voice messages, or None (they get a one-line reply)."""
+        return self._media_model(self.TRANSCRIPTION_MODEL, self.TRANSCRIPTION_BASE_URL, self.TRANSCRIPTION_API_KEY)
+
+    def _media_model(self, model: str | None, base_url: str | None, key: SecretStr | None) -> ChatModelConfig | None:
+        if not model:
+            return None
+        api_key = key or self.CHAT_MODEL_API_KEY
+        return ChatModelConfig(
+            model=model,
+            base_url=base_url or self.CHAT_MODEL_BASE_URL,
+            api_key=api_key.get_secret_value() if api_key else None,
+            timeout=self.MEDIA_TIMEOUT,
+            max_retries=self.CHAT_MODEL_MAX_RETRIES,
+        )
+
+    def media_limits(self) -> MediaLimits:
+        """How much of a question's photos and voice messages is read."""
+        return MediaLimits(
+            image_bytes=int(self.MEDIA_MAX_IMAGE_MB * 1_000_000),
+            audio_bytes=int(self.MEDIA_MAX_AUDIO_MB * 1_000_000),
+            audio_seconds=self.MEDIA_MAX_AUDIO_SECONDS,
+            seconds=self.MEDIA_TIMEOUT,
         )
 
     def embedding_languages(self) -> frozenset[Language]:

@@ -7,11 +7,12 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from bot.chat.inflight import CUT_WITHIN, InFlight
 from bot.chat.limits import Arrivals, RateLimit, RateLimiter, TurnGate
+from bot.chat.media import Unreadable, question_media
 from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
@@ -224,12 +225,24 @@ class ConversationManager:
         self._spawn(self._show_typing(target), "turn-typing")
         gate_key = _gate_key(message.key)
         async with self._arrivals.arrive(gate_key) as let_next_in:
+            # Media is read in arrival order (a voice note is not overtaken by the text sent after it), before the
+            # question is stored: what was understood is the question, in history too.
+            understood = None
+            if question_media(message):
+                read = await self._parts.media.read(message)
+                if isinstance(read, Unreadable):
+                    await self._say(target, read.say(lang))
+                    return None
+                understood, message = read, replace(message, text=read.text, attachments=())
+                lang = language.turn_language(message.text, cached.language if cached else "", message.user.language)
             accepted = await self._accept(message, on_accepted)
             if accepted is None:
                 return None
             conversation, opened = accepted
             if on_accepted is not None:
                 on_accepted(opened)
+            if understood is not None:
+                await self._say(target, understood.shown(lang))
             try:
                 async with (
                     self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in),

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from bot.chat.media import MediaReader
 from bot.chat.sources import SourceBook
 from rag.pipeline import Pipeline, TurnContext
 from storage.records import (
@@ -272,3 +273,5 @@ class ChatParts:
     stops: StopBus = field(default_factory=LocalStops)
     # The processes alive now (this one included): whose answers are not orphans.
     live: Callable[[], Collection[str]] = lambda: ()
+    # Reads a question's photos and voice messages into its text (by default: nothing configured to read them).
+    media: MediaReader = field(default_factory=MediaReader)

@@ -642,6 +642,7 @@ WEB_BAD_MESSAGE_ID: Final = 'A question\'s "id" must be 1 to 64 letters, digits,
 WEB_ADMIN_ONLY: Final = "Only admins can upload files. Enter the admin token first."
 WEB_UPLOAD_FORM: Final = "Send the files as a multipart form with one or more `file` fields."
 WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type one of them, or nothing, and send again."
+WEB_MEDIA_FORM: Final = "Send a question with media as a multipart form: one `file`, and `text`, `id`, `seconds`."
 WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "value": "up"} (or "down").'
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
@@ -907,3 +908,100 @@ def every_urls_only(lang: str) -> str:
 def every_credentials(lang: str) -> str:
     """`--every` for an address that carries credentials, which are never stored to fetch it again with."""
     return catalogue(lang).text("schedule.credentials")
+
+
+# Media sent as a question (bot.chat.media)
+_SHOWN_CHARS: Final = 300
+
+
+def _shortened(text: str) -> str:
+    """What was understood, on one line and cut to a readable length for showing back."""
+    line = " ".join(text.split())
+    return line if len(line) <= _SHOWN_CHARS else f"{line[: _SHOWN_CHARS - 1]}…"
+
+
+def media_heard(text: str, lang: str) -> str:
+    """A voice message's transcript, shown back before its answer."""
+    return catalogue(lang).text("media.heard", text=_shortened(text))
+
+
+def media_read(text: str, lang: str) -> str:
+    """The text read from an image (OCR), shown back before its answer."""
+    return catalogue(lang).text("media.read", text=_shortened(text))
+
+
+def media_seen(text: str, lang: str) -> str:
+    """A vision model's description of an image, shown back before its answer."""
+    return catalogue(lang).text("media.seen", text=_shortened(text))
+
+
+def no_transcription(lang: str) -> str:
+    """A voice message where no speech-to-text model is configured (names the setting)."""
+    return catalogue(lang).text("media.no_transcription")
+
+
+def no_image_reader(lang: str) -> str:
+    """An image where neither OCR nor a vision model is available (names the setting)."""
+    return catalogue(lang).text("media.no_image_reader")
+
+
+def heard_nothing(lang: str) -> str:
+    """An empty or silent voice message."""
+    return catalogue(lang).text("media.heard_nothing")
+
+
+def no_text_in_image(lang: str) -> str:
+    """An image in which OCR found no text."""
+    return catalogue(lang).text("media.no_text")
+
+
+def audio_too_long(seconds: float, limit: float, lang: str) -> str:
+    """A voice message longer than the bot listens to, refused before it is downloaded."""
+    return catalogue(lang).text("media.too_long", seconds=clock_time(seconds), limit=clock_time(limit))
+
+
+def media_too_large(name: str, size: int | None, limit: int, lang: str) -> str:
+    """An image or audio file over the size read for a question (`size` None when it was not read to its end)."""
+    if size is None:
+        return catalogue(lang).text("media.too_large_unread", name=name, limit=megabytes(limit))
+    return catalogue(lang).text("media.too_large", name=name, size=megabytes(size), limit=megabytes(limit))
+
+
+def not_an_image(name: str, lang: str) -> str:
+    """A file sent as an image whose bytes are no image."""
+    return catalogue(lang).text("media.not_image", name=name)
+
+
+def media_unreadable(name: str, lang: str, reason: str = "", details: Mapping[str, Any] | None = None) -> str:
+    """An image or audio the reader failed on: worded from rag's reason id where the catalogue has it."""
+    words = catalogue(lang)
+    if reason:
+        shown = {
+            key: megabytes(value) if key in _SIZES and isinstance(value, int) else value
+            for key, value in (details or {}).items()
+        }
+        try:
+            worded = words.get(f"failure.{reason}", **shown)
+        except (KeyError, IndexError):
+            worded = None
+        if worded:
+            return worded
+    return words.text("media.unreadable", name=name)
+
+
+def media_too_slow(lang: str) -> str:
+    """Reading a question's media went past its time limit."""
+    return catalogue(lang).text("media.too_slow")
+
+
+def media_too_many(limit: int, lang: str) -> str:
+    """More images or voice messages with one question than are read."""
+    return catalogue(lang).text("media.too_many", limit=limit)
+
+
+def clock_time(seconds: float) -> str:
+    """A length of time as a clock shows it: `0:42`, `5:00`, `1:02:03`."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -30,10 +30,12 @@ class Files(SlackState):
         size: int | None = None,
         owner: str = "U0FAKEUSER",
         downloadable: bool = True,
+        duration_ms: int | None = None,
     ) -> Json:
         """A file uploaded in a workspace; returns its Slack file object (size may lie about the content).
 
-        `downloadable=False` makes its download answer Slack's sign-in page whatever the token.
+        `downloadable=False` makes its download answer Slack's sign-in page whatever the token; `duration_ms` is an
+        audio clip's length, as Slack gives it for clips recorded in the app.
         """
         file_id = f"F{next(self._seq):09d}"
         key = f"{team_id}-{file_id}"
@@ -62,6 +64,8 @@ class Files(SlackState):
             "url_private_download": self.url(f"/files-pri/{key}/download/{quote(name)}"),
             "permalink": f"https://{team_id.lower()}.slack.com/files/{owner}/{file_id}/{quote(name)}",
         }
+        if duration_ms is not None:
+            info["duration_ms"] = duration_ms
         self._files[key] = StoredFile(team_id, info, content, downloadable)
         return dict(info)
 

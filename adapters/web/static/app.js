@@ -65,6 +65,8 @@
     notice: $("composer-notice"),
     dropzone: $("dropzone"),
     dropzoneHint: $("dropzone-hint"),
+    record: $("record"),
+    mediaPreview: $("media-preview"),
   };
 
   var state = {
@@ -75,7 +77,11 @@
     bubbles: new Map(), // ref -> bubble
     dragDepth: 0,
     attachments: [], // files chosen to go with the next command (/faq import, /ingest)
-    noticeKind: "", // what the notice above the composer is about: "busy", "files" or nothing
+    noticeKind: "", // what the notice above the composer is about: "busy", "files", "media" or nothing
+    media: null, // a pasted image or a recording going with the next question: {kind, blob, name, preview, seconds}
+    recorder: null, // the recording under way: {rec, stream, started, ticker, limit}
+    audioSeconds: 0, // the longest recording the server listens to (the page stops there)
+    imageLimitMb: 0,
   };
 
   // The commands a file can go with, as typed in the composer (nothing typed means /ingest).
@@ -614,6 +620,14 @@
       sendAttached(trimmed);
       return;
     }
+    if (state.media) {
+      if (state.busy) {
+        showNotice(t("busy", "An answer is still being written: wait for it, or press Stop to end it."), "busy");
+      } else {
+        sendMedia(trimmed);
+      }
+      return;
+    }
     if (trimmed && state.busy) {
       // One answer at a time in a conversation: say so, and keep what was typed for when it is done.
       showNotice(t("busy", "An answer is still being written: wait for it, or press Stop to end it."), "busy");
@@ -629,13 +643,28 @@
     scrollToEnd(true);
     setBusy(true);
     var ctx = newContext(userBubble);
-    try {
-      var response = await fetch("/api/messages", {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ text: trimmed, id: questionId() }),
+    await ask(ctx, "/api/messages", {
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+      body: JSON.stringify({ text: trimmed, id: questionId() }),
+    });
+    if (startsOver && !ctx.failed) {
+      // `/new` started a new conversation: keep only its reply on screen.
+      Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
+        var keep = ctx.created.some(function (bubble) {
+          return bubble.el === el;
+        });
+        if (!keep) {
+          el.remove();
+        }
       });
+    }
+    els.input.focus();
+  }
+
+  /** POST a question to `path` and show its answer as it streams; a broken stream waits for the stored answer. */
+  async function ask(ctx, path, request) {
+    try {
+      var response = await fetch(path, Object.assign({ method: "POST", credentials: "same-origin" }, request));
       await consume(response, ctx);
       if (ctx.streamed && !ctx.done && !(await recoverAnswer(ctx))) {
         addErrorBubble(t("connection_lost", "The connection to ragbot was lost. Please try again."), ctx);
@@ -649,18 +678,6 @@
       showStatus(null);
       setBusy(false);
     }
-    if (startsOver && !ctx.failed) {
-      // `/new` started a new conversation: keep only its reply on screen.
-      Array.prototype.slice.call(els.messages.querySelectorAll(".msg")).forEach(function (el) {
-        var keep = ctx.created.some(function (bubble) {
-          return bubble.el === el;
-        });
-        if (!keep) {
-          el.remove();
-        }
-      });
-    }
-    els.input.focus();
   }
 
   /** A name for one question: sent again (a proxy retrying the request), it is answered once. */
@@ -1055,6 +1072,180 @@
     upload(event.dataTransfer.files);
   });
 
+  // ---- a question with a pasted image or a recording ---------------------------------------------------
+
+  /** A length of time as a clock shows it: 0:05, 2:30. */
+  function clockTime(seconds) {
+    var whole = Math.max(0, Math.round(seconds || 0));
+    return Math.floor(whole / 60) + ":" + String(whole % 60).padStart(2, "0");
+  }
+
+  /** What goes with the next question: one image or one recording (null: none), previewed above the composer. */
+  function setMedia(media) {
+    state.media = media;
+    els.mediaPreview.replaceChildren();
+    els.mediaPreview.hidden = !media;
+    if (!media) {
+      return;
+    }
+    els.mediaPreview.appendChild(mediaLabel(media, "media-preview-item"));
+    var remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "×";
+    remove.setAttribute("data-testid", "media-remove");
+    remove.setAttribute("aria-label", t("remove_media", "Remove the image or recording"));
+    remove.addEventListener("click", function () {
+      setMedia(null);
+      els.input.focus();
+    });
+    els.mediaPreview.appendChild(remove);
+  }
+
+  /** The image itself (a data: URL: the page's policy loads images from nowhere else), or the recording's length. */
+  function mediaLabel(media, testId) {
+    var el;
+    if (media.kind === "image") {
+      el = document.createElement("img");
+      el.src = media.preview;
+      el.alt = t("pasted_image", "Image");
+      el.className = "msg__media";
+    } else {
+      el = document.createElement("span");
+      el.textContent = "🎙 " + t("voice_message", "Voice message ({time})", { time: clockTime(media.seconds) });
+    }
+    el.setAttribute("data-testid", testId);
+    return el;
+  }
+
+  function dataUrl(blob) {
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () {
+        resolve(String(reader.result));
+      };
+      reader.onerror = function () {
+        reject(reader.error);
+      };
+      reader.readAsDataURL(blob);
+    });
+  }
+
+  els.input.addEventListener("paste", function (event) {
+    var files = event.clipboardData ? Array.prototype.slice.call(event.clipboardData.files || []) : [];
+    var image = files.find(function (file) {
+      return /^image\//.test(file.type);
+    });
+    if (!image) {
+      return; // text pastes as text
+    }
+    event.preventDefault();
+    if (state.imageLimitMb && image.size > state.imageLimitMb * 1000000) {
+      showNotice(t("image_too_large", "That image is over the {limit} MB limit for a question.", {
+        limit: state.imageLimitMb,
+      }), "media");
+      return;
+    }
+    dataUrl(image).then(function (preview) {
+      setMedia({ kind: "image", blob: image, name: image.name || "pasted.png", preview: preview, seconds: null });
+      els.input.focus();
+    });
+  });
+
+  function setRecording(recording) {
+    els.record.setAttribute("aria-pressed", String(recording));
+    var label = recording ? t("stop_recording", "Stop recording and keep it") : t("record_label", "Record a voice question");
+    els.record.setAttribute("aria-label", label);
+    els.record.title = label;
+    if (!recording && state.noticeKind === "recording") {
+      showNotice("");
+    }
+  }
+
+  async function startRecording() {
+    var stream;
+    try {
+      stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    } catch (error) {
+      showNotice(t("microphone_denied", "The microphone could not be used: allow it in the browser, or type your question."), "media");
+      return;
+    }
+    var type = MediaRecorder.isTypeSupported("audio/webm;codecs=opus") ? "audio/webm;codecs=opus" : "";
+    var rec = new MediaRecorder(stream, type ? { mimeType: type } : undefined);
+    var chunks = [];
+    var recording = { rec: rec, stream: stream, started: performance.now(), ticker: 0, limit: 0 };
+    state.recorder = recording;
+    rec.addEventListener("dataavailable", function (event) {
+      if (event.data && event.data.size) {
+        chunks.push(event.data);
+      }
+    });
+    rec.addEventListener("stop", function () {
+      var seconds = (performance.now() - recording.started) / 1000;
+      clearInterval(recording.ticker);
+      clearTimeout(recording.limit);
+      stream.getTracks().forEach(function (track) {
+        track.stop();
+      });
+      state.recorder = null;
+      setRecording(false);
+      var blob = new Blob(chunks, { type: (rec.mimeType || "audio/webm").split(";")[0] });
+      setMedia({ kind: "audio", blob: blob, name: "recording.webm", preview: "", seconds: seconds });
+      els.input.focus();
+    });
+    rec.start(250);
+    setRecording(true);
+    var tick = function () {
+      var time = clockTime((performance.now() - recording.started) / 1000);
+      showNotice(t("recording", "Recording… {time}", { time: time }), "recording");
+    };
+    tick();
+    recording.ticker = setInterval(tick, 500);
+    if (state.audioSeconds) {
+      // The server listens to so much and no more: the recording ends there rather than be refused whole.
+      recording.limit = setTimeout(stopRecording, state.audioSeconds * 1000);
+    }
+  }
+
+  function stopRecording() {
+    if (state.recorder && state.recorder.rec.state !== "inactive") {
+      state.recorder.rec.stop();
+    }
+  }
+
+  els.record.addEventListener("click", function () {
+    if (state.recorder) {
+      stopRecording();
+    } else {
+      startRecording();
+    }
+  });
+
+  /** Send the question with its image or recording: what ragbot understood comes back first, then the answer. */
+  async function sendMedia(typed) {
+    var media = state.media;
+    setMedia(null);
+    els.input.value = "";
+    autoGrow();
+    var userBubble = addUserBubble(typed);
+    userBubble.body.prepend(mediaLabel(media, "message-media"));
+    scrollToEnd(true);
+    setBusy(true);
+    var ctx = newContext(userBubble);
+    var form = new FormData();
+    form.append("text", typed);
+    form.append("id", questionId());
+    if (media.seconds !== null) {
+      form.append("seconds", String(media.seconds));
+    }
+    form.append("file", media.blob, media.name);
+    await ask(ctx, "/api/media", {
+      // A custom header no other origin may send without a preflight: ragbot's CSRF check for multipart posts.
+      headers: { Accept: "text/event-stream", "X-Ragbot-Request": "1" },
+      body: form,
+    });
+    els.input.focus();
+  }
+
   // ---- start-up ------------------------------------------------------------------------------------------
 
   function renderKnowledgeBases(names) {
@@ -1110,6 +1301,8 @@
         els.adminButton.hidden = session.admin_enabled === false;
         renderKnowledgeBases(session.knowledge_bases);
         state.uploadLimitMb = Number(session.upload_limit_mb) || 0;
+        state.audioSeconds = Number(session.audio_seconds) || 0;
+        state.imageLimitMb = Number(session.image_limit_mb) || 0;
       }
       var history = await fetch("/api/history", { credentials: "same-origin" });
       if (!history.ok) {

@@ -122,6 +122,46 @@ def test_a_file_shared_in_a_dm_is_a_file_to_ingest() -> None:
     assert message.style == SLACK
 
 
+SCREENSHOT = {"id": "F2", "name": "error.png", "size": 2048, "mimetype": "image/png"}
+CLIP = {"id": "F3", "name": "clip.webm", "size": 4096, "mimetype": "audio/webm", "duration_ms": 4500}
+
+
+@pytest.mark.parametrize(
+    ("text", "channel", "asked"),
+    [("what does this mean?", "D1", "what does this mean?"), (f"<@{BOT}> why?", "C1", "why?"), ("", "D1", "")],
+)
+def test_an_image_or_audio_clip_shared_with_the_bot_is_a_question_not_a_file_to_ingest(
+    text: str, channel: str, asked: str
+) -> None:
+    event = _event(text, channel=channel, subtype="file_share", files=[SCREENSHOT, CLIP])
+    message = _translate(event)
+    assert isinstance(message, IncomingMessage)
+    assert (message.command, message.text) == (None, asked)
+    assert [(a.name, a.mime_type, a.seconds) for a in message.attachments] == [
+        ("error.png", "image/png", None),
+        ("clip.webm", "audio/webm", 4.5),
+    ]
+
+
+@pytest.mark.parametrize(("text", "channel"), [("ingest", "D1"), (f"<@{BOT}> Ingest", "C1")])
+def test_an_image_shared_with_the_word_ingest_is_a_file_to_learn(text: str, channel: str) -> None:
+    message = _translate(_event(text, channel=channel, subtype="file_share", files=[SCREENSHOT]))
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("ingest", implied=True)
+    assert [a.name for a in message.attachments] == ["error.png"]
+
+
+def test_an_image_shared_beside_a_document_goes_with_it_to_ingestion() -> None:
+    files = [SCREENSHOT, {"id": "F1", "name": "guide.pdf", "size": 1234, "mimetype": "application/pdf"}]
+    message = _translate(_event("", channel="D1", channel_type="im", subtype="file_share", files=files))
+    assert isinstance(message, IncomingMessage)
+    assert message.command == Command("ingest", implied=True)
+
+
+def test_an_image_shared_in_a_channel_without_a_mention_is_not_read() -> None:
+    assert _translate(_event("look", subtype="file_share", files=[SCREENSHOT])) is None
+
+
 @pytest.mark.parametrize(("text", "channel"), [("faq import", "D1"), (f"<@{BOT}> FAQ import", "C1")])
 def test_a_sheet_shared_with_the_words_faq_import_is_imported_as_faqs(text: str, channel: str) -> None:
     files = [{"id": "F1", "name": "faq.csv", "size": 10, "mimetype": "text/csv"}]

@@ -142,29 +142,76 @@ def test_a_caption_command_in_a_group_ingests_the_replied_to_file() -> None:
     assert [a.name for a in result.attachments] == ["faq.csv"]
 
 
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {
-            "sticker": {
-                "file_id": "S",
-                "file_unique_id": "S",
-                "width": 1,
-                "height": 1,
-                "is_animated": False,
-                "is_video": False,
-                "type": "regular",
-            }
-        },
-        {"photo": [{"file_id": "P", "file_unique_id": "P", "width": 1, "height": 1}]},
-        {"voice": {"file_id": "V", "file_unique_id": "V", "duration": 1}},
-    ],
-)
-def test_stickers_photos_and_voice_get_a_notice_in_private_and_silence_in_groups(fields: dict[str, Any]) -> None:
-    notice = translate(_message(PRIVATE, **fields), ME, _never, LIMIT)
+STICKER = {
+    "sticker": {
+        "file_id": "S",
+        "file_unique_id": "S",
+        "width": 1,
+        "height": 1,
+        "is_animated": False,
+        "is_video": False,
+        "type": "regular",
+    }
+}
+PHOTO = {
+    "photo": [
+        {"file_id": "small", "file_unique_id": "s", "width": 90, "height": 60, "file_size": 900},
+        {"file_id": "large", "file_unique_id": "l", "width": 1280, "height": 960, "file_size": 90_000},
+    ]
+}
+VOICE = {"voice": {"file_id": "V", "file_unique_id": "v", "duration": 4, "mime_type": "audio/ogg", "file_size": 9000}}
+AUDIO = {"audio": {"file_id": "A", "file_unique_id": "a", "duration": 3600, "file_name": "talk.mp3"}}
+
+
+def test_a_sticker_gets_a_notice_in_private_and_silence_in_groups() -> None:
+    notice = translate(_message(PRIVATE, **STICKER), ME, _never, LIMIT)
     assert isinstance(notice, Notice)
     assert notice.say("en") == telegram_words.text_only("en")
-    assert translate(_message(GROUP, **fields), ME, _never, LIMIT) is None
+    assert translate(_message(GROUP, **STICKER), ME, _never, LIMIT) is None
+
+
+async def test_a_private_photo_is_a_question_carrying_its_largest_size_as_an_image() -> None:
+    fetched: list[str] = []
+
+    async def read(file_id: str) -> bytes:
+        fetched.append(file_id)
+        return b"jpeg"
+
+    result = translate(_message(PRIVATE, caption="what is this error?", **PHOTO), ME, read, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    assert (result.text, result.command) == ("what is this error?", None)
+    (photo,) = result.attachments
+    assert (photo.name, photo.size, photo.mime_type) == ("l.jpg", 90_000, "image/jpeg")
+    assert photo.read is not None
+    assert await photo.read() == b"jpeg"
+    assert fetched == ["large"]
+
+
+@pytest.mark.parametrize(("fields", "seconds", "mime"), [(VOICE, 4.0, "audio/ogg"), (AUDIO, 3600.0, "audio/mpeg")])
+def test_voice_and_audio_carry_their_length_so_a_long_one_is_refused_unread(
+    fields: dict[str, Any], seconds: float, mime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "1")  # as adapters.telegram.app sets it: durations as timedelta
+    result = translate(_message(PRIVATE, **fields), ME, _never, LIMIT)
+    assert isinstance(result, IncomingMessage)
+    (clip,) = result.attachments
+    assert (clip.seconds, clip.mime_type, result.text) == (seconds, mime, "")
+
+
+def test_in_a_group_a_photo_is_read_only_when_it_is_addressed_to_the_bot() -> None:
+    assert translate(_message(GROUP, caption="look at this", **PHOTO), ME, _never, LIMIT) is None
+    caption = "@ragbot what does this mean?"
+    mentioned = translate(
+        _message(GROUP, caption=caption, caption_entities=_mention(caption)["entities"], **PHOTO), ME, _never, LIMIT
+    )
+    assert isinstance(mentioned, IncomingMessage)
+    assert (mentioned.text, len(mentioned.attachments)) == ("what does this mean?", 1)
+
+
+def test_a_photo_over_what_bots_may_download_gets_the_platforms_notice() -> None:
+    notice = translate(_message(PRIVATE, **PHOTO), ME, _never, 50_000)
+    assert isinstance(notice, Notice)
+    assert notice.say("en") == telegram_words.file_too_big("l.jpg", 50_000, "en")
 
 
 def test_other_bots_channels_and_anonymous_admins_are_never_answered() -> None:

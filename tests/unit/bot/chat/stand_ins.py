@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
+from bot.chat.media import MediaReader
 from bot.chat.parts import ChatParts, JobListener
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts
@@ -235,6 +236,7 @@ class Parts:
     knowledge: KnowledgeNames = dataclasses.field(default_factory=KnowledgeNames)
     answerer: ScriptedAnswerer = dataclasses.field(default_factory=ScriptedAnswerer)
     jobs: JobFeed = dataclasses.field(default_factory=JobFeed)
+    media: MediaReader = dataclasses.field(default_factory=MediaReader)
 
     def chat_parts(self) -> ChatParts:
         epochs = Epochs(self.settings, self.knowledge)
@@ -247,6 +249,7 @@ class Parts:
             jobs=self.jobs,
             sources=SourceBook(_Texts(), _Texts()),
             epochs=epochs,
+            media=self.media,
         )
 
 

@@ -227,6 +227,21 @@ FIXED: dict[str, Callable[[str], str]] = {
     "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
     "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
     "feedback_gone": messages.feedback_gone,
+    "media_heard": lambda lang: messages.media_heard("where is lunch", lang),
+    "media_read": lambda lang: messages.media_read("ERROR 42", lang),
+    "media_seen": lambda lang: messages.media_seen("A dialog", lang),
+    "no_transcription": messages.no_transcription,
+    "no_image_reader": messages.no_image_reader,
+    "heard_nothing": messages.heard_nothing,
+    "no_text_in_image": messages.no_text_in_image,
+    "audio_too_long": lambda lang: messages.audio_too_long(3600, 600, lang),
+    "media_too_large": lambda lang: messages.media_too_large("a.png", 30_000_000, 20_000_000, lang),
+    "media_too_large:unread": lambda lang: messages.media_too_large("a.png", None, 20_000_000, lang),
+    "not_an_image": lambda lang: messages.not_an_image("a.png", lang),
+    "media_unreadable": lambda lang: messages.media_unreadable("a.png", lang),
+    "media_unreadable:unknown_reason": lambda lang: messages.media_unreadable("a.png", lang, "no_such_reason", {}),
+    "media_too_slow": messages.media_too_slow,
+    "media_too_many": lambda lang: messages.media_too_many(4, lang),
 }
 
 
