@@ -10,6 +10,7 @@ from bot.app.services import Services
 from bot.app.settings import Settings, platform_settings
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
+from bot.chat.misses import MissReports
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
@@ -67,6 +68,7 @@ def command_parts(services: Services) -> CommandParts:
         schedules=services.schedules,
         web_search=services.web_leg is not None,
         graph=GraphBuilder(services.graph, services.graph_switches, services.documents, services.graph_indexer),
+        misses=MissReports(services.conversations, services.embedder.transient),
     )
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from bot.chat.misses import MissReports
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.graph import GraphBuilder
 from bot.knowledge.index_lock import IndexLock
@@ -103,3 +104,5 @@ class CommandParts:
     clock: Callable[[], datetime] = _utcnow
     # Knowledge bases' entity graphs (`/graph on|off`); None where the caller has none (then /graph says so).
     graph: GraphBuilder | None = None
+    # What went wrong in a chat lately (`/stats`); None where the caller has no embedder (then /stats says so).
+    misses: MissReports | None = None
