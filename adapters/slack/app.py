@@ -23,6 +23,7 @@ from adapters.slack.authorize import SingleTokenAuthorize
 from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
+from adapters.slack.reasons import REASON_ACTION, REASON_VIEW, ReasonListeners
 from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.settings import SlackSettings
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
@@ -123,6 +124,9 @@ class SlackAdapter:
         self.app.event("message")(listeners.on_message)
         self.app.command(config.command)(listeners.on_command)
         self.app.action(FEEDBACK_ACTION)(listeners.on_feedback)
+        reasons = ReasonListeners(manager)
+        self.app.action(REASON_ACTION)(reasons.on_ask_why)
+        self.app.view(REASON_VIEW)(reasons.on_submit)
         if not config.oauth:
             self.app.event("app_uninstalled")(listeners.on_uninstalled)
             self.app.event("tokens_revoked")(listeners.on_uninstalled)
