@@ -635,6 +635,7 @@ WEB_UPLOAD_FORM: Final = "Send the files as a multipart form with one or more `f
 WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type one of them, or nothing, and send again."
 WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "value": "up"} (or "down").'
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
+WEB_BAD_REASON: Final = 'A reason must be JSON like {"message_id": "…", "reason": "outdated", "note": "…"}.'
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
 WEB_WRONG_TOKEN: Final = "That admin token is not right."
 WEB_NOT_JSON: Final = "Send this request as JSON (Content-Type: application/json), as the chat page does."
