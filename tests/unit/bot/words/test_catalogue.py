@@ -18,6 +18,7 @@ from bot.commands.registry import Asker, CommandSpec, parse_command
 from bot.errors import UserFacingError
 from bot.types import Answer, CommandStyle, SourceLink
 from bot.words import catalogue as i18n
+from bot.chat.feedback import REASONS
 from bot.words import messages
 from bot.words.language import turn_language
 from rag.input_check import Refusal, SmallTalk
@@ -224,6 +225,23 @@ FIXED: dict[str, Callable[[str], str]] = {
     "feedback_thanks:up": lambda lang: messages.feedback_thanks("up", lang),
     "feedback_thanks:down": lambda lang: messages.feedback_thanks("down", lang),
     "feedback_gone": messages.feedback_gone,
+    "feedback_ask_why": messages.feedback_ask_why,
+    "feedback_why_form": lambda lang: " | ".join(messages.feedback_why_form(lang).values()),
+    **{f"feedback_reason:{r}": (lambda lang, r=r: messages.feedback_reason(r, lang)) for r in REASONS},  # type: ignore[misc]
+    "feedback_noted": lambda lang: messages.feedback_noted("outdated", lang),
+    **{
+        f"feedback_reason_refused:{why}": (lambda lang, why=why: messages.feedback_reason_refused(why, lang, 500))  # type: ignore[misc]
+        for why in ("not_down", "not_rater", "too_long", "unknown", "gone")
+    },
+    "stats_bad_days": lambda lang: messages.stats_bad_days(365, lang),
+    "stats_unavailable": messages.stats_unavailable,
+    "stats_report": lambda lang: messages.stats_report(
+        7,
+        (42, 5, 3),
+        (("unanswered", 14, [(12, "How do I use the VPN on my phone?", "")]), ("disliked", 3, [(2, "Lunch?", "x 2")])),
+        lang,
+    ),
+    "stats_report:quiet": lambda lang: messages.stats_report(1, (0, 0, 0), (("unanswered", 0, []),), lang),
 }
 
 
