@@ -25,7 +25,7 @@ from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 
 ROOT = Path(__file__).resolve().parent.parent
-THRESHOLDS = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
 def _jsonl(path: Path) -> list[dict[str, str]]:

@@ -10,11 +10,11 @@ from bot.app.services import Services
 from bot.app.settings import Settings, platform_settings
 from bot.chat.limits import RateLimit
 from bot.chat.manager import ChatPolicy, ConversationManager
-from bot.chat.misses import MissReports
 from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.graph import GraphBuilder
+from bot.knowledge.misses import MissReports
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
 

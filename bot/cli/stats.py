@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 
 from bot.app.services import Services
-from bot.chat.misses import TOP_GROUPS, Misses, MissGroup, misses_of
 from bot.errors import UserFacingError
+from bot.knowledge.misses import TOP_GROUPS, Misses, MissGroup, misses_of
 from storage.records import MessageRecord
 from storage.repos.retention import RetentionRepo
 

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from bot.chat.misses import MissReports
 from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.graph import GraphBuilder
 from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.jobs import JobRunner
+from bot.knowledge.misses import MissReports
 from bot.types import ConversationKey, SourceLink
 from rag.ingest.faq_index import FaqImporter
 from storage.records import ConversationRecord, JobRecord

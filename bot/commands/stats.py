@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from bot.chat.misses import MissGroup
 from bot.commands.registry import CommandContext, CommandRegistry, Form
 from bot.errors import UserFacingError
+from bot.knowledge.misses import MissGroup
 from bot.words import messages
 
 _DEFAULT_DAYS: Final = 7

@@ -126,4 +126,3 @@ async def test_a_reason_for_an_answer_changed_to_thumbs_up_is_refused(slack: Sla
     refused = await _submit(slack, view, BOB, "wrong")
     assert refused["errors"] == {"reason": messages.feedback_reason_refused("not_down", "en")}
     assert (await slack.services.conversations.message(answer.id)).feedback_reason == ""
-

@@ -21,11 +21,11 @@ from adapters.telegram.render import to_telegram_html
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
+from bot.chat.feedback import REASONS
 from bot.chat.manager import ConversationManager
 from bot.chat.recovery import TurnRecovery
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker
-from bot.chat.feedback import REASONS
 from bot.words import messages
 from fakes.telegram import DEFAULT_USER, FakeTelegramBotAPI, parse_html
 from harness.processes import free_port

@@ -43,7 +43,7 @@ class ChatWorld:
     now: datetime | None = None
     # Whether the service has a web search provider (`/web on` is refused without one).
     web_search: bool = False
-    # `/stats`'s reports (bot.chat.misses.MissReports); None, /stats says it has none.
+    # `/stats`'s reports (bot.knowledge.misses.MissReports); None, /stats says it has none.
     misses: Any = None
 
     def chat_parts(self) -> ChatParts:

@@ -13,12 +13,12 @@ import pytest
 from adapters.slack import words as slack_words
 from adapters.slack.render import sources_block
 from adapters.telegram import words as telegram_words
+from bot.chat.feedback import REASONS
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker, CommandSpec, parse_command
 from bot.errors import UserFacingError
 from bot.types import Answer, CommandStyle, SourceLink
 from bot.words import catalogue as i18n
-from bot.chat.feedback import REASONS
 from bot.words import messages
 from bot.words.language import turn_language
 from rag.input_check import Refusal, SmallTalk
