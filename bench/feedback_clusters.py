@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from collections import Counter
 from pathlib import Path
 
-from bench.common import commit, machine, percentile
+from bench.common import commit, machine, parse_arguments, percentile
 from rag.clusters import SAME_QUESTION, Cluster, cluster_by_meaning
 from rag.models.embedders import OnnxEmbedder
 from rag.types import Vector
 
-ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
@@ -55,12 +53,8 @@ def _timed(vectors: list[Vector], repeats: int) -> tuple[float, float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", type=Path, default=os.environ.get("EMBEDDING_MODEL_DIR"))
-    parser.add_argument("--eval-dir", type=Path, default=ROOT.parent / "shared" / "eval")
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    if args.model_dir is None:
-        parser.error("--model-dir (or EMBEDDING_MODEL_DIR) is required")
+    args = parse_arguments(parser)
     embedder = OnnxEmbedder(args.model_dir, model_id="bench", max_tokens=256, batch_size=64)
 
     rows = _jsonl(args.eval_dir / "stackfaq" / "queries.jsonl")

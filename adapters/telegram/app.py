@@ -20,7 +20,7 @@ from adapters.telegram.access import Access, Refusals
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.poller import Leases as PollerLeases
 from adapters.telegram.poller import PollerLease
-from adapters.telegram.reasons import pick_reason
+from adapters.telegram.reasons import pick_reason, settle_press
 from adapters.telegram.receipts import ReceiptQueue
 from adapters.telegram.reply import FEEDBACK_PREFIX, WHY, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
@@ -377,15 +377,10 @@ class TelegramAdapter:
             lang = await self._manager.language(key, message.text or "", app_language)
         else:
             stored, lang = None, turn_language("", app_language=app_language)
-        try:
-            if stored is None:
-                await query.answer(messages.feedback_gone(lang))
-                return
-            await query.answer()
-            await query.edit_message_reply_markup(reply_markup=chosen_keyboard(verdict, answer_id, lang))
-        except TelegramError as exc:
-            if "not modified" not in str(exc).lower():  # the same choice pressed again
-                log.warning("telegram=feedback_ack_failed reason=%s", exc)
+        if stored is None:
+            await settle_press(query, messages.feedback_gone(lang), None)
+        else:
+            await settle_press(query, "", chosen_keyboard(verdict, answer_id, lang))
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from telegram import CallbackQuery, Message
+from telegram import CallbackQuery, InlineKeyboardMarkup, Message
 from telegram.error import TelegramError
 
 from adapters.telegram.reply import noted_keyboard
@@ -31,12 +31,20 @@ async def pick_reason(manager: ConversationManager, query: CallbackQuery, reason
         lang = await manager.language(key, message.text or "", app_language)
     else:
         result, lang = "gone", turn_language("", app_language=app_language)
+    if result == "saved":
+        await settle_press(query, "", noted_keyboard(reason, answer_id, lang))
+    else:
+        await settle_press(query, messages.feedback_reason_refused(result, lang), None)
+
+
+async def settle_press(query: CallbackQuery, refusal: str, keyboard: InlineKeyboardMarkup | None) -> None:
+    """Answer a press on a feedback button: with `refusal` as a toast, else by showing `keyboard` under the answer.
+
+    A failure is logged, never raised: the press was recorded (or refused) already."""
     try:
-        if result != "saved":
-            await query.answer(messages.feedback_reason_refused(result, lang))
-            return
-        await query.answer()
-        await query.edit_message_reply_markup(reply_markup=noted_keyboard(reason, answer_id, lang))
+        await query.answer(refusal or None)
+        if not refusal and keyboard is not None:
+            await query.edit_message_reply_markup(reply_markup=keyboard)
     except TelegramError as exc:
-        if "not modified" not in str(exc).lower():  # the same reason picked again
-            log.warning("telegram=reason_ack_failed reason=%s", exc)
+        if "not modified" not in str(exc).lower():  # the same button pressed again
+            log.warning("telegram=press_ack_failed reason=%s", exc)

@@ -7,6 +7,7 @@ said so; whatever stood in (the fixed text, an extractive fallback) is not an an
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,12 +15,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Final, Protocol
 
 from bot.types import ConversationKey
-from rag.clusters import cluster_by_meaning
+from rag.clusters import SAME_QUESTION, cluster_by_meaning
 from rag.ports import Embedder
 from storage.records import MessageRecord
 
 # How many groups a report shows of each kind: the ones most asked; the rest is a count.
 TOP_GROUPS: Final = 10
+# The most questions of each kind a chat's report groups (the newest): embedding them takes ~5 s on 2 cores
+# (DESIGN.md: ~450 short texts/s), a bounded wait for an admin in a chat.
+CHAT_NEWEST: Final = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,22 +75,27 @@ def find_misses(messages: Sequence[MessageRecord]) -> tuple[list[Miss], list[Mis
 
 
 async def group_misses(
-    misses: Sequence[Miss], embedder: Embedder, *, top: int = TOP_GROUPS, threshold: float | None = None
+    misses: Sequence[Miss], embedder: Embedder, *, top: int = TOP_GROUPS, threshold: float = SAME_QUESTION
 ) -> tuple[MissGroup, ...]:
     """The `top` largest groups of `misses` by the meaning of their questions."""
     if not misses:
         return ()
     vectors = await embedder.embed([miss.question for miss in misses], kind="query")
-    clusters = cluster_by_meaning(vectors) if threshold is None else cluster_by_meaning(vectors, threshold)
+    # Up to seconds of numpy for 10k questions: off the event loop, so no conversation waits on a report.
+    clusters = await asyncio.to_thread(cluster_by_meaning, vectors, threshold)
     return tuple(_group([misses[i] for i in cluster.members], misses[cluster.central]) for cluster in clusters[:top])
 
 
-async def misses_of(messages: Sequence[MessageRecord], embedder: Embedder, *, top: int = TOP_GROUPS) -> Misses:
-    """Both kinds of misses among `messages`, grouped."""
+async def misses_of(
+    messages: Sequence[MessageRecord], embedder: Embedder, *, top: int = TOP_GROUPS, newest: int | None = None
+) -> Misses:
+    """Both kinds of misses among `messages` (oldest first), grouped; with `newest`, only that many of the latest
+    of each kind are grouped (the totals still count them all)."""
     unanswered, disliked = find_misses(messages)
+    keep = slice(-newest if newest else None, None)
     return Misses(
-        unanswered=await group_misses(unanswered, embedder, top=top),
-        disliked=await group_misses(disliked, embedder, top=top),
+        unanswered=await group_misses(unanswered[keep], embedder, top=top),
+        disliked=await group_misses(disliked[keep], embedder, top=top),
         unanswered_total=len(unanswered),
         disliked_total=len(disliked),
     )
@@ -141,5 +150,5 @@ class MissReports:
             questions=sum(m.role == "user" for m in stored),
             helpful=sum(m.feedback == "up" for m in answers),
             unhelpful=sum(m.feedback == "down" for m in answers),
-            misses=await misses_of(stored, self.embedder, top=top),
+            misses=await misses_of(stored, self.embedder, top=top, newest=CHAT_NEWEST),
         )
