@@ -130,7 +130,12 @@ def render_stats(stats: ChatStats, days: int, misses: Misses | None = None, reas
                 lines.append(title)
                 lines += [f"  {n:>4} x  {question}" for question, n in rows]
     else:
-        lines += _grouped("Asked, and nothing was found", misses.unanswered, misses.unanswered_total)
+        lines += _grouped(
+            "Asked, and nothing was found",
+            misses.unanswered,
+            misses.unanswered_total,
+            "make these FAQs or add documents",
+        )
         lines += _grouped("Answers marked not helpful", misses.disliked, misses.disliked_total)
     if reasons:
         lines.append("Why not helpful: " + ", ".join(f"{_REASON[name]} {n}" for name, n in _named(reasons)))
@@ -141,13 +146,13 @@ def _named(reasons: Counter[str]) -> list[tuple[str, int]]:
     return [(name, n) for name, n in reasons.most_common() if name in _REASON]
 
 
-def _grouped(title: str, groups: Sequence[MissGroup], total: int) -> list[str]:
+def _grouped(title: str, groups: Sequence[MissGroup], total: int, advice: str = "") -> list[str]:
     """A kind of miss as groups of questions asking the same thing, largest first, with the reasons given."""
     if not total:
         return []
     shown = sum(group.count for group in groups)
     rest = f"; {total - shown} more in smaller groups" if total > shown else ""
-    lines = [f"{title} ({total} in all, by meaning{rest}):"]
+    lines = [f"{title} ({'; '.join(filter(None, (advice, f'{total} in all, by meaning{rest}')))}):"]
     for group in groups:
         why = ", ".join(f"{_REASON.get(name, name)} {n}" for name, n in group.reasons)
         lines.append(f"  {group.count:>4} x  {group.example}" + (f"  [{why}]" if why else ""))

@@ -187,7 +187,10 @@ async def test_ragbot_stats_prints_groups_with_counts_an_example_and_the_reasons
     stored = await repo.messages_since(NOW - timedelta(days=3650))
     report = render_stats(compute_stats(stored), 7, await misses_of(stored, embedder, top=1), Counter(wrong=1))
     lines = report.splitlines()
-    start = lines.index("Asked, and nothing was found (4 in all, by meaning; 1 more in smaller groups):")
+    start = lines.index(
+        "Asked, and nothing was found (make these FAQs or add documents; 4 in all, by meaning; "
+        "1 more in smaller groups):"
+    )
     assert lines[start + 1].startswith("     3 x  ")
     assert lines[start + 1].removeprefix("     3 x  ") in VPN
     disliked = lines.index("Answers marked not helpful (2 in all, by meaning):")
