@@ -138,10 +138,23 @@ class ReasonListeners:
         result = await self._manager.feedback_reason(key, place.get("m", ""), reason, note, by=user)
         if result == "saved":
             await ack()
+            await self._confirm(context, place, user, messages.feedback_noted(reason, lang))
             return
         where = _NOTE_BLOCK if result == "too_long" else _REASON_BLOCK
         text = messages.feedback_reason_refused(result, lang, NOTE_MAX)
         await ack(response_action="errors", errors={where: text})
+
+    async def _confirm(self, context: AsyncBoltContext, place: Mapping[str, str], user: str, text: str) -> None:
+        """Tell the person, beside the answer and to them alone, that their reason was noted (the modal just closes)."""
+        channel = place.get("c", "")
+        if context.client is None or not channel or not user:
+            return
+        # In a DM the answer is no thread's root: the note goes in the DM itself.
+        thread = None if channel.startswith("D") else place.get("t") or None
+        try:
+            await call(context.client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread))
+        except PlatformError as exc:
+            log.warning("slack=reason_confirmation_failed reason=%s", exc)
 
     def _key(self, place: Mapping[str, str], context: AsyncBoltContext) -> ConversationKey:
         channel = place.get("c", "")

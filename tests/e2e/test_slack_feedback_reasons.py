@@ -89,6 +89,10 @@ async def test_a_thumbs_down_offers_tell_us_why_whose_modal_stores_the_reason_wi
     assert (note_block["optional"], note_block["element"]["max_length"]) == (True, NOTE_MAX)
 
     assert await _submit(slack, view, BOB, "outdated", "The client moved to the new portal.") == {}
+    noted = messages.feedback_noted("outdated", "en")
+    await slack.fake.wait_for(lambda: [e.text for e in slack.fake.ephemeral("C0WHY") if e.user == BOB] == [noted])
+    (confirmation,) = slack.fake.ephemeral("C0WHY")
+    assert confirmation.thread_ts == rated.thread_ts
     stored = await slack.services.conversations.message(answer.id)
     assert (stored.feedback, stored.feedback_reason, stored.feedback_note, stored.feedback_by) == (
         "down",
