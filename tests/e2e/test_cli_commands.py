@@ -38,6 +38,9 @@ async def test_stats_counts_the_questions_asked_and_lists_what_found_nothing(
     code, _, err = await run_ragbot(env, tmp_path, "stats", "--days", "0")
     assert code == 1
     assert err.strip() == "ragbot: --days must be 1 or more."
+    code, _, err = await run_ragbot(env, tmp_path, "stats", "--top", "0")
+    assert code == 1
+    assert err.strip() == "ragbot: --top must be 1 or more."
 
 
 async def test_weaviate_runs_in_the_foreground_until_interrupted(user_env: dict[str, str], tmp_path: Path) -> None:
