@@ -23,6 +23,7 @@ from adapters.slack.authorize import SingleTokenAuthorize
 from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
+from adapters.slack.popular import PopularQuestions
 from adapters.slack.reasons import REASON_ACTION, REASON_VIEW, ReasonListeners
 from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.settings import SlackSettings
@@ -35,6 +36,8 @@ from bot.ports import Adapter, ReplyTarget
 from bot.types import ConversationKey
 from storage.db import Database
 from storage.records import MessageRecord
+from storage.repos.answer_meta import AnswerMetaRepo
+from storage.repos.faqs import FaqRepo
 from storage.repos.slack_installs import SlackInstallRepo
 from storage.secret_box import KeyRing, SecretBox
 
@@ -46,6 +49,7 @@ REDIRECT_PATH: Final = "/slack/oauth_redirect"
 # Exactly the bot scopes in manifest.yaml (a test keeps the two equal).
 BOT_SCOPES: Final = (
     "app_mentions:read",
+    "assistant:write",
     "channels:history",
     "chat:write",
     "commands",
@@ -72,6 +76,7 @@ class SlackAdapter:
         manager: ConversationManager,
         config: SlackConfig,
         installs: SlackInstallRepo,
+        popular: PopularQuestions,
         *,
         clock: Callable[[], float] = time.monotonic,
     ):
@@ -117,7 +122,7 @@ class SlackAdapter:
                 # Bolt takes an AsyncAuthorize as it is; its hint names only plain functions, which never return None.
                 authorize=self._authorize,  # type: ignore[arg-type]
             )
-        listeners = self._listeners = SlackListeners(manager, config, self._installations, clock=clock)
+        listeners = self._listeners = SlackListeners(manager, config, self._installations, popular, clock=clock)
         self.app.use(self._not_replayed)
         self.app.use(self._first_delivery)
         self.app.event("app_mention")(listeners.on_mention)
@@ -127,6 +132,9 @@ class SlackAdapter:
         reasons = ReasonListeners(manager)
         self.app.action(REASON_ACTION)(reasons.on_ask_why)
         self.app.view(REASON_VIEW)(reasons.on_submit)
+        self.app.event("app_home_opened")(listeners.agent.on_home_opened)
+        self.app.event("assistant_thread_started")(listeners.agent.on_thread_started)
+        self.app.event("assistant_thread_context_changed")(listeners.agent.on_context_changed)
         if not config.oauth:
             self.app.event("app_uninstalled")(listeners.on_uninstalled)
             self.app.event("tokens_revoked")(listeners.on_uninstalled)
@@ -277,4 +285,4 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
         download_limit=settings.ingestion_limits().max_file_bytes,
     )
     installs = SlackInstallRepo(database, box=SecretBox(KeyRing.at(settings.secrets_key_file())))
-    return SlackAdapter(manager, config, installs)
+    return SlackAdapter(manager, config, installs, PopularQuestions(FaqRepo(database), AnswerMetaRepo(database)))

@@ -12,12 +12,14 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import words as slack_words
+from adapters.slack.agent_listeners import AgentViewListeners, viewed_in
 from adapters.slack.budget import Pacer
 from adapters.slack.calls import call, unreachable_notice
 from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
-from adapters.slack.reasons import ask_why_block
+from adapters.slack.popular import PopularQuestions
+from adapters.slack.reasons import answer_key, ask_why_block
 from adapters.slack.render import (
     MAX_MARKDOWN,
     Block,
@@ -45,6 +47,7 @@ from adapters.slack.translate import (
     translate,
     workspace_id,
 )
+from adapters.slack.viewing import is_agent_view
 from bot.chat.manager import ConversationManager
 from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError
@@ -70,6 +73,7 @@ class SlackListeners:
         manager: ConversationManager,
         config: SlackConfig,
         installations: DatabaseInstallationStore | None,
+        popular: PopularQuestions,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -82,6 +86,9 @@ class SlackListeners:
         self._installers: dict[str, tuple[float, str]] = {}
         # Turns and commands in flight, so stopping can let them finish.
         self.work: set[asyncio.Task[Any]] = set()
+        self.agent = AgentViewListeners(
+            manager, popular, self._style, spawn=self._spawn, installed_by=self._installed_by
+        )
 
     async def on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """A mention in a channel: answered in a thread under it."""
@@ -94,7 +101,7 @@ class SlackListeners:
         """A DM, or a reply in a thread ragbot answers in (other channel messages are not for it)."""
         if not is_person_speaking(event):
             return
-        where = place(event, self._workspace(context))
+        where = await self._place(event, self._workspace(context))
         if not where.private:
             if mentions(str(event.get("text") or ""), context.bot_user_id or ""):
                 return  # the app_mention event answers it
@@ -138,7 +145,25 @@ class SlackListeners:
             return
         if translated.command is not None:
             settle(None)  # a command (a shared file's ingestion) stores no question, and may run for minutes
-        await self._manager.handle(translated, target, on_accepted=settle)
+            await self._manager.handle(translated, target, on_accepted=settle)
+            return
+        await self.agent.name_thread(client, where, translated.text)
+        kb_ids = await self.agent.focus(where, viewed_in(event, where, self.agent.threads))
+        await self._manager.handle(translated, target, on_accepted=settle, kb_ids=kb_ids)
+
+    async def _place(self, event: Mapping[str, Any], workspace: str) -> Place:
+        """Where a message event happened; a DM thread of the agent view or of an assistant thread is kept apart."""
+        where = place(event, workspace)
+        if not where.private:
+            return where
+        if is_agent_view(event):
+            return place(event, workspace, threads_apart=True)
+        if where.reply_thread and (
+            self.agent.threads.known(where.channel, where.reply_thread)
+            or await self._manager.known(conversation_key(place(event, workspace, threads_apart=True)))
+        ):
+            return place(event, workspace, threads_apart=True)
+        return where
 
     def target(self, client: AsyncWebClient, where: Place, user: str, team: str, lang: str) -> SlackTarget:
         """A reply target in `where` for `user` of `team`, answering in `lang`."""
@@ -273,7 +298,8 @@ class SlackListeners:
         message = body.get("message") or {}
         channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
         thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        key = conversation_key(Place(self._workspace(context), channel, thread, channel.startswith("D")))
+        where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
+        key = await answer_key(self._manager, where, in_thread=bool(message.get("thread_ts")))
         user = str((body.get("user") or {}).get("id") or "")
         stored = (
             await self._manager.feedback(key, parsed[1], parsed[0], by=user) if parsed is not None and channel else None

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from slack_bolt.context.async_context import AsyncBoltContext
 
 from adapters.slack.calls import call
 from adapters.slack.render import Block
-from adapters.slack.translate import Place, conversation_key, workspace_id
+from adapters.slack.translate import PLATFORM, Place, conversation_key, workspace_id
 from bot.chat.feedback import NOTE_MAX, REASONS
 from bot.chat.manager import ConversationManager
 from bot.errors import PlatformError
@@ -112,8 +113,10 @@ class ReasonListeners:
         message = body.get("message") or {}
         channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
         thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        place = {"m": str(action.get("value") or ""), "c": channel, "t": thread}
-        key = self._key(place, context)
+        where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
+        key = await answer_key(self._manager, where, in_thread=bool(message.get("thread_ts")))
+        # The answer's conversation, as its 👎 was keyed: the submission stores the reason there.
+        place = {"m": str(action.get("value") or ""), "c": channel, "t": key.thread}
         lang = await self._manager.language(key, str(message.get("text") or ""))
         client = context.client
         if client is None or not place["m"] or not channel:
@@ -149,14 +152,26 @@ class ReasonListeners:
         channel = place.get("c", "")
         if context.client is None or not channel or not user:
             return
-        # In a DM the answer is no thread's root: the note goes in the DM itself.
-        thread = None if channel.startswith("D") else place.get("t") or None
+        # Beside the answer: in its thread (a DM's own answers are in no thread; the note goes in the DM itself).
+        thread = place.get("t") or None
         try:
             await call(context.client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread))
         except PlatformError as exc:
             log.warning("slack=reason_confirmation_failed reason=%s", exc)
 
     def _key(self, place: Mapping[str, str], context: AsyncBoltContext) -> ConversationKey:
-        channel = place.get("c", "")
-        workspace = workspace_id(context.team_id, context.enterprise_id)
-        return conversation_key(Place(workspace, channel, place.get("t", ""), channel.startswith("D")))
+        return ConversationKey(PLATFORM, self._workspace(context), place.get("c", ""), place.get("t", ""))
+
+    @staticmethod
+    def _workspace(context: AsyncBoltContext) -> str:
+        return workspace_id(context.team_id, context.enterprise_id)
+
+
+async def answer_key(manager: ConversationManager, where: Place, *, in_thread: bool) -> ConversationKey:
+    """The conversation of an answer under a button: its channel thread; in a DM the DM's, unless the answer is in a
+    DM thread kept apart (the agent view's)."""
+    if where.private and in_thread:
+        apart = conversation_key(replace(where, apart=True))
+        if await manager.known(apart):
+            return apart
+    return conversation_key(where)

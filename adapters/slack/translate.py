@@ -45,6 +45,8 @@ class Place:
     # The thread the bot answers in (Slack's thread_ts; the message's own ts for a new thread); "" for a DM itself.
     reply_thread: str
     private: bool
+    # A DM thread that is a conversation of its own (the agent view's, an assistant thread), not part of the DM's.
+    apart: bool = False
 
 
 def command_style(command: str) -> CommandStyle:
@@ -59,18 +61,26 @@ def workspace_id(team_id: str | None, enterprise_id: str | None) -> str:
     return f"{enterprise_id}/{team}" if enterprise_id else team
 
 
-def place(event: Json, workspace: str) -> Place:
+def place(event: Json, workspace: str, *, threads_apart: bool = False) -> Place:
     """The channel and thread of a message event: a channel message is answered in its thread, a DM in the DM
-    itself (in a thread only when the person wrote in one)."""
+    itself (in a thread only when the person wrote in one).
+
+    `threads_apart` says the DM keeps each thread a conversation of its own, as Slack's agent view does: there every
+    message a person writes is the root of a thread, answered in that thread.
+    """
     channel = str(event.get("channel", ""))
     private = event.get("channel_type") == "im" or channel.startswith("D")
-    thread = str(event.get("thread_ts") or ("" if private else event.get("ts")) or "")
-    return Place(workspace, channel, thread, private)
+    apart = private and threads_apart
+    rooted = not private or apart
+    thread = str(event.get("thread_ts") or (event.get("ts") if rooted else "") or "")
+    return Place(workspace, channel, thread, private, apart)
 
 
 def conversation_key(where: Place) -> ConversationKey:
-    """A channel thread is a conversation; a whole DM is one conversation (its threads included)."""
-    return ConversationKey(PLATFORM, where.workspace, where.channel, "" if where.private else where.reply_thread)
+    """A channel thread is a conversation, and so is a DM thread kept apart; the rest of a DM is one conversation
+    (its other threads included)."""
+    thread = where.reply_thread if not where.private or where.apart else ""
+    return ConversationKey(PLATFORM, where.workspace, where.channel, thread)
 
 
 def mentions(text: str, bot_user_id: str) -> bool:

@@ -47,3 +47,33 @@ def file_login_page(name: str, lang: str) -> str:
 def file_missing(name: str, lang: str) -> str:
     """A file Slack no longer has (deleted, or from a workspace the bot can't read)."""
     return catalogue(lang).text("slack.file_missing", name=name)
+
+
+def prompts_heading(lang: str) -> str:
+    """The heading over the suggested prompts shown when a person opens the DM."""
+    return catalogue(lang).text("slack.prompts_heading")
+
+
+def home_title(lang: str) -> str:
+    """The App Home tab's header (plain text, at most 150 characters)."""
+    return catalogue(lang).text("slack.home_title")
+
+
+def home_how(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """How to ask, on the App Home tab (mrkdwn)."""
+    return catalogue(lang).text("slack.home_how", ask=style.written("kb"))
+
+
+def home_kbs(lang: str) -> str:
+    """The App Home tab's header over the knowledge bases the person's DM reads."""
+    return catalogue(lang).text("slack.home_kbs")
+
+
+def home_no_kbs(lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """The App Home tab when the person's DM reads no knowledge base."""
+    return catalogue(lang).text("slack.home_no_kbs", use=style.written("kb use NAME"))
+
+
+def home_commands(lang: str) -> str:
+    """The App Home tab's header over the commands."""
+    return catalogue(lang).text("slack.home_commands")

@@ -1,6 +1,7 @@
 """FakeSlackAPI, a local Slack Web API for slack_sdk and slack-bolt, the records its tests read, and `events`."""
 
 from fakes.slack import events
+from fakes.slack.agent import Prompts
 from fakes.slack.content import blocks_text
 from fakes.slack.files import LOGIN_PAGE
 from fakes.slack.limits import DEFAULT_LIMITS, Limit
@@ -13,6 +14,7 @@ __all__ = [
     "Ephemeral",
     "FakeSlackAPI",
     "Limit",
+    "Prompts",
     "ResponsePost",
     "Shown",
     "SlackCall",

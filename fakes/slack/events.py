@@ -17,8 +17,11 @@ from fakes.base import Json
 __all__ = [
     "APP_ID",
     "BOT_USER_ID",
+    "app_context",
+    "app_home_opened",
     "app_mention",
     "app_uninstalled",
+    "assistant_thread_started",
     "block_actions",
     "bot_message",
     "envelope",
@@ -246,6 +249,34 @@ def bot_message(
     if thread_ts is not None:
         event["thread_ts"] = thread_ts
     return event
+
+
+def app_context(*channels: str, team: str) -> Json:
+    """The `app_context` the agent view stamps on a DM message: what the person is viewing, most relevant first."""
+    return {
+        "entities": [{"type": "slack#/types/channel_id", "value": channel, "team_id": team} for channel in channels]
+    }
+
+
+def app_home_opened(*, user: str, channel: str, tab: str, view: Json | None = None) -> Json:
+    """The app_home_opened event: the person opened the app's Home tab ("home") or its DM ("messages")."""
+    event: Json = {"type": "app_home_opened", "user": user, "channel": channel, "tab": tab, "event_ts": new_ts()}
+    if view is not None:
+        event["view"] = view
+    return event
+
+
+def assistant_thread_started(*, user: str, channel: str, thread_ts: str, team: str, viewing: str = "") -> Json:
+    """The legacy assistant view's assistant_thread_started: a thread opened in the side panel, with the channel the
+    person was viewing as its context (empty when none)."""
+    context: Json = {"team_id": team, "enterprise_id": None}
+    if viewing:
+        context["channel_id"] = viewing
+    return {
+        "type": "assistant_thread_started",
+        "assistant_thread": {"user_id": user, "context": context, "channel_id": channel, "thread_ts": thread_ts},
+        "event_ts": new_ts(),
+    }
 
 
 def url_verification(challenge: str) -> Json:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from fakes.base import Handler, Json
+from fakes.slack.agent import AgentMethods
 from fakes.slack.files import Files
 from fakes.slack.limits import Limit, RateLimits
 from fakes.slack.methods import WebMethods
@@ -32,7 +33,7 @@ class _Scripted:
     until: float | None = None
 
 
-class FakeSlackAPI(WebMethods, ViewMethods, Files, ResponseUrls, SocketMode, OAuth):
+class FakeSlackAPI(WebMethods, AgentMethods, ViewMethods, Files, ResponseUrls, SocketMode, OAuth):
     """An aiohttp app on 127.0.0.1 speaking Slack's Web API, files, response_url and Socket Mode, with limits.
 
     Give slack_sdk `base_url=fake.base_url`. Channels are created on first use (C public, G private, D DM) and
@@ -74,6 +75,9 @@ class FakeSlackAPI(WebMethods, ViewMethods, Files, ResponseUrls, SocketMode, OAu
             "chat.appendStream": (self._append_stream, "bot"),
             "chat.stopStream": (self._stop_stream, "bot"),
             "assistant.threads.setStatus": (self._set_status, "bot"),
+            "assistant.threads.setTitle": (self._set_title, "bot"),
+            "assistant.threads.setSuggestedPrompts": (self._set_prompts, "bot"),
+            "views.publish": (self._publish, "bot"),
             "conversations.replies": (self._replies, "bot"),
             "files.info": (self._file_info, "bot"),
             "reactions.add": (self._react, "bot"),

@@ -591,3 +591,78 @@ async def test_a_response_url_expires_after_thirty_minutes() -> None:
         clock.now += 30 * 60 + 1
         late = await hook.send(text="late")
         assert (late.status_code, late.body) == (404, "expired_url")
+
+
+# --- The agent view and App Home ------------------------------------------------------------------------------------
+
+
+async def test_a_thread_is_titled_within_the_length_and_only_where_it_exists(fake: FakeSlackAPI) -> None:
+    client = web(fake)
+    root = fake.user_message(TEAM, DM, ALICE, "How do I reset my password?")
+    await client.assistant_threads_setTitle(channel_id=DM, thread_ts=root, title="Resetting a password")
+    assert fake.thread_title(DM, root) == "Resetting a password"
+    too_long = await slack_error(client.assistant_threads_setTitle(channel_id=DM, thread_ts=root, title="x" * 61))
+    missing = await slack_error(client.assistant_threads_setTitle(channel_id=DM, thread_ts="1.000009", title="Hi"))
+    assert (too_long.response["error"], missing.response["error"]) == ("invalid_arguments", "invalid_thread_ts")
+    assert fake.thread_title(DM, root) == "Resetting a password"
+
+
+@pytest.mark.parametrize(
+    ("prompts", "error"),
+    [
+        ([{"title": f"Q{n}", "message": f"Question {n}?"} for n in range(5)], "invalid_arguments"),
+        ([], "invalid_arguments"),
+        ([{"title": "x" * 61, "message": "Question?"}], "invalid_arguments"),
+        ([{"title": "Q", "message": "x" * 301}], "invalid_arguments"),
+        ([{"title": "Q"}], "invalid_arguments"),
+    ],
+)
+async def test_suggested_prompts_past_slacks_four_or_past_their_lengths_are_refused(
+    fake: FakeSlackAPI, prompts: list[dict[str, str]], error: str
+) -> None:
+    refused = await slack_error(web(fake).assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=prompts))
+    assert refused.response["error"] == error
+    assert fake.suggested_prompts(DM) is None
+
+
+async def test_suggested_prompts_show_above_the_composer_or_in_a_thread(fake: FakeSlackAPI) -> None:
+    client = web(fake)
+    prompts = [{"title": "Lunch", "message": "When is lunch served?"}]
+    await client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=prompts, title="Often asked")
+    shown = fake.suggested_prompts(DM)
+    assert shown is not None
+    assert (shown.thread_ts, shown.title, shown.prompts) == (None, "Often asked", (("Lunch", "When is lunch served?"),))
+    root = fake.user_message(TEAM, DM, ALICE, "New chat")
+    await client.assistant_threads_setSuggestedPrompts(channel_id=DM, thread_ts=root, prompts=prompts)
+    assert fake.suggested_prompts(DM, root) is not None
+
+
+async def test_a_workspace_without_the_agent_view_refuses_titles_and_prompts(fake: FakeSlackAPI) -> None:
+    fake.set_agent_view(TEAM, False)
+    client = web(fake)
+    root = fake.user_message(TEAM, DM, ALICE, "Hello")
+    prompts = [{"title": "Lunch", "message": "When is lunch served?"}]
+    refused = [
+        await slack_error(client.assistant_threads_setTitle(channel_id=DM, thread_ts=root, title="Hello")),
+        await slack_error(client.assistant_threads_setSuggestedPrompts(channel_id=DM, prompts=prompts)),
+    ]
+    assert [error.response["error"] for error in refused] == ["not_allowed", "not_allowed"]
+    fake.set_agent_view(TEAM, True)
+    await client.assistant_threads_setTitle(channel_id=DM, thread_ts=root, title="Hello")
+
+
+async def test_a_home_tab_is_published_per_person_within_slacks_blocks(fake: FakeSlackAPI) -> None:
+    client = web(fake)
+    view = {"type": "home", "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "Hi"}}]}
+    answer = await client.views_publish(user_id=ALICE, view=view)
+    assert answer["view"]["type"] == "home"
+    assert fake.home_view(ALICE) == view
+    too_many = {"type": "home", "blocks": [{"type": "divider"}] * 101}
+    long_header = {"type": "home", "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "x" * 151}}]}
+    modal = {"type": "modal", "blocks": []}
+    errors = [
+        (await slack_error(client.views_publish(user_id="U0BOB", view=bad))).response["error"]
+        for bad in (too_many, long_header, modal)
+    ]
+    assert errors == ["invalid_blocks", "invalid_blocks", "invalid_arguments"]
+    assert fake.home_view("U0BOB") is None

@@ -51,14 +51,13 @@ async def slack_scene(
         )
     async with FakeSlackAPI() as fake:
         fake.add_workspace(TEAM, bot_token=TOKEN, bot_user_id=events.BOT_USER_ID, bot_id=BOT_ID)
+        defaults = {"DEFAULT_KNOWLEDGE_BASES": "handbook", "SLACK_ADMINS": ADMIN}
         configured = embedded_settings(
             data_dir,
-            DEFAULT_KNOWLEDGE_BASES="handbook",
             SLACK_BOT_TOKEN=TOKEN,
             SLACK_SIGNING_SECRET=SECRET,
-            SLACK_ADMINS=ADMIN,
             SLACK_API_BASE_URL=fake.base_url,
-            **settings,
+            **{**defaults, **settings},
         )
         async with build_services(configured) as services:
             kb = await services.knowledge.create("handbook", {})

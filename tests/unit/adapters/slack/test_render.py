@@ -62,6 +62,7 @@ def test_the_manifest_asks_for_exactly_the_scopes_events_and_command_ragbot_uses
     manifest = yaml.safe_load(MANIFEST.read_text())
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(BOT_SCOPES)
     assert sorted(manifest["settings"]["event_subscriptions"]["bot_events"]) == [
+        "app_home_opened",
         "app_mention",
         "app_uninstalled",
         "message.channels",
@@ -69,6 +70,8 @@ def test_the_manifest_asks_for_exactly_the_scopes_events_and_command_ragbot_uses
         "message.im",
         "tokens_revoked",
     ]
+    assert manifest["features"]["agent_view"]["agent_description"]
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
     commands = [command["command"] for command in manifest["features"]["slash_commands"]]
     assert commands == [Settings.model_fields["SLACK_COMMAND"].default]
     assert manifest["settings"]["interactivity"]["is_enabled"] is True

@@ -274,6 +274,12 @@ PLATFORM_SAYS: dict[str, Callable[[str], str]] = {
     "slack.asked": lambda lang: slack_words.asked("U1", "VPN?", lang),
     "slack.file_login_page": lambda lang: slack_words.file_login_page("a.pdf", lang),
     "slack.file_missing": lambda lang: slack_words.file_missing("a.pdf", lang),
+    "slack.prompts_heading": slack_words.prompts_heading,
+    "slack.home_title": slack_words.home_title,
+    "slack.home_how": lambda lang: slack_words.home_how(lang, SLACK),
+    "slack.home_kbs": slack_words.home_kbs,
+    "slack.home_no_kbs": lambda lang: slack_words.home_no_kbs(lang, SLACK),
+    "slack.home_commands": slack_words.home_commands,
 }
 
 
