@@ -19,7 +19,7 @@ from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
 from adapters.slack.popular import PopularQuestions
-from adapters.slack.reasons import answer_key, ask_why_block
+from adapters.slack.reasons import ask_why_block, pressed_under
 from adapters.slack.render import (
     MAX_MARKDOWN,
     Block,
@@ -294,12 +294,8 @@ class SlackListeners:
         self, body: Mapping[str, Any], action: Mapping[str, Any], respond: Any, context: AsyncBoltContext
     ) -> None:
         parsed = parse_feedback(str(action.get("value") or ""))
-        container = body.get("container") or {}
         message = body.get("message") or {}
-        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-        thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
-        key = await answer_key(self._manager, where, in_thread=bool(message.get("thread_ts")))
+        channel, key = await pressed_under(self._manager, body, self._workspace(context))
         user = str((body.get("user") or {}).get("id") or "")
         stored = (
             await self._manager.feedback(key, parsed[1], parsed[0], by=user) if parsed is not None and channel else None

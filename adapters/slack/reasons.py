@@ -109,12 +109,8 @@ class ReasonListeners:
     ) -> None:
         """The button: open the modal at once (a trigger_id lives 3 seconds)."""
         await ack()
-        container = body.get("container") or {}
         message = body.get("message") or {}
-        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-        thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        where = Place(self._workspace(context), channel, thread, channel.startswith("D"))
-        key = await answer_key(self._manager, where, in_thread=bool(message.get("thread_ts")))
+        channel, key = await pressed_under(self._manager, body, self._workspace(context))
         # The answer's conversation, as its 👎 was keyed: the submission stores the reason there.
         place = {"m": str(action.get("value") or ""), "c": channel, "t": key.thread}
         lang = await self._manager.language(key, str(message.get("text") or ""))
@@ -175,3 +171,15 @@ async def answer_key(manager: ConversationManager, where: Place, *, in_thread: b
         if await manager.known(apart):
             return apart
     return conversation_key(where)
+
+
+async def pressed_under(
+    manager: ConversationManager, body: Mapping[str, Any], workspace: str
+) -> tuple[str, ConversationKey]:
+    """The channel and the conversation of the answer a button was pressed under (a block_actions body)."""
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
+    where = Place(workspace, channel, thread, channel.startswith("D"))
+    return channel, await answer_key(manager, where, in_thread=bool(message.get("thread_ts")))
