@@ -73,6 +73,16 @@ class NotFound(StorageError):
         self.key = key
 
 
+class ReasonRefused(StorageError):
+    """A reason for a 👎 that cannot be stored: the answer has no 👎 (`not_down`) or someone else pressed it
+    (`not_rater`)."""
+
+    def __init__(self, why: str, message_id: str) -> None:
+        super().__init__(f"reason refused for {message_id!r}: {why}")
+        self.why = why
+        self.message_id = message_id
+
+
 class DuplicateEvent(StorageError):
     """A platform event was stored before: a retried delivery, to be answered once."""
 

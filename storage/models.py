@@ -242,6 +242,11 @@ class Message(SQLModel, table=True):
     # The platform's id of the event that brought a user message; unique, so a retried delivery is seen.
     event_key: str | None = Field(default=None, max_length=300, unique=True, index=True)
     feedback: str = Field(default="", max_length=8)
+    # Why an answer got a 👎 (wrong, outdated, not_found, too_long, other), in the words of the person who pressed it.
+    feedback_reason: str = Field(default="", max_length=16, sa_column_kwargs={"server_default": ""})
+    feedback_note: str = Field(default="", max_length=500, sa_column_kwargs={"server_default": ""})
+    # Who pressed 👍/👎 last: only they may say why.
+    feedback_by: str = Field(default="", max_length=128, sa_column_kwargs={"server_default": ""})
     meta: dict[str, Any] = _json_column()
     created_at: datetime = Field(default_factory=utcnow, index=True)
 
@@ -433,6 +438,8 @@ class FeedbackTally(SQLModel, table=True):
     questions: int = 0
     helpful: int = 0
     unhelpful: int = 0
+    # How many 👎 gave each reason ({"outdated": 3}).
+    reasons: dict[str, int] = _json_column()
 
 
 class GraphSwitch(SQLModel, table=True):

@@ -210,6 +210,9 @@ class MessageRecord:
     created_at: datetime
     author: str = ""
     feedback: str = ""
+    feedback_reason: str = ""
+    feedback_note: str = ""
+    feedback_by: str = ""
     # The process writing an answer while it is `streaming`.
     instance: str = ""
 

@@ -24,6 +24,7 @@ from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.popular import PopularQuestions
+from adapters.slack.reasons import REASON_ACTION, REASON_VIEW, ReasonListeners
 from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.settings import SlackSettings
 from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateStore
@@ -128,6 +129,9 @@ class SlackAdapter:
         self.app.event("message")(listeners.on_message)
         self.app.command(config.command)(listeners.on_command)
         self.app.action(FEEDBACK_ACTION)(listeners.on_feedback)
+        reasons = ReasonListeners(manager)
+        self.app.action(REASON_ACTION)(reasons.on_ask_why)
+        self.app.view(REASON_VIEW)(reasons.on_submit)
         self.app.event("app_home_opened")(listeners.agent.on_home_opened)
         self.app.event("assistant_thread_started")(listeners.agent.on_thread_started)
         self.app.event("assistant_thread_context_changed")(listeners.agent.on_context_changed)

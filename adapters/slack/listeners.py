@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -19,8 +19,10 @@ from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
 from adapters.slack.popular import PopularQuestions
+from adapters.slack.reasons import ask_why_block, pressed_under
 from adapters.slack.render import (
     MAX_MARKDOWN,
+    Block,
     fallback_text,
     is_feedback_block,
     markdown_block,
@@ -292,19 +294,17 @@ class SlackListeners:
         self, body: Mapping[str, Any], action: Mapping[str, Any], respond: Any, context: AsyncBoltContext
     ) -> None:
         parsed = parse_feedback(str(action.get("value") or ""))
-        container = body.get("container") or {}
         message = body.get("message") or {}
-        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
-        thread = str(message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or "")
-        key = conversation_key(Place(self._workspace(context), channel, thread, channel.startswith("D")))
-        apart = conversation_key(Place(key.workspace, channel, thread, private=True, apart=True))
-        if channel.startswith("D") and message.get("thread_ts") and await self._manager.known(apart):
-            key = apart  # an answer in a DM thread kept apart (the agent view's)
-        stored = await self._manager.feedback(key, parsed[1], parsed[0]) if parsed is not None and channel else None
+        channel, key = await pressed_under(self._manager, body, self._workspace(context))
+        user = str((body.get("user") or {}).get("id") or "")
+        stored = (
+            await self._manager.feedback(key, parsed[1], parsed[0], by=user) if parsed is not None and channel else None
+        )
         lang = await self._manager.language(key, stored.text if stored is not None else str(message.get("text") or ""))
         if parsed is not None and stored is not None and context.client is not None:
             choice = messages.feedback_thanks(parsed[0], lang)
-            if await _show_choice(context.client, channel, message, stored.text, choice):
+            after = [ask_why_block(stored.id, lang)] if parsed[0] == "down" else []
+            if await _show_choice(context.client, channel, message, stored.text, choice, after):
                 return
         try:
             await respond(
@@ -366,7 +366,12 @@ def _said(message: IncomingMessage) -> str:
 
 
 async def _show_choice(
-    client: AsyncWebClient, channel: str, message: Mapping[str, Any], answer: str, choice: str
+    client: AsyncWebClient,
+    channel: str,
+    message: Mapping[str, Any],
+    answer: str,
+    choice: str,
+    after: Sequence[Block] = (),
 ) -> bool:
     """Rewrite a rated answer with the choice in place of its buttons; False when it cannot be (then say it aside).
 
@@ -376,7 +381,7 @@ async def _show_choice(
     blocks = [dict(block) for block in message.get("blocks") or () if isinstance(block, Mapping)]
     if not ts or not any(is_feedback_block(block) for block in blocks):
         return False
-    shown = with_choice(blocks, choice)
+    shown = with_choice(blocks, choice, after)
     if not shows_text(shown):
         if len(answer) > MAX_MARKDOWN:
             return False  # the answer ran over several messages: this one showed only its end

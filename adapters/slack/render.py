@@ -140,10 +140,14 @@ def is_feedback_block(block: Block) -> bool:
     )
 
 
-def with_choice(blocks: list[Block], choice: str) -> list[Block]:
-    """A rated answer's blocks: its feedback buttons replaced by the choice made ("👍 Thanks for the feedback")."""
+def with_choice(blocks: list[Block], choice: str, after: Sequence[Block] = ()) -> list[Block]:
+    """A rated answer's blocks: its feedback buttons replaced by the choice made ("👍 Thanks for the feedback"),
+    then `after` (a 👎's "Tell us why" button)."""
     chosen: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": escape(choice)}]}
-    return [chosen if is_feedback_block(block) else block for block in blocks]
+    shown: list[Block] = []
+    for block in blocks:
+        shown += [chosen, *after] if is_feedback_block(block) else [block]
+    return shown
 
 
 def shows_text(blocks: list[Block]) -> bool:

@@ -20,8 +20,9 @@ from adapters.telegram.access import Access, Refusals
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.poller import Leases as PollerLeases
 from adapters.telegram.poller import PollerLease
+from adapters.telegram.reasons import pick_reason, settle_press
 from adapters.telegram.receipts import ReceiptQueue
-from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
+from adapters.telegram.reply import FEEDBACK_PREFIX, WHY, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
@@ -360,6 +361,10 @@ class TelegramAdapter:
     async def _feedback(self, query: CallbackQuery) -> None:
         """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""
         parts = (query.data or "").split(":", 2)
+        if len(parts) == 3 and parts[0] == FEEDBACK_PREFIX and parts[1] == WHY:
+            reason, _, answer_id = parts[2].partition(":")
+            await pick_reason(self._manager, query, reason, answer_id)
+            return
         if len(parts) != 3 or parts[0] != FEEDBACK_PREFIX or parts[1] not in ("up", "down"):
             await query.answer()
             return
@@ -368,19 +373,14 @@ class TelegramAdapter:
         app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
             key = conversation_key(message)
-            stored = await self._manager.feedback(key, answer_id, verdict)
+            stored = await self._manager.feedback(key, answer_id, verdict, by=str(query.from_user.id))
             lang = await self._manager.language(key, message.text or "", app_language)
         else:
             stored, lang = None, turn_language("", app_language=app_language)
-        try:
-            if stored is None:
-                await query.answer(messages.feedback_gone(lang))
-                return
-            await query.answer()
-            await query.edit_message_reply_markup(reply_markup=chosen_keyboard(verdict, answer_id, lang))
-        except TelegramError as exc:
-            if "not modified" not in str(exc).lower():  # the same choice pressed again
-                log.warning("telegram=feedback_ack_failed reason=%s", exc)
+        if stored is None:
+            await settle_press(query, messages.feedback_gone(lang), None)
+        else:
+            await settle_press(query, "", chosen_keyboard(verdict, answer_id, lang))
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         # Handler errors past the manager's own turn boundary (translation, a failed notice): logged, never fatal.

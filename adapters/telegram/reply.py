@@ -15,6 +15,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from adapters.telegram.pacing import Pacer
 from adapters.telegram.render import to_telegram_html
+from bot.chat.feedback import REASONS
 from bot.errors import (
     DeliveryFailed,
     MarkupRejected,
@@ -39,6 +40,8 @@ MAX_LENGTH: Final = 4096
 PRIVATE_LIMITS: Final = ReplyLimits(max_length=MAX_LENGTH, min_edit_interval=1.0, first_flush=0.3)
 GROUP_LIMITS: Final = ReplyLimits(max_length=MAX_LENGTH, min_edit_interval=3.0, first_flush=0.3)
 FEEDBACK_PREFIX: Final = "fb"
+# The second part of a reason button's callback data (`fb:why:outdated:<answer id>`).
+WHY: Final = "why"
 _NO_PREVIEW: Final = LinkPreviewOptions(is_disabled=True)
 _draft_ids = itertools.count(1)
 
@@ -91,9 +94,30 @@ def chosen_keyboard(verdict: str, message_id: str, lang: str) -> InlineKeyboardM
     Pressing it again records the same choice: nothing changes.
     """
     label = messages.feedback_thanks(verdict, lang)
-    return InlineKeyboardMarkup(
-        [[InlineKeyboardButton(label, callback_data=f"{FEEDBACK_PREFIX}:{verdict}:{message_id}")]]
-    )
+    chosen = [InlineKeyboardButton(label, callback_data=f"{FEEDBACK_PREFIX}:{verdict}:{message_id}")]
+    if verdict != "down":
+        return InlineKeyboardMarkup([chosen])
+    return InlineKeyboardMarkup([chosen, *_reason_rows(message_id, lang)])
+
+
+def noted_keyboard(reason: str, message_id: str, lang: str) -> InlineKeyboardMarkup:
+    """What stays under a 👎 answer once its reason was picked ("👎 Thanks, noted: Outdated")."""
+    label = messages.feedback_noted(reason, lang)
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=f"{FEEDBACK_PREFIX}:down:{message_id}")]])
+
+
+def reason_data(reason: str, message_id: str) -> str:
+    """A reason button's callback data: `fb:why:<reason>:<answer id>` (53 bytes at most, under Telegram's 64)."""
+    return f"{FEEDBACK_PREFIX}:{WHY}:{reason}:{message_id}"
+
+
+def _reason_rows(message_id: str, lang: str) -> list[list[InlineKeyboardButton]]:
+    """The reasons for a 👎, one tap each, two or three to a row so they fit a phone's width."""
+    buttons = [
+        InlineKeyboardButton(messages.feedback_reason(reason, lang), callback_data=reason_data(reason, message_id))
+        for reason in REASONS
+    ]
+    return [buttons[:2], buttons[2:]]
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from adapters.web.throttle import LoginThrottle
 from adapters.web.words import page_texts
 from bot.app.bodies import MAX_BODY, allow_large_bodies
 from bot.app.settings import Settings
+from bot.chat.feedback import NOTE_MAX
 from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.chat.media import MediaLimits
@@ -111,6 +112,7 @@ class WebChat:
         app.router.add_post("/api/messages", self.post_message)
         app.router.add_post("/api/stop", self.stop_answer)
         app.router.add_post("/api/feedback", self.feedback)
+        app.router.add_post("/api/feedback/reason", self.feedback_reason)
         app.router.add_post("/api/new", self.new_conversation)
         app.router.add_post("/api/admin/login", self.admin_login)
         app.router.add_post("/api/admin/logout", self.admin_logout)
@@ -431,6 +433,23 @@ class WebChat:
             return _error(404, messages.WEB_NO_SUCH_ANSWER)
         return web.json_response({"ok": True})
 
+    async def feedback_reason(self, request: web.Request) -> web.Response:
+        """Why an answer of this conversation got its 👎: one of the reasons and an optional note."""
+        body = await _json_body(request)
+        if not isinstance(body, dict) or not isinstance(body.get("reason"), str):
+            return _error(400, messages.WEB_BAD_REASON)
+        key = self._key(request)
+        note = body.get("note")
+        reason, message_id = str(body["reason"]), str(body.get("message_id", ""))
+        note = note if isinstance(note, str) else ""
+        # The conversation is this browser session's own: whoever holds it gave the 👎.
+        result = await self._manager.feedback_reason(key, message_id, reason, note, by="")
+        if result == "saved":
+            return web.json_response({"ok": True})
+        lang = await self._manager.language(key)
+        status = {"gone": 404, "not_down": 409, "not_rater": 403}.get(result, 400)
+        return _error(status, messages.feedback_reason_refused(result, lang, NOTE_MAX))
+
     async def new_conversation(self, request: web.Request) -> web.Response:
         """Start over: history is no longer used or shown."""
         if await self._manager.known(self._key(request)):
@@ -553,6 +572,7 @@ def _history_entry(entry: TranscriptEntry) -> dict[str, Any]:
         "outcome": str(message.meta.get("outcome", "")),
         "sources": [source_json(source) for source in entry.sources],
         "feedback": message.feedback or None,
+        "reason": message.feedback_reason or None,
         "rateable": message.role == "assistant" and message.meta.get("outcome") not in ("refused", "smalltalk"),
     }
 

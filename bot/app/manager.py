@@ -14,6 +14,7 @@ from bot.chat.parts import ChatParts
 from bot.chat.sources import SourceBook
 from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.graph import GraphBuilder
+from bot.knowledge.misses import MissReports
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
 
@@ -68,6 +69,7 @@ def command_parts(services: Services) -> CommandParts:
         schedules=services.schedules,
         web_search=services.web_leg is not None,
         graph=GraphBuilder(services.graph, services.graph_switches, services.documents, services.graph_indexer),
+        misses=MissReports(services.conversations, services.embedder.transient),
     )
 
 

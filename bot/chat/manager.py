@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
+from bot.chat.feedback import ReasonResult, give_reason
 from bot.chat.inflight import CUT_WITHIN, InFlight
 from bot.chat.limits import Arrivals, RateLimit, RateLimiter, TurnGate
 from bot.chat.media import Unreadable, question_media
@@ -676,15 +677,29 @@ class ConversationManager:
         event.set()
         return True
 
-    async def feedback(self, key: ConversationKey, message_id: str, value: str) -> MessageRecord | None:
-        """Record `up` or `down` on an answer of this conversation: the answer, or None when it is not one of its."""
+    async def feedback(
+        self, key: ConversationKey, message_id: str, value: str, *, by: str = ""
+    ) -> MessageRecord | None:
+        """Record `up` or `down` by the person `by` on an answer of this conversation: the answer, or None when it is
+        not one of its. A changed verdict clears the reason given before."""
         conversation = await self.existing(key)
         if conversation is None:
             return None
         try:
-            return await self._parts.conversations.set_feedback(message_id, value, conversation_id=conversation.id)
+            return await self._parts.conversations.set_feedback(
+                message_id, value, conversation_id=conversation.id, by=by
+            )
         except NotFound:
             return None
+
+    async def feedback_reason(
+        self, key: ConversationKey, message_id: str, reason: str, note: str = "", *, by: str
+    ) -> ReasonResult:
+        """Store why `by` gave an answer of this conversation a 👎 (only they may say); what became of it."""
+        conversation = await self.existing(key)
+        if conversation is None:
+            return "gone"
+        return await give_reason(self._parts.conversations, conversation.id, message_id, reason, note, by=by)
 
     async def language(self, key: ConversationKey, text: str = "", app_language: str = "") -> str:
         """The language the bot speaks to a chat outside a turn (a notice, a button's label), as a turn would choose:

@@ -125,8 +125,16 @@ class Conversations(Protocol):
         """Start the conversation over."""
         ...
 
-    async def set_feedback(self, message_id: str, value: str, *, conversation_id: str | None = None) -> MessageRecord:
-        """Record feedback on an answer; NotFound when it is not one of the conversation's."""
+    async def set_feedback(
+        self, message_id: str, value: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
+        """Record feedback by `by` on an answer; NotFound when it is not one of the conversation's."""
+        ...
+
+    async def set_feedback_reason(
+        self, message_id: str, reason: str, note: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
+        """Store why an answer got its 👎; NotFound or ReasonRefused when it cannot be."""
         ...
 
     async def last_answer(self, conversation_id: str) -> MessageRecord | None:

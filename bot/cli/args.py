@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         "stats", help="questions per day, outcomes, feedback, speed, and what people asked that found nothing"
     )
     stats.add_argument("--days", type=int, default=7, help="how many days back (default 7)")
+    stats.add_argument(
+        "--top", type=int, default=10, help="how many groups of questions that went wrong to show of each kind"
+    )
     _add_backup_commands(commands)
     evaluate = commands.add_parser(
         "eval", help="measure whole conversations, retrieval, FAQ matching, rewriting and declining on labelled folders"

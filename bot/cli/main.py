@@ -68,7 +68,7 @@ async def run_admin(settings: Settings, args: argparse.Namespace) -> int:
         if args.command == "stats":
             from bot.cli.stats import run_stats
 
-            return await run_stats(services, args.days)
+            return await run_stats(services, args.days, args.top)
         if args.command == "reindex":
             from bot.cli.reindex import run_reindex
 

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from bot.app.services import Services
 from bot.errors import UserFacingError
+from bot.knowledge.misses import TOP_GROUPS, Misses, MissGroup, misses_of
 from storage.records import MessageRecord
 from storage.repos.retention import RetentionRepo
 
@@ -29,6 +30,10 @@ OUTCOME_GROUPS = {
     "undelivered": "undelivered",
 }
 _TOP = 10
+# How reasons for a 👎 read in the terminal report.
+_REASON = {"wrong": "wrong", "outdated": "outdated", "not_found": "not found", "too_long": "too long", "other": "other"}
+# Notes shown under a group: a few voices, not the whole pile.
+_NOTES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +107,9 @@ def compute_stats(messages: Sequence[MessageRecord]) -> ChatStats:
     )
 
 
-def render_stats(stats: ChatStats, days: int) -> str:
-    """The report as a person reads it in a terminal."""
+def render_stats(stats: ChatStats, days: int, misses: Misses | None = None, reasons: Counter[str] | None = None) -> str:
+    """The report as a person reads it in a terminal; with `misses`, what went wrong as groups of questions, and
+    with `reasons` how often each reason for a 👎 was given."""
     lines = [f"Last {days} day{'s' if days != 1 else ''}: {stats.questions} questions"]
     lines += [f"  {day.isoformat()}  {count}" for day, count in stats.questions_per_day.items()]
     total = sum(stats.outcomes.values())
@@ -115,14 +121,43 @@ def render_stats(stats: ChatStats, days: int) -> str:
         p50 = statistics.median(stats.first_text_ms)
         p95 = _percentile(stats.first_text_ms, 0.95)
         lines.append(f"Time to first text: p50 {p50:.0f} ms, p95 {p95:.0f} ms")
-    for title, rows in (
-        ("Asked, and nothing was found (make these FAQs or add documents):", stats.unanswered),
-        ("Answers marked not helpful:", stats.disliked),
-    ):
-        if rows:
-            lines.append(title)
-            lines += [f"  {n:>4} x  {question}" for question, n in rows]
+    if misses is None:
+        for title, rows in (
+            ("Asked, and nothing was found (make these FAQs or add documents):", stats.unanswered),
+            ("Answers marked not helpful:", stats.disliked),
+        ):
+            if rows:
+                lines.append(title)
+                lines += [f"  {n:>4} x  {question}" for question, n in rows]
+    else:
+        lines += _grouped(
+            "Asked, and nothing was found",
+            misses.unanswered,
+            misses.unanswered_total,
+            "make these FAQs or add documents",
+        )
+        lines += _grouped("Answers marked not helpful", misses.disliked, misses.disliked_total)
+    if reasons:
+        lines.append("Why not helpful: " + ", ".join(f"{_REASON[name]} {n}" for name, n in _named(reasons)))
     return "\n".join(lines)
+
+
+def _named(reasons: Counter[str]) -> list[tuple[str, int]]:
+    return [(name, n) for name, n in reasons.most_common() if name in _REASON]
+
+
+def _grouped(title: str, groups: Sequence[MissGroup], total: int, advice: str = "") -> list[str]:
+    """A kind of miss as groups of questions asking the same thing, largest first, with the reasons given."""
+    if not total:
+        return []
+    shown = sum(group.count for group in groups)
+    rest = f"; {total - shown} more in smaller groups" if total > shown else ""
+    lines = [f"{title} ({'; '.join(filter(None, (advice, f'{total} in all, by meaning{rest}')))}):"]
+    for group in groups:
+        why = ", ".join(f"{_REASON.get(name, name)} {n}" for name, n in group.reasons)
+        lines.append(f"  {group.count:>4} x  {group.example}" + (f"  [{why}]" if why else ""))
+        lines += [f"           \u201c{note}\u201d" for note in group.notes[:_NOTES]]
+    return lines
 
 
 def with_tallies(stats: ChatStats, tallies: Sequence[tuple[str, int, int, int]]) -> ChatStats:
@@ -136,12 +171,19 @@ def with_tallies(stats: ChatStats, tallies: Sequence[tuple[str, int, int, int]])
     return replace(stats, questions_per_day=dict(sorted(per_day.items())), helpful=helpful, unhelpful=unhelpful)
 
 
-async def run_stats(services: Services, days: int) -> int:
-    """Print `ragbot stats` for the last `days` days, counting what retention removed in that time too."""
+async def run_stats(services: Services, days: int, top: int = TOP_GROUPS) -> int:
+    """Print `ragbot stats` for the last `days` days, counting what retention removed in that time too; what went
+    wrong is shown as the `top` largest groups of questions asking the same thing."""
     if days < 1:
         raise UserFacingError("--days must be 1 or more.")
+    if top < 1:
+        raise UserFacingError("--top must be 1 or more.")
     since = datetime.now(UTC) - timedelta(days=days)
-    stats = compute_stats(await services.conversations.messages_since(since))
-    stats = with_tallies(stats, await RetentionRepo(services.db).tallies(since.date().isoformat()))
-    print(render_stats(stats, days))
+    messages = await services.conversations.messages_since(since)
+    retention = RetentionRepo(services.db)
+    stats = with_tallies(compute_stats(messages), await retention.tallies(since.date().isoformat()))
+    misses = await misses_of(messages, services.embedder.transient, top=top)
+    reasons = Counter(m.feedback_reason for m in messages if m.feedback == "down" and m.feedback_reason)
+    reasons.update(await retention.tallied_reasons(since.date().isoformat()))
+    print(render_stats(stats, days, misses, reasons))
     return 0

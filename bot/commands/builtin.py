@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bot.commands.registry import Asker, CommandContext, CommandRegistry, Form
+from bot.commands.stats import register_stats
 from bot.errors import InvalidKnowledgeBaseName, KnowledgeBaseExists, UserFacingError
 from bot.knowledge.ingestion import stored_source
 from bot.knowledge.schedules import SYNC_DEFAULT, URL_SYNC, EveryError, parse_every
@@ -601,4 +602,5 @@ def default_registry() -> CommandRegistry:
     """The registry with every built-in command."""
     registry = CommandRegistry()
     register_all(registry)
+    register_stats(registry)
     return registry

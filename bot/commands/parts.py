@@ -15,6 +15,7 @@ from bot.knowledge.bases import KnowledgeBases
 from bot.knowledge.graph import GraphBuilder
 from bot.knowledge.index_lock import IndexLock
 from bot.knowledge.jobs import JobRunner
+from bot.knowledge.misses import MissReports
 from bot.types import ConversationKey, SourceLink
 from rag.ingest.faq_index import FaqImporter
 from storage.records import ConversationRecord, JobRecord
@@ -103,3 +104,5 @@ class CommandParts:
     clock: Callable[[], datetime] = _utcnow
     # Knowledge bases' entity graphs (`/graph on|off`); None where the caller has none (then /graph says so).
     graph: GraphBuilder | None = None
+    # What went wrong in a chat lately (`/stats`); None where the caller has no embedder (then /stats says so).
+    misses: MissReports | None = None

@@ -645,6 +645,7 @@ WEB_FILES_WITH_A_COMMAND: Final = "Files go with /ingest or /faq import: type on
 WEB_MEDIA_FORM: Final = "Send a question with media as a multipart form: one `file`, and `text`, `id`, `seconds`."
 WEB_BAD_FEEDBACK: Final = 'Feedback must be JSON like {"message_id": "…", "value": "up"} (or "down").'
 WEB_NO_SUCH_ANSWER: Final = "There is no such answer in this conversation."
+WEB_BAD_REASON: Final = 'A reason must be JSON like {"message_id": "…", "reason": "outdated", "note": "…"}.'
 WEB_NO_ADMIN: Final = "No admin token is configured for this ragbot (WEB_ADMIN_TOKEN)."
 WEB_WRONG_TOKEN: Final = "That admin token is not right."
 WEB_NOT_JSON: Final = "Send this request as JSON (Content-Type: application/json), as the chat page does."
@@ -694,6 +695,73 @@ def feedback_thanks(verdict: str, lang: str) -> str:
 def feedback_gone(lang: str) -> str:
     """A button pressed under an answer that is no longer part of its conversation."""
     return catalogue(lang).text("feedback.gone")
+
+
+def feedback_ask_why(lang: str) -> str:
+    """The button under a 👎 answer that asks for a reason (nobody has to press it)."""
+    return catalogue(lang).text("feedback.why")
+
+
+def feedback_why_form(lang: str) -> dict[str, str]:
+    """The words of the form asking why (Slack's modal): title, question, note label, send and cancel."""
+    words = catalogue(lang)
+    return {part: words.text(f"feedback.why_{part}") for part in ("title", "question", "note", "send", "cancel")}
+
+
+def feedback_reason(reason: str, lang: str) -> str:
+    """One reason for a 👎 as a person picks it (`wrong`, `outdated`, `not_found`, `too_long`, `other`)."""
+    return catalogue(lang).text(f"feedback.reason_{reason}")
+
+
+def feedback_noted(reason: str, lang: str) -> str:
+    """What a 👎 answer shows once its reason was given."""
+    return catalogue(lang).text("feedback.noted", reason=feedback_reason(reason, lang))
+
+
+def feedback_reason_refused(result: str, lang: str, limit: int = 0) -> str:
+    """Why a reason was not stored: `not_down`, `not_rater`, `too_long` (over `limit`), `unknown` or `gone`."""
+    if result == "too_long":
+        return catalogue(lang).text("feedback.note_too_long", limit=limit)
+    if result == "gone":
+        return feedback_gone(lang)
+    key = {"not_down": "not_down", "not_rater": "not_rater"}.get(result, "unknown_reason")
+    return catalogue(lang).text(f"feedback.{key}")
+
+
+def stats_bad_days(limit: int, lang: str, style: CommandStyle = SLASH_COMMANDS) -> str:
+    """`/stats` with something other than a number of days."""
+    return catalogue(lang).text("stats.bad_days", limit=limit, command=style.written("stats"))
+
+
+def stats_unavailable(lang: str) -> str:
+    """`/stats` where this ragbot has nothing to group questions with."""
+    return catalogue(lang).text("stats.unavailable")
+
+
+def stats_report(
+    days: int,
+    figures: tuple[int, int, int],
+    groups: Sequence[tuple[str, int, Sequence[tuple[int, str, str]]]],
+    lang: str,
+) -> str:
+    """`/stats`: the chat's questions and ratings over `days` days (`figures`: questions, 👍, 👎), then each kind
+    of miss (`unanswered`, `disliked`) with its total and groups (count, example, reasons as the person reads them)."""
+    words = catalogue(lang)
+    questions, helpful, unhelpful = figures
+    heading = "stats.heading_one" if days == 1 else "stats.heading"
+    lines = [words.text(heading, days=days, questions=questions, helpful=helpful, unhelpful=unhelpful)]
+    for kind, total, rows in groups:
+        if not total:
+            continue
+        lines += ["", words.text(f"stats.{kind}", total=total)]
+        for count, example, why in rows:
+            line = "- " + words.text("stats.group", count=count, example=example)
+            lines.append(f"{line} ({why})" if why else line)
+        if (rest := total - sum(count for count, _, _ in rows)) > 0:
+            lines.append(words.text("stats.more", count=rest))
+    if not any(total for _, total, _ in groups):
+        lines += ["", words.text("stats.nothing")]
+    return "\n".join(lines)
 
 
 # Knowledge bases at start-up

@@ -37,6 +37,7 @@ __all__ = [
     "slash_command",
     "tokens_revoked",
     "url_verification",
+    "view_submission",
 ]
 
 
@@ -375,6 +376,37 @@ def block_actions(
                 "action_ts": f"{time.time():.6f}",
             }
         ],
+    }
+
+
+def view_submission(
+    *,
+    view: Json,
+    user: str,
+    team_id: str,
+    values: Json,
+    user_name: str = "alice",
+    api_app_id: str = APP_ID,
+) -> Json:
+    """A view_submission payload: the modal `view` (as views.open returned it) sent with its inputs' `values`
+    ({block_id: {action_id: {"type": ..., "value" | "selected_option": ...}}})."""
+    return {
+        "type": "view_submission",
+        "team": {"id": team_id, "domain": "fake-team"},
+        "user": {"id": user, "username": user_name, "name": user_name, "team_id": team_id},
+        "api_app_id": api_app_id,
+        "token": VERIFICATION_TOKEN,
+        "trigger_id": f"{next(_counter)}.{uuid.uuid4().hex[:12]}",
+        "view": {
+            **view,
+            "team_id": team_id,
+            "state": {"values": values},
+            "hash": uuid.uuid4().hex[:16],
+            "app_id": api_app_id,
+        },
+        "response_urls": [],
+        "is_enterprise_install": False,
+        "enterprise": None,
     }
 
 

@@ -18,6 +18,7 @@ from fakes.slack.oauth import OAuth
 from fakes.slack.records import SlackCall, Throttle, Workspace
 from fakes.slack.response_url import ResponseUrls
 from fakes.slack.socket_mode import SocketMode
+from fakes.slack.views import ViewMethods
 from fakes.slack.wire import Ctx, MethodHandler, SlackError, read_params
 
 
@@ -32,7 +33,7 @@ class _Scripted:
     until: float | None = None
 
 
-class FakeSlackAPI(WebMethods, AgentMethods, Files, ResponseUrls, SocketMode, OAuth):
+class FakeSlackAPI(WebMethods, AgentMethods, ViewMethods, Files, ResponseUrls, SocketMode, OAuth):
     """An aiohttp app on 127.0.0.1 speaking Slack's Web API, files, response_url and Socket Mode, with limits.
 
     Give slack_sdk `base_url=fake.base_url`. Channels are created on first use (C public, G private, D DM) and
@@ -83,6 +84,7 @@ class FakeSlackAPI(WebMethods, AgentMethods, Files, ResponseUrls, SocketMode, OA
             "reactions.remove": (self._unreact, "bot"),
             "oauth.v2.access": (self._oauth_access, None),
             "apps.connections.open": (self._connections_open, "app"),
+            "views.open": (self._views_open, "bot"),
         }
 
     # --- URLs and routes --------------------------------------------------------------------------------------------

@@ -58,6 +58,9 @@ class SlackState(FakeAPI):
         self._messages: dict[tuple[str, str], Message] = {}
         self._statuses: dict[tuple[str, str], str] = {}
         self._ephemerals: list[Ephemeral] = []
+        # Modals opened with views.open (fakes/slack/views.py), and the trigger_ids they used up.
+        self.views_opened: list[Json] = []
+        self._triggers: set[str] = set()
         self._responses: list[ResponsePost] = []
         self._files: dict[str, StoredFile] = {}
         self._hooks: dict[str, Hook] = {}

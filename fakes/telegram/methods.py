@@ -51,6 +51,9 @@ _CHAT_ACTIONS = frozenset(
 
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _COMMAND = re.compile(r"[a-z0-9_]{1,32}")
+# Bot API limits: an inline button's callback_data is 1-64 bytes; answerCallbackQuery's text 0-200 characters.
+MAX_CALLBACK_DATA = 64
+MAX_CALLBACK_ANSWER = 200
 
 
 class BotMethods(TelegramState):
@@ -282,6 +285,8 @@ class BotMethods(TelegramState):
         query_id = str(params.get("callback_query_id") or "")
         if query_id not in self._pending_callbacks:
             raise ApiError(400, "Bad Request: query is too old and response timeout expired or query ID is invalid")
+        if len(str(params.get("text") or "")) > MAX_CALLBACK_ANSWER:
+            raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
         self._pending_callbacks.discard(query_id)
         self.callback_answers[query_id] = params
         return True
@@ -372,8 +377,15 @@ _NO_GIFTS = {
 
 
 def _inline_markup(markup: Any) -> Json | None:
-    """Telegram keeps (and echoes) only inline keyboards on a message."""
-    return markup if isinstance(markup, dict) and "inline_keyboard" in markup else None
+    """Telegram keeps (and echoes) only inline keyboards on a message; a button's callback_data is 1-64 bytes."""
+    if not (isinstance(markup, dict) and "inline_keyboard" in markup):
+        return None
+    for row in markup["inline_keyboard"]:
+        for button in row:
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(str(data).encode()) <= MAX_CALLBACK_DATA:
+                raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+    return markup
 
 
 def _scope_key(scope: Any) -> str:

@@ -15,10 +15,11 @@ from sqlalchemy import delete, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
 from sqlmodel.sql.expression import SelectOfScalar
 
 from storage.db import Database
-from storage.errors import DuplicateEvent, NotFound
+from storage.errors import DuplicateEvent, NotFound, ReasonRefused
 from storage.models import CommandEvent, ConfigEpoch, Conversation, Message, utcnow
 from storage.records import ConversationRecord, MessageRecord, MessageRole, MessageStatus
 
@@ -102,6 +103,9 @@ def _message(row: Message) -> MessageRecord:
         created_at=row.created_at,
         author=row.author,
         feedback=row.feedback,
+        feedback_reason=row.feedback_reason,
+        feedback_note=row.feedback_note,
+        feedback_by=row.feedback_by,
         instance=row.instance,
     )
 
@@ -414,19 +418,45 @@ class ConversationRepo:
             raise NotFound("message", message_id)
         return _message(row)
 
-    async def set_feedback(self, message_id: str, value: str, *, conversation_id: str | None = None) -> MessageRecord:
-        """Record `up` or `down` on an answer (the newest press wins); NotFound outside `conversation_id`."""
+    async def set_feedback(
+        self, message_id: str, value: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
+        """Record `up` or `down` by `by` on an answer (the newest press wins); NotFound outside `conversation_id`.
+
+        A new verdict or another presser clears the reason given for the old one: it answered another press."""
         async with self._db.session() as session:
-            row = await session.get(Message, message_id)
-            if (
-                row is None
-                or row.role != "assistant"
-                or (conversation_id is not None and row.conversation_id != conversation_id)
-            ):
-                raise NotFound("answer", message_id)
-            row.feedback = value
+            row = await self._answer(session, message_id, conversation_id)
+            if row.feedback != value or row.feedback_by != by:
+                row.feedback_reason = row.feedback_note = ""
+            row.feedback, row.feedback_by = value, by
             session.add(row)
         return _message(row)
+
+    async def set_feedback_reason(
+        self, message_id: str, reason: str, note: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
+        """Store why an answer got its 👎 (the newest reason wins); NotFound outside `conversation_id`,
+        ReasonRefused when it has no 👎 or `by` is not who pressed it."""
+        async with self._db.session() as session:
+            row = await self._answer(session, message_id, conversation_id)
+            if row.feedback != "down":
+                raise ReasonRefused("not_down", message_id)
+            if row.feedback_by and row.feedback_by != by:
+                raise ReasonRefused("not_rater", message_id)
+            row.feedback_reason, row.feedback_note = reason, note
+            session.add(row)
+        return _message(row)
+
+    @staticmethod
+    async def _answer(session: AsyncSession, message_id: str, conversation_id: str | None) -> Message:
+        row = await session.get(Message, message_id)
+        if (
+            row is None
+            or row.role != "assistant"
+            or (conversation_id is not None and row.conversation_id != conversation_id)
+        ):
+            raise NotFound("answer", message_id)
+        return row
 
     async def last_answer(self, conversation_id: str) -> MessageRecord | None:
         """The conversation's newest assistant message since its last reset, if any."""
@@ -435,11 +465,18 @@ class ConversationRepo:
                 return message
         return None
 
-    async def messages_since(self, since: datetime, *, platform: str | None = None) -> list[MessageRecord]:
-        """Every message stored at or after `since` (for `ragbot stats`), oldest first."""
+    async def messages_since(
+        self, since: datetime, *, platform: str | None = None, workspace: str | None = None, chat: str | None = None
+    ) -> list[MessageRecord]:
+        """Every message stored at or after `since` (for `ragbot stats`; `/stats` names one chat, all its threads),
+        oldest first."""
         statement = select(Message).where(col(Message.created_at) >= since)
+        if platform is not None or chat is not None:
+            statement = statement.join(Conversation)
         if platform is not None:
-            statement = statement.join(Conversation).where(Conversation.platform == platform)
+            statement = statement.where(Conversation.platform == platform)
+        if chat is not None:
+            statement = statement.where(Conversation.workspace == (workspace or ""), Conversation.chat == chat)
         statement = statement.order_by(col(Message.created_at), col(Message.id))
         async with self._db.session() as session:
             rows = (await session.exec(statement)).all()

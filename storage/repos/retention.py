@@ -3,8 +3,8 @@ old command events and schedule ticks, and embedding-cache entries past an age o
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import delete, func
@@ -35,6 +35,23 @@ class Removed:
     command_events: int = 0
     ticks: int = 0
     cached_embeddings: int = 0
+
+
+@dataclass(slots=True)
+class _DayFigures:
+    """One day's figures of the messages a sweep removes."""
+
+    questions: int = 0
+    helpful: int = 0
+    unhelpful: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, role: str, feedback: str, reason: str) -> None:
+        self.questions += role == "user"
+        self.helpful += feedback == "up"
+        self.unhelpful += feedback == "down"
+        if feedback == "down" and reason:
+            self.reasons[reason] += 1
 
 
 class RetentionRepo:
@@ -68,23 +85,24 @@ class RetentionRepo:
             if not ids:
                 return None
             rows = await session.exec(
-                select(Message.role, Message.feedback, Message.created_at).where(col(Message.conversation_id).in_(ids))
+                select(Message.role, Message.feedback, Message.feedback_reason, Message.created_at).where(
+                    col(Message.conversation_id).in_(ids)
+                )
             )
-            days: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+            days: dict[str, _DayFigures] = defaultdict(_DayFigures)
             count = 0
-            for role, feedback, created_at in rows:
+            for role, feedback, reason, created_at in rows:
                 count += 1
-                figures = days[created_at.date().isoformat()]
-                figures[0] += role == "user"
-                figures[1] += feedback == "up"
-                figures[2] += feedback == "down"
-            for day, (questions, helpful, unhelpful) in days.items():
+                days[created_at.date().isoformat()].add(role, feedback, reason)
+            for day, figures in days.items():
                 row = await session.get(FeedbackTally, day)
                 if row is None:
                     row = FeedbackTally(day=day)
-                row.questions += questions
-                row.helpful += helpful
-                row.unhelpful += unhelpful
+                row.questions += figures.questions
+                row.helpful += figures.helpful
+                row.unhelpful += figures.unhelpful
+                # A new dict, so the JSON column is seen as changed.
+                row.reasons = dict(Counter(row.reasons) + figures.reasons)
                 session.add(row)
             await session.exec(delete(Message).where(col(Message.conversation_id).in_(ids)))
             await session.exec(delete(Conversation).where(col(Conversation.id).in_(ids)))
@@ -123,3 +141,12 @@ class RetentionRepo:
         statement = select(FeedbackTally).where(col(FeedbackTally.day) >= since_day).order_by(col(FeedbackTally.day))
         async with self._db.session() as session:
             return [(row.day, row.questions, row.helpful, row.unhelpful) for row in await session.exec(statement)]
+
+    async def tallied_reasons(self, since_day: str) -> Counter[str]:
+        """How many 👎 gave each reason in the conversations retention removed, from `since_day` (ISO date) on."""
+        statement = select(FeedbackTally.reasons).where(col(FeedbackTally.day) >= since_day)
+        total: Counter[str] = Counter()
+        async with self._db.session() as session:
+            for reasons in await session.exec(statement):
+                total.update({str(name): int(n) for name, n in dict(reasons).items()})
+        return total

@@ -31,12 +31,16 @@ async def test_stats_counts_the_questions_asked_and_lists_what_found_nothing(
     assert out.startswith("Last 7 days: 2 questions\n")
     assert "Feedback: 0 helpful, 0 not helpful" in out
     assert "Asked, and nothing was found" in out, out
-    nothing_found = out.split("Asked, and nothing was found (make these FAQs or add documents):\n")[1]
+    heading = "Asked, and nothing was found (make these FAQs or add documents; 1 in all, by meaning):\n"
+    nothing_found = out.split(heading)[1]
     assert "公司的停车场在哪里？" in nothing_found
 
     code, _, err = await run_ragbot(env, tmp_path, "stats", "--days", "0")
     assert code == 1
     assert err.strip() == "ragbot: --days must be 1 or more."
+    code, _, err = await run_ragbot(env, tmp_path, "stats", "--top", "0")
+    assert code == 1
+    assert err.strip() == "ragbot: --top must be 1 or more."
 
 
 async def test_weaviate_runs_in_the_foreground_until_interrupted(user_env: dict[str, str], tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from adapters.telegram.render import to_telegram_html
 from bot.app.manager import build_manager, chat_policy
 from bot.app.services import Services, build_services
 from bot.app.settings import Settings
+from bot.chat.feedback import REASONS
 from bot.chat.manager import ConversationManager
 from bot.chat.recovery import TurnRecovery
 from bot.commands.builtin import default_registry
@@ -53,7 +54,7 @@ class Bot:
 # The bot is private unless told otherwise: the people (besides the admin) and groups these tests speak as.
 ALLOWED_USERS = (DEFAULT_USER["id"], BOB["id"], 7003, 7004, 7010, 7100, 7200, 7406, 7413, 7414, 7500, 7608, 7621, 7700)
 ALLOWED_USERS = (*ALLOWED_USERS, 7800, 7801, 7900, 7950, 7951)
-ALLOWED_CHATS = (-100444, -100555, -100777, -100778, -100779, -100888, -100999)
+ALLOWED_CHATS = (-100444, -100555, -100777, -100778, -100779, -100780, -100888, -100999)
 
 
 def _settings(data: Path, fake: FakeTelegramBotAPI, embedded_settings: EmbeddedSettings, **extra: Any) -> Settings:
@@ -169,11 +170,13 @@ async def test_a_pressed_feedback_button_leaves_the_choice_showing_in_the_chats_
     answer = await _stored_answer(telegram.services, str(asker["id"]))
     shown = int(answer.platform_message_id)
     assert _buttons(fake, asker["id"], shown) == ["👍", "👎"]
+    # A 👎 also offers its reasons, one tap each (tests/e2e/test_telegram_feedback_reasons.py).
+    reasons = [messages.feedback_reason(reason, lang) for reason in REASONS] if verdict == "down" else []
+    chosen = [messages.feedback_thanks(verdict, lang), *reasons]
     await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)
-    await fake.wait_for(lambda: len(_buttons(fake, asker["id"], shown)) == 1, timeout=10)
-    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    await fake.wait_for(lambda: _buttons(fake, asker["id"], shown) == chosen, timeout=10)
     await _press(fake, f"fb:{verdict}:{answer.id}", shown, asker["id"], asker)  # pressed again: no harm
-    assert _buttons(fake, asker["id"], shown) == [messages.feedback_thanks(verdict, lang)]
+    assert _buttons(fake, asker["id"], shown) == chosen
     assert (await telegram.services.conversations.message(answer.id)).feedback == verdict
 
 

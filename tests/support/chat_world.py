@@ -43,6 +43,8 @@ class ChatWorld:
     now: datetime | None = None
     # Whether the service has a web search provider (`/web on` is refused without one).
     web_search: bool = False
+    # `/stats`'s reports (bot.knowledge.misses.MissReports); None, /stats says it has none.
+    misses: Any = None
 
     def chat_parts(self) -> ChatParts:
         """The manager's parts over these repositories and the current answerer."""
@@ -72,6 +74,7 @@ class ChatWorld:
             clock=lambda: self.now or datetime.now(UTC),
             web_search=self.web_search,
             graph=self.graph,
+            misses=self.misses,
         )
 
 

@@ -351,10 +351,96 @@
     return filled.length > 0 && filled.every(function (cell) { return /^-?\d+(\.\d+)?$/.test(String(cell)); });
   }
 
-  function setFeedback(bubble, messageId, current) {
+  var REASONS = [
+    ["wrong", "Wrong"],
+    ["outdated", "Outdated"],
+    ["not_found", "Didn't find it"],
+    ["too_long", "Too long"],
+    ["other", "Other"],
+  ];
+  var NOTE_MAX = 500;
+
+  /** Under a 👎 answer: the reasons to pick from and an optional note; nobody has to send it. */
+  function setReasonMenu(bubble, messageId, reason) {
+    var old = bubble.el.querySelector(".feedback-why");
+    if (old) {
+      old.remove();
+    }
+    var menu = document.createElement("div");
+    menu.className = "feedback-why";
+    menu.setAttribute("data-testid", "feedback-why");
+    if (reason) {
+      var label = REASONS.filter(function (spec) { return spec[0] === reason; })[0];
+      menu.textContent = t("feedback.noted", "👎 Thanks, noted: {reason}", {
+        reason: t("feedback.reason_" + reason, label ? label[1] : reason),
+      });
+      bubble.el.appendChild(menu);
+      return;
+    }
+    var form = document.createElement("form");
+    form.setAttribute("aria-label", t("feedback.why_question", "What was wrong with this answer?"));
+    var choices = document.createElement("div");
+    choices.className = "feedback-why__reasons";
+    choices.setAttribute("role", "radiogroup");
+    REASONS.forEach(function (spec) {
+      var option = document.createElement("label");
+      var radio = document.createElement("input");
+      radio.type = "radio";
+      radio.name = "reason-" + messageId;
+      radio.value = spec[0];
+      radio.setAttribute("data-testid", "reason-" + spec[0]);
+      option.appendChild(radio);
+      option.appendChild(document.createTextNode(" " + t("feedback.reason_" + spec[0], spec[1])));
+      choices.appendChild(option);
+    });
+    var note = document.createElement("input");
+    note.type = "text";
+    note.maxLength = NOTE_MAX;
+    note.className = "feedback-why__note";
+    note.setAttribute("data-testid", "reason-note");
+    note.placeholder = t("feedback.why_note", "Anything to add? (optional)");
+    var send = document.createElement("button");
+    send.type = "submit";
+    send.setAttribute("data-testid", "reason-send");
+    send.textContent = t("feedback.why_send", "Send");
+    form.appendChild(choices);
+    form.appendChild(note);
+    form.appendChild(send);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var picked = form.querySelector("input[type=radio]:checked");
+      if (picked) {
+        sendReason(bubble, messageId, picked.value, note.value, send);
+      }
+    });
+    menu.appendChild(form);
+    bubble.el.appendChild(menu);
+  }
+
+  async function sendReason(bubble, messageId, reason, note, button) {
+    button.disabled = true;
+    try {
+      var response = await post("/api/feedback/reason", { message_id: messageId, reason: reason, note: note });
+      if (!response.ok) {
+        addErrorBubble(await errorText(response));
+        return;
+      }
+      setReasonMenu(bubble, messageId, reason);
+    } catch (error) {
+      addErrorBubble(t("feedback_not_sent", "Your feedback could not be sent. Please try again."));
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function setFeedback(bubble, messageId, current, reason) {
     var old = bubble.el.querySelector(".feedback");
     if (old) {
       old.remove();
+    }
+    var oldMenu = bubble.el.querySelector(".feedback-why");
+    if (oldMenu) {
+      oldMenu.remove();
     }
     if (!messageId) {
       return;
@@ -377,11 +463,14 @@
       button.title = spec[1];
       button.appendChild(icon(spec[0]));
       button.addEventListener("click", function () {
-        sendFeedback(group, messageId, spec[0]);
+        sendFeedback(bubble, group, messageId, spec[0]);
       });
       group.appendChild(button);
     });
     bubble.el.appendChild(group);
+    if (current === "down") {
+      setReasonMenu(bubble, messageId, reason || null);
+    }
   }
 
   /** The status line with its typing dots (text may be empty: just the dots); null hides it. */
@@ -755,7 +844,7 @@
     }
   }
 
-  async function sendFeedback(group, messageId, value) {
+  async function sendFeedback(bubble, group, messageId, value) {
     try {
       var response = await post("/api/feedback", { message_id: messageId, value: value });
       if (!response.ok) {
@@ -765,6 +854,12 @@
       Array.prototype.forEach.call(group.querySelectorAll("button"), function (button) {
         button.setAttribute("aria-pressed", String(button.getAttribute("data-value") === value));
       });
+      var menu = bubble.el.querySelector(".feedback-why");
+      if (value === "down") {
+        setReasonMenu(bubble, messageId, null);
+      } else if (menu) {
+        menu.remove();
+      }
     } catch (error) {
       addErrorBubble(t("feedback_not_sent", "Your feedback could not be sent. Please try again."));
     }
@@ -1280,7 +1375,7 @@
     }
     setSources(bubble, message.sources);
     if (id && message.status === "done" && message.outcome && message.rateable) {
-      setFeedback(bubble, id, message.feedback || null);
+      setFeedback(bubble, id, message.feedback || null, message.reason || null);
     }
   }
 

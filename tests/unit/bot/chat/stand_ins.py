@@ -140,7 +140,14 @@ class Conversations:
     async def reset(self, conversation_id: str) -> None:
         self.messages = [message for message in self.messages if message.conversation_id != conversation_id]
 
-    async def set_feedback(self, message_id: str, value: str, *, conversation_id: str | None = None) -> MessageRecord:
+    async def set_feedback(
+        self, message_id: str, value: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
+        raise NotFound("message", message_id)
+
+    async def set_feedback_reason(
+        self, message_id: str, reason: str, note: str, *, conversation_id: str | None = None, by: str = ""
+    ) -> MessageRecord:
         raise NotFound("message", message_id)
 
     async def last_answer(self, conversation_id: str) -> MessageRecord | None:

@@ -13,6 +13,7 @@ import pytest
 from adapters.slack import words as slack_words
 from adapters.slack.render import sources_block
 from adapters.telegram import words as telegram_words
+from bot.chat.feedback import REASONS
 from bot.commands.builtin import default_registry
 from bot.commands.registry import Asker, CommandSpec, parse_command
 from bot.errors import UserFacingError
@@ -242,6 +243,23 @@ FIXED: dict[str, Callable[[str], str]] = {
     "media_unreadable:unknown_reason": lambda lang: messages.media_unreadable("a.png", lang, "no_such_reason", {}),
     "media_too_slow": messages.media_too_slow,
     "media_too_many": lambda lang: messages.media_too_many(4, lang),
+    "feedback_ask_why": messages.feedback_ask_why,
+    "feedback_why_form": lambda lang: " | ".join(messages.feedback_why_form(lang).values()),
+    **{f"feedback_reason:{r}": (lambda lang, r=r: messages.feedback_reason(r, lang)) for r in REASONS},  # type: ignore[misc]
+    "feedback_noted": lambda lang: messages.feedback_noted("outdated", lang),
+    **{
+        f"feedback_reason_refused:{why}": (lambda lang, why=why: messages.feedback_reason_refused(why, lang, 500))  # type: ignore[misc]
+        for why in ("not_down", "not_rater", "too_long", "unknown", "gone")
+    },
+    "stats_bad_days": lambda lang: messages.stats_bad_days(365, lang),
+    "stats_unavailable": messages.stats_unavailable,
+    "stats_report": lambda lang: messages.stats_report(
+        7,
+        (42, 5, 3),
+        (("unanswered", 14, [(12, "How do I use the VPN on my phone?", "")]), ("disliked", 3, [(2, "Lunch?", "x 2")])),
+        lang,
+    ),
+    "stats_report:quiet": lambda lang: messages.stats_report(1, (0, 0, 0), (("unanswered", 0, []),), lang),
 }
 
 
