@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.app.settings import Settings
 from bot.chat.media import MediaReader
@@ -16,10 +18,14 @@ class TesseractText:
     """OCR for a question's image: Tesseract in a killable, memory-limited child (rag.ingest.ocr)."""
 
     limits: OcrLimits
+    # Tesseract keeps a core busy per image: photos arriving together take turns rather than starve every answer of
+    # CPU (the wait counts within the media deadline, so it stays bounded).
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(os.cpu_count() or 1))
 
     async def read_text(self, data: bytes) -> str:
         """The image's text ("" when it shows none); raises ExtractionError."""
-        return await read_image_text(data, self.limits)
+        async with self.slots:
+            return await read_image_text(data, self.limits)
 
 
 def open_media_reader(settings: Settings, stack: AsyncExitStack) -> MediaReader:
