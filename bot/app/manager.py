@@ -16,6 +16,7 @@ from bot.commands.parts import CommandParts, Uploads
 from bot.knowledge.graph import GraphBuilder
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
+from storage.repos.posted import PostedRepo
 
 
 def chat_policy(settings: Settings) -> ChatPolicy:
@@ -45,6 +46,7 @@ def chat_parts(services: Services, cluster: Cluster | None = None) -> ChatParts:
         jobs=services.jobs,
         sources=SourceBook(services.documents, services.faqs),
         epochs=ConfigEpochRepo(services.db),
+        posted=PostedRepo(services.db),
     )
     if cluster is None:
         return parts

@@ -16,6 +16,7 @@ from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
 from bot.chat.state import ChatConfig, ChatState
+from bot.chat.threads import Threads, event_key
 from bot.chat.turn_log import turn_scope
 from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts
@@ -139,6 +140,8 @@ class ConversationManager:
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
         self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
+        # Which conversation of a chat a message belongs to, where ragbot keys threads itself (adapters ask it).
+        self.threads = Threads(parts.posted, self._state)
         self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         self._resumers: dict[str, list[Resumer]] = {}
@@ -397,10 +400,10 @@ class ConversationManager:
             if self._command_rate.first_refusal(user):
                 await self._say(target, messages.rate_limited(self._command_rate.retry_after(user), lang))
             return
-        event_key = _event_key(message)
-        if event_key is not None:
+        claimed = _event_key(message)
+        if claimed is not None:
             try:
-                await self._parts.conversations.claim_command(event_key)
+                await self._parts.conversations.claim_command(claimed)
             except DuplicateEvent:
                 log.info("command=duplicate platform=%s message=%s", message.key.platform, message.message_id)
                 return
@@ -417,6 +420,12 @@ class ConversationManager:
     @staticmethod
     def _addressed(message: IncomingMessage) -> bool:
         return message.addressed or message.private
+
+    async def answers_unaddressed(self, chat: ConversationKey) -> bool:
+        """Whether the chat answers messages not addressed to the bot (`/mode all`), read as a turn reads it."""
+        await self._refresh()
+        setting = (await self._state.config(chat.chat_key)).setting
+        return (setting.answer_mode or self.policy.group_answer_mode) == "all"
 
     def _answers_here(self, message: IncomingMessage, setting: ChatSettingRecord) -> bool:
         if self._addressed(message):
@@ -627,6 +636,14 @@ class ConversationManager:
         sources = await self._parts.sources.of_answers(stored)
         return [TranscriptEntry(message, sources.get(message.id, [])) for message in stored]
 
+    async def last_question(self, key: ConversationKey, author: str) -> str:
+        """The newest question `author` asked in this conversation since it was last started over ("" when none)."""
+        conversation = await self.existing(key)
+        if conversation is None:
+            return ""
+        stored = await self._parts.conversations.recent(conversation.id, self.policy.history_limit)
+        return next((m.text for m in reversed(stored) if m.role == "user" and m.author == author), "")
+
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         """The sources of this conversation's last answer (none before one)."""
         conversation = await self.existing(key)
@@ -706,9 +723,6 @@ class ConversationManager:
         conversation = await self.conversation(key)
         stored = 0
         for message in earlier:
-            event_key = (
-                f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}" if message.message_id else None
-            )
             try:
                 await self._parts.conversations.add_message(
                     conversation.id,
@@ -716,7 +730,7 @@ class ConversationManager:
                     message.role,
                     message.text,
                     author=message.author,
-                    event_key=event_key,
+                    event_key=event_key(key, message.message_id) if message.message_id else None,
                 )
             except DuplicateEvent:
                 continue
@@ -781,7 +795,4 @@ def _key_fields(key: ConversationKey) -> tuple[str, str, str, str]:
 
 
 def _event_key(message: IncomingMessage) -> str | None:
-    if not message.message_id:
-        return None
-    key = message.key
-    return f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}"
+    return event_key(message.key, message.message_id) if message.message_id else None

@@ -226,6 +226,21 @@ class _Texts:
         return []
 
 
+class Posted:
+    """No message is known to belong to a conversation: the unit tests' chats have no reply chains."""
+
+    async def remember(
+        self, conversation_id: str, platform: str, workspace: str, chat: str, message_ids: Sequence[str]
+    ) -> None:
+        return None
+
+    async def thread_of(self, platform: str, workspace: str, chat: str, message_id: str, event_key: str) -> str | None:
+        return None
+
+    async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
+        return None
+
+
 @dataclasses.dataclass
 class Parts:
     """The stand-ins, kept at hand for a test to arrange and inspect."""
@@ -247,6 +262,7 @@ class Parts:
             jobs=self.jobs,
             sources=SourceBook(_Texts(), _Texts()),
             epochs=epochs,
+            posted=Posted(),
         )
 
 

@@ -1,0 +1,51 @@
+"""A Telegram group without topics as many conversations, one per reply chain: a message that replies to nothing
+of one starts a conversation of its own; a reply to an answer, or to the question it answered, continues that one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Final
+
+from telegram import Message
+
+from bot.chat.threads import CONVERSATION_COMMANDS, Threads
+from bot.types import IncomingMessage
+
+# A reply chain's thread is named by the message that started it: "reply:<its message_id>".
+REPLY_THREAD: Final = "reply:"
+
+
+def keyed_by_reply(message: Message) -> bool:
+    """Whether the message's chat keeps one conversation per reply chain: a group without topics (a forum keys
+    by topic; a private chat is one conversation)."""
+    return message.chat.type in (message.chat.GROUP, message.chat.SUPERGROUP) and not message.chat.is_forum
+
+
+def started_by(message_id: int) -> str:
+    """The thread of the conversation a message starts."""
+    return f"{REPLY_THREAD}{message_id}"
+
+
+def question_of(thread: str) -> int | None:
+    """The message that started a reply chain's conversation (what its answers reply to), or None."""
+    _, prefix, number = thread.partition(REPLY_THREAD)
+    return int(number) if prefix and number.isdigit() else None
+
+
+async def in_reply_chain(message: Message, incoming: IncomingMessage, threads: Threads) -> IncomingMessage:
+    """`incoming` keyed by its reply chain: the conversation of the message it replies to where that is known; for a
+    conversation command replying to nothing, the person's latest conversation here; else a conversation of its own.
+
+    A replied message ragbot does not know (deleted, sent before this version, a command's reply, another
+    person's chatter) starts a new conversation rather than failing."""
+    chat = incoming.key.chat_key
+    replied = message.reply_to_message
+    if replied is not None:
+        thread = await threads.of_message(chat, str(replied.message_id))
+        if thread:  # "" is the group's one conversation from before reply chains: not one to continue
+            return replace(incoming, key=replace(chat, thread=thread))
+    elif incoming.command is not None and incoming.command.name in CONVERSATION_COMMANDS:
+        thread = await threads.latest(chat, incoming.user.id)
+        if thread:
+            return replace(incoming, key=replace(chat, thread=thread), latest_conversation=True)
+    return replace(incoming, key=replace(chat, thread=started_by(message.message_id)))
