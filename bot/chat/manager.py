@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 # Gives the reply target to finish a dead process's answer in: the conversation and its question.
 Resumer = Callable[[ConversationKey, MessageRecord], Awaitable[ReplyTarget | None]]
 
+
 # How a turn whose final text never reached the chat is counted (its stored answer's status too).
 UNDELIVERED = "undelivered"
 INTERRUPTED = "interrupted"
@@ -63,6 +64,10 @@ class ChatPolicy:
     # cheap reads, hence more of them (a burst of 100 /kb list is still refused past these).
     command_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=30, window=60.0))
     max_turns: int = 64
+    # Per platform, answers written at once in one chat of many conversations (a Telegram group keyed by reply chain,
+    # or a forum's topics): Telegram allows a group 20 messages a minute, so four answers at once already edit each
+    # only every ~12 s. A platform not listed has no cap per chat (Slack's budgets are the workspace's).
+    max_chat_turns: Mapping[str, int] = field(default_factory=lambda: {"telegram": 4})
     # Questions stored at once on arrival, before their turn: a burst waits here, in order, not in the database
     # pool's queue, whose timeout would fail it (keep it under the pool, which turns and jobs share).
     max_arrivals: int = 16
@@ -233,9 +238,10 @@ class ConversationManager:
             conversation, opened = accepted
             if on_accepted is not None:
                 on_accepted(opened)
+            line, cap = self._chat_cap(message)
             try:
                 async with (
-                    self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in),
+                    self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in, chat=line, chat_cap=cap),
                     self._parts.turn_locks.hold(conversation.id),
                 ):
                     return await self._open_turn(message, target, conversation, opened, kb_ids, document_ids)
@@ -387,7 +393,9 @@ class ConversationManager:
     ) -> None:
         with turn_scope(), self._inflight.track():
             try:
-                async with self._gate.turn(_gate_key(message.key)), self._parts.turn_locks.hold(conversation.id):
+                chat, cap = self._chat_cap(message)
+                gate = self._gate.turn(_gate_key(message.key), chat=chat, chat_cap=cap)
+                async with gate, self._parts.turn_locks.hold(conversation.id):
                     await self._open_turn(message, target, conversation, opened, None, (), resumed=True)
             except Exception as exc:
                 log.exception("turn=resume_failed conversation=%s request=%s", conversation.id, opened.request_id)
@@ -413,6 +421,11 @@ class ConversationManager:
         finally:
             # A command may have changed what chats read: this process sees it at once, others by the epoch.
             self._state.forget()
+
+    def _chat_cap(self, message: IncomingMessage) -> tuple[str, int]:
+        """The turn gate's name for a message's chat, and how many of that chat's turns may run at once (0: any)."""
+        key = message.key
+        return _gate_key(key.chat_key), self.policy.max_chat_turns.get(key.platform, 0)
 
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
