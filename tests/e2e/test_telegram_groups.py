@@ -24,6 +24,7 @@ from tests.support.drills import TelegramWorld, model_env, telegram_env, telegra
 
 ALICE: dict[str, Any] = {"id": 9101, "is_bot": False, "first_name": "Alice", "language_code": "en"}
 BOB: dict[str, Any] = {"id": 9102, "is_bot": False, "first_name": "Bob", "language_code": "en"}
+ADMIN: dict[str, Any] = {"id": 9100, "is_bot": False, "first_name": "Ada", "language_code": "en"}
 # Model answers of 60 words, one word a delta: long enough to be caught mid-stream, each ending in its own last word.
 VPN_ANSWER = (
     "The VPN client is installed from the Software Center [1]. " + " ".join(f"v{n}" for n in range(50)) + " END"
@@ -52,7 +53,10 @@ async def world(
 ) -> AsyncIterator[tuple[TelegramWorld, FakeOpenAI]]:
     async with FakeOpenAI() as model, FakeTelegramBotAPI() as fake:
         settings = embedded_settings(
-            tmp_path_factory.mktemp("telegram-groups"), **model_env(model), **telegram_env(fake)
+            tmp_path_factory.mktemp("telegram-groups"),
+            TELEGRAM_ADMINS=str(ADMIN["id"]),
+            **model_env(model),
+            **telegram_env(fake),
         )
         async with telegram_world(fake, settings) as running:
             yield running, model
@@ -133,9 +137,11 @@ async def test_two_people_asking_at_once_are_answered_in_parallel_and_a_stop_rep
     bob_asked = _ask(fake, group, "When is lunch served?", BOB)
     # Both answers are being written at the same moment (neither waits for the other's end), Alice's on screen.
     await fake.wait_for(
-        lambda: _mid_stream(_stream(model, VPN_ANSWER, start))
-        and _mid_stream(_stream(model, LUNCH_ANSWER, start))
-        and _reply_of(fake, group, alice_asked) is not None,
+        lambda: (
+            _mid_stream(_stream(model, VPN_ANSWER, start))
+            and _mid_stream(_stream(model, LUNCH_ANSWER, start))
+            and _reply_of(fake, group, alice_asked) is not None
+        ),
         timeout=30,
     )
     alice_answer = _reply_of(fake, group, alice_asked)
@@ -265,6 +271,25 @@ async def test_a_reply_to_a_message_ragbot_does_not_know_starts_a_new_conversati
         assert len([m for m in await conversations.recent(chain.id, 10) if m.role == "user"]) == 1
     assert [m.text for m in await conversations.recent(legacy.id, 10)] == ["Where is the office?"]
     assert _rewrites(model, "When is lunch served today?") == []  # no history: nothing to read "it" against
+
+
+async def test_after_mode_all_unaddressed_questions_start_chains_and_a_reply_to_one_continues_it(
+    world: tuple[TelegramWorld, FakeOpenAI],
+) -> None:
+    running, model = world
+    fake, group = running.fake, -100608
+    mode = _ask(fake, group, "/mode all", ADMIN, mention=False)
+    assert await _said(fake, group, mode) == _plain(messages.mode_set("all", "en"))
+    lunch = _ask(fake, group, "When is lunch served?", ALICE, mention=False)
+    vpn = _ask(fake, group, "How do I install the VPN client?", ADMIN, mention=False)
+    await _answer(fake, group, lunch)
+    await _answer(fake, group, vpn)
+    # Bob, unaddressed, replies to Alice's question: he continues her conversation, not the admin's.
+    follow = _ask(fake, group, "Is it served every day?", BOB, mention=False, reply_to=lunch)
+    await _answer(fake, group, follow)
+    (saw,) = _rewrites(model, "Is it served every day?")
+    assert "When is lunch served?" in saw
+    assert "VPN" not in saw
 
 
 async def test_a_pressed_button_under_a_reply_chain_answer_is_recorded_on_it(
