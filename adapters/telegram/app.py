@@ -389,12 +389,13 @@ class TelegramAdapter:
 
         return posted
 
-    async def _key_of(self, message: Message) -> ConversationKey:
-        """The conversation a message of the bot's belongs to (a pressed button's answer)."""
+    async def _key_of(self, message: Message, answer_id: str) -> ConversationKey:
+        """The conversation of the answer a pressed button is under: in a group keyed by reply chain, the one of this
+        group holding the stored answer the button names (its thread "" where none does, which holds none)."""
         key = conversation_key(message)
         if not keyed_by_reply(message):
             return key
-        thread = await self._manager.threads.of_message(key, str(message.message_id))
+        thread = await self._manager.threads.of_answer(key, answer_id)
         return replace(key, thread=thread or "")
 
     async def _feedback(self, query: CallbackQuery) -> None:
@@ -407,7 +408,7 @@ class TelegramAdapter:
         message = query.message
         app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
-            key = await self._key_of(message)
+            key = await self._key_of(message, answer_id)
             stored = await self._manager.feedback(key, answer_id, verdict)
             lang = await self._manager.language(key, message.text or "", app_language)
         else:

@@ -36,16 +36,22 @@ async def in_reply_chain(message: Message, incoming: IncomingMessage, threads: T
     """`incoming` keyed by its reply chain: the conversation of the message it replies to where that is known; for a
     conversation command replying to nothing, the person's latest conversation here; else a conversation of its own.
 
-    A replied message ragbot does not know (deleted, sent before this version, a command's reply, another
-    person's chatter) starts a new conversation rather than failing."""
+    A replied message ragbot does not know (deleted, a command's reply, another person's chatter) starts a new
+    conversation rather than failing; one of the group's single conversation from before this version starts one
+    whose history is that message's question and answer."""
     chat = incoming.key.chat_key
+    started = replace(incoming, key=replace(chat, thread=started_by(message.message_id)))
     replied = message.reply_to_message
     if replied is not None:
         thread = await threads.of_message(chat, str(replied.message_id))
-        if thread:  # "" is the group's one conversation from before reply chains: not one to continue
+        if thread:
             return replace(incoming, key=replace(chat, thread=thread))
+        if incoming.command is None:
+            # An answer (or question) of the group's one conversation from before reply chains: its round is the
+            # new conversation's history, so "it" still reads against what was replied to.
+            await threads.carry_over(started.key, str(replied.message_id))
     elif incoming.command is not None and incoming.command.name in CONVERSATION_COMMANDS:
         thread = await threads.latest(chat, incoming.user.id)
         if thread:
             return replace(incoming, key=replace(chat, thread=thread), latest_conversation=True)
-    return replace(incoming, key=replace(chat, thread=started_by(message.message_id)))
+    return started

@@ -146,7 +146,7 @@ class ConversationManager:
         self._clock = clock
         self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
         # Which conversation of a chat a message belongs to, where ragbot keys threads itself (adapters ask it).
-        self.threads = Threads(parts.posted, self._state)
+        self.threads = Threads(parts.posted, self._state, parts.conversations)
         self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         self._resumers: dict[str, list[Resumer]] = {}

@@ -150,6 +150,16 @@ class Posted(Protocol):
         """The thread in which `author` last asked something in this chat, or None."""
         ...
 
+    async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
+        """The thread of the conversation in this chat holding the stored answer, or None."""
+        ...
+
+    async def earlier_round(
+        self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
+    ) -> tuple[str, str] | None:
+        """The answered round of the chat's one conversation (thread "") a message belongs to, or None."""
+        ...
+
 
 class ChatSettings(Protocol):
     """What each chat reads and how it behaves (met by storage.repos.bindings.BindingRepo)."""

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from bot.chat.parts import Posted
+from bot.chat.parts import Conversations, Posted
 from bot.chat.state import ChatState
 from bot.types import ConversationKey
 
@@ -26,9 +26,10 @@ def event_key(key: ConversationKey, message_id: str) -> str:
 class Threads:
     """Finds a conversation from a message in it or from the person who asked, and records the bot's messages."""
 
-    def __init__(self, posted: Posted, state: ChatState) -> None:
+    def __init__(self, posted: Posted, state: ChatState, conversations: Conversations) -> None:
         self._posted = posted
         self._state = state
+        self._conversations = conversations
 
     async def of_message(self, chat: ConversationKey, message_id: str) -> str | None:
         """The thread of the conversation `message_id` belongs to in `chat` (a message the bot posted, or a
@@ -37,9 +38,31 @@ class Threads:
             chat.platform, chat.workspace, chat.chat, message_id, event_key(chat, message_id)
         )
 
+    async def of_answer(self, chat: ConversationKey, answer_id: str) -> str | None:
+        """The thread of the conversation in `chat` holding the stored answer `answer_id` (a pressed button's), or
+        None when no conversation of this chat holds it."""
+        return await self._posted.thread_of_answer(chat.platform, chat.workspace, chat.chat, answer_id)
+
     async def latest(self, chat: ConversationKey, user_id: str) -> str | None:
         """The thread of the conversation in which `user_id` last asked something in `chat`, or None."""
         return await self._posted.latest_thread(chat.platform, chat.workspace, chat.chat, user_id)
+
+    async def carry_over(self, key: ConversationKey, message_id: str) -> bool:
+        """Start the conversation at `key` with the round of the chat's one conversation from before reply chains
+        that `message_id` belongs to (its question or its answer), as its history: a reply to an answer from before
+        the upgrade is read against it. False when the message is no such round's."""
+        chat = key.chat_key
+        earlier = await self._posted.earlier_round(
+            chat.platform, chat.workspace, chat.chat, message_id, event_key(chat, message_id)
+        )
+        if earlier is None:
+            return False
+        conversation = await self._state.conversation(key)
+        question, answer = earlier
+        round_id = f"seed-earlier-{message_id}"
+        await self._conversations.add_message(conversation.id, round_id, "user", question)
+        await self._conversations.add_message(conversation.id, round_id, "assistant", answer)
+        return True
 
     async def remember(self, key: ConversationKey, message_ids: Sequence[str]) -> None:
         """Record that the bot posted `message_ids` in the conversation at `key`, so a reply to one continues it.

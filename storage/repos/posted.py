@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import literal, union_all
+from sqlalchemy import and_, literal, or_, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col, select
 
@@ -60,6 +60,24 @@ class PostedRepo:
             found = (await session.exec(statement)).first()
         return str(found) if found is not None else None
 
+    async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
+        """The thread of the conversation holding the stored answer `answer_id`, when that conversation is in this
+        chat (a pressed button names its answer; another chat's is not this one's to rate); else None."""
+        statement = (
+            select(Conversation.thread)
+            .join(Message, col(Message.conversation_id) == col(Conversation.id))
+            .where(
+                col(Message.id) == answer_id,
+                col(Message.role) == "assistant",
+                col(Conversation.platform) == platform,
+                col(Conversation.workspace) == workspace,
+                col(Conversation.chat) == chat,
+            )
+        )
+        async with self._db.session() as session:
+            found = (await session.exec(statement)).first()
+        return found
+
     async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
         """The thread of the conversation in which `author` last asked something in this chat (threads only: the
         chat-wide conversation, thread "", is not one); None when they asked nothing there."""
@@ -80,3 +98,40 @@ class PostedRepo:
         async with self._db.session() as session:
             found = (await session.exec(statement)).first()
         return found
+
+    async def earlier_round(
+        self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
+    ) -> tuple[str, str] | None:
+        """The question and answer of a round of the chat's one conversation (thread "", a group's before reply
+        chains) that a message belongs to: an answer by its platform id, a question by its event key; None when the
+        message is neither, or its round was not answered."""
+        conversation = (
+            select(Conversation.id)
+            .where(
+                col(Conversation.platform) == platform,
+                col(Conversation.workspace) == workspace,
+                col(Conversation.chat) == chat,
+                col(Conversation.thread) == "",
+            )
+            .scalar_subquery()
+        )
+        hit = (
+            select(Message.request_id)
+            .where(
+                col(Message.conversation_id) == conversation,
+                or_(
+                    col(Message.event_key) == event_key[:300],
+                    and_(col(Message.role) == "assistant", col(Message.platform_message_id) == message_id),
+                ),
+            )
+            .limit(1)
+            .scalar_subquery()
+        )
+        statement = select(Message.role, Message.text, Message.status).where(
+            col(Message.conversation_id) == conversation, col(Message.request_id) == hit
+        )
+        async with self._db.session() as session:
+            rows = list(await session.exec(statement))
+        question = next((text for role, text, _ in rows if role == "user"), "")
+        answer = next((text for role, text, status in rows if role == "assistant" and status == "done"), "")
+        return (question, answer) if question and answer else None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from telegram import Bot
 
 from adapters.telegram.render import to_telegram_html
 from bot.types import ConversationKey
@@ -92,6 +93,15 @@ async def _answer(fake: FakeTelegramBotAPI, group: int, question_id: int) -> Bot
     answer = _reply_of(fake, group, question_id)
     assert answer is not None
     return answer
+
+
+async def _vpn_then_lunch(fake: FakeTelegramBotAPI, group: int) -> list[tuple[int, BotMessage]]:
+    """Alice asks about the VPN, then (not replying) about lunch: each question's id and its final answer."""
+    asked = []
+    for question in ("How do I install the VPN client?", "When is lunch served?"):
+        message_id = _ask(fake, group, question, ALICE)
+        asked.append((message_id, await _answer(fake, group, message_id)))
+    return asked
 
 
 async def _sent_reply(fake: FakeTelegramBotAPI, group: int, message_id: int) -> BotMessage:
@@ -197,10 +207,7 @@ async def test_sources_replying_to_an_older_answer_give_that_answers_and_without
 ) -> None:
     running, _ = world
     fake, group = running.fake, -100603
-    vpn = _ask(fake, group, "How do I install the VPN client?", ALICE)
-    vpn_answer = await _answer(fake, group, vpn)
-    lunch = _ask(fake, group, "When is lunch served?", ALICE)
-    await _answer(fake, group, lunch)
+    (vpn, vpn_answer), (lunch, _) = await _vpn_then_lunch(fake, group)
     vpn_sources = await _sources_shown(running, group, vpn)
     lunch_sources = await _sources_shown(running, group, lunch)
     assert vpn_sources != lunch_sources  # each answer cites its own passage
@@ -231,10 +238,7 @@ async def test_new_replying_to_an_answer_starts_only_that_conversation_over(
 ) -> None:
     running, model = world
     fake, group = running.fake, -100604
-    vpn = _ask(fake, group, "How do I install the VPN client?", ALICE)
-    vpn_answer = await _answer(fake, group, vpn)
-    lunch = _ask(fake, group, "When is lunch served?", ALICE)
-    lunch_answer = await _answer(fake, group, lunch)
+    (_, vpn_answer), (_, lunch_answer) = await _vpn_then_lunch(fake, group)
     new = _ask(fake, group, "/new", ALICE, mention=False, reply_to=vpn_answer.message_id)
     assert await _said(fake, group, new) == _plain(messages.new_conversation("en"))
     after_new = _ask(fake, group, "Does it need a badge?", ALICE, mention=False, reply_to=vpn_answer.message_id)
@@ -271,6 +275,33 @@ async def test_a_reply_to_a_message_ragbot_does_not_know_starts_a_new_conversati
         assert len([m for m in await conversations.recent(chain.id, 10) if m.role == "user"]) == 1
     assert [m.text for m in await conversations.recent(legacy.id, 10)] == ["Where is the office?"]
     assert _rewrites(model, "When is lunch served today?") == []  # no history: nothing to read "it" against
+
+
+async def test_a_reply_to_an_answer_from_before_reply_chains_is_read_against_that_answers_round(
+    world: tuple[TelegramWorld, FakeOpenAI],
+) -> None:
+    running, model = world
+    fake, group = running.fake, -100609
+    conversations = running.services.conversations
+    # The group's one conversation from before this version: a question and its answer, shown in the chat.
+    async with Bot(fake.token, base_url=fake.base_url) as bot:
+        shown = await bot.send_message(group, "The VPN client is installed from the Software Center.")
+    legacy = await conversations.resolve("telegram", "", str(group), "")
+    await conversations.add_message(legacy.id, "old", "user", "How do I install the VPN client?")
+    await conversations.add_message(
+        legacy.id, "old", "assistant", shown.text, platform_message_id=str(shown.message_id)
+    )
+    asked = _ask(fake, group, "Do I need my badge for it?", ALICE, mention=False, reply_to=shown.message_id)
+    await _answer(fake, group, asked)
+    (saw,) = _rewrites(model, "Do I need my badge for it?")
+    assert "How do I install the VPN client?" in saw
+    assert "Software Center" in saw
+    chain = await conversations.find("telegram", "", str(group), f"reply:{asked}")
+    assert chain is not None
+    assert [m.text for m in await conversations.recent(chain.id, 10) if m.role == "user"] == [
+        "How do I install the VPN client?",
+        "Do I need my badge for it?",
+    ]
 
 
 async def test_after_mode_all_unaddressed_questions_start_chains_and_a_reply_to_one_continues_it(

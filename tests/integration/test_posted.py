@@ -81,3 +81,33 @@ async def test_retention_removes_a_conversations_posted_messages_with_it(db: Dat
     removed = await RetentionRepo(db).remove_conversations(old + timedelta(days=1))
     assert removed == (1, 1)
     assert await posted.thread_of("telegram", "", GROUP, "11", _key(GROUP, "11")) is None
+
+
+async def test_an_earlier_round_of_the_chats_one_conversation_is_found_by_its_answer_or_its_question(
+    db: Database,
+) -> None:
+    conversations, posted = ConversationRepo(db), PostedRepo(db)
+    legacy = await conversations.resolve("telegram", "", GROUP, "")
+    await conversations.add_message(legacy.id, "r1", "user", "How do I install the VPN?", event_key=_key(GROUP, "40"))
+    await conversations.add_message(legacy.id, "r1", "assistant", "From the Software Center.", platform_message_id="41")
+    await conversations.add_message(legacy.id, "r2", "user", "Unanswered?", event_key=_key(GROUP, "42"))
+    await conversations.add_message(legacy.id, "r2", "assistant", "", status="failed", platform_message_id="43")
+    expected = ("How do I install the VPN?", "From the Software Center.")
+    assert await posted.earlier_round("telegram", "", GROUP, "41", _key(GROUP, "41")) == expected
+    assert await posted.earlier_round("telegram", "", GROUP, "40", _key(GROUP, "40")) == expected
+    assert await posted.earlier_round("telegram", "", GROUP, "43", _key(GROUP, "43")) is None
+    assert await posted.earlier_round("telegram", "", GROUP, "99", _key(GROUP, "99")) is None
+    # A reply chain's messages are no earlier round: they are found as the chain's own.
+    chain = await conversations.resolve("telegram", "", GROUP, "reply:50")
+    await conversations.add_message(chain.id, "r3", "user", "Where?", event_key=_key(GROUP, "50"))
+    await conversations.add_message(chain.id, "r3", "assistant", "Here.", platform_message_id="51")
+    assert await posted.earlier_round("telegram", "", GROUP, "51", _key(GROUP, "51")) is None
+
+
+async def test_a_stored_answer_names_its_thread_only_within_its_own_chat(db: Database) -> None:
+    conversations, posted = ConversationRepo(db), PostedRepo(db)
+    chain = await conversations.resolve("telegram", "", GROUP, "reply:10")
+    question, answer = await conversations.open_turn(chain.id, "r1", "How do I install the VPN?", author="7")
+    assert await posted.thread_of_answer("telegram", "", GROUP, answer.id) == "reply:10"
+    assert await posted.thread_of_answer("telegram", "", "-100999", answer.id) is None  # pressed in another chat
+    assert await posted.thread_of_answer("telegram", "", GROUP, question.id) is None  # a question is rated never

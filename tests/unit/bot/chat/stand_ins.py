@@ -240,6 +240,14 @@ class Posted:
     async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
         return None
 
+    async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
+        return None
+
+    async def earlier_round(
+        self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
+    ) -> tuple[str, str] | None:
+        return None
+
 
 @dataclasses.dataclass
 class Parts:
