@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sqlalchemy import and_, literal, or_, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from storage.db import Database
 from storage.models import Conversation, Message, PostedMessage
@@ -63,41 +64,23 @@ class PostedRepo:
     async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
         """The thread of the conversation holding the stored answer `answer_id`, when that conversation is in this
         chat (a pressed button names its answer; another chat's is not this one's to rate); else None."""
-        statement = (
-            select(Conversation.thread)
-            .join(Message, col(Message.conversation_id) == col(Conversation.id))
-            .where(
-                col(Message.id) == answer_id,
-                col(Message.role) == "assistant",
-                col(Conversation.platform) == platform,
-                col(Conversation.workspace) == workspace,
-                col(Conversation.chat) == chat,
-            )
+        statement = _message_threads(platform, workspace, chat).where(
+            col(Message.id) == answer_id, col(Message.role) == "assistant"
         )
         async with self._db.session() as session:
-            found = (await session.exec(statement)).first()
-        return found
+            return (await session.exec(statement)).first()
 
     async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
         """The thread of the conversation in which `author` last asked something in this chat (threads only: the
         chat-wide conversation, thread "", is not one); None when they asked nothing there."""
         statement = (
-            select(Conversation.thread)
-            .join(Message, col(Message.conversation_id) == col(Conversation.id))
-            .where(
-                col(Message.author) == author,
-                col(Message.role) == "user",
-                col(Conversation.platform) == platform,
-                col(Conversation.workspace) == workspace,
-                col(Conversation.chat) == chat,
-                col(Conversation.thread) != "",
-            )
+            _message_threads(platform, workspace, chat)
+            .where(col(Message.author) == author, col(Message.role) == "user", col(Conversation.thread) != "")
             .order_by(col(Message.created_at).desc())
             .limit(1)
         )
         async with self._db.session() as session:
-            found = (await session.exec(statement)).first()
-        return found
+            return (await session.exec(statement)).first()
 
     async def earlier_round(
         self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
@@ -135,3 +118,16 @@ class PostedRepo:
         question = next((text for role, text, _ in rows if role == "user"), "")
         answer = next((text for role, text, status in rows if role == "assistant" and status == "done"), "")
         return (question, answer) if question and answer else None
+
+
+def _message_threads(platform: str, workspace: str, chat: str) -> SelectOfScalar[str]:
+    """The read of the thread of each message's conversation, for the conversations of one chat."""
+    return (
+        select(Conversation.thread)
+        .join(Message, col(Message.conversation_id) == col(Conversation.id))
+        .where(
+            col(Conversation.platform) == platform,
+            col(Conversation.workspace) == workspace,
+            col(Conversation.chat) == chat,
+        )
+    )
