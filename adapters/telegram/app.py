@@ -391,7 +391,7 @@ class TelegramAdapter:
 
     async def _key_of(self, message: Message, answer_id: str) -> ConversationKey:
         """The conversation of the answer a pressed button is under: in a group keyed by reply chain, the one of this
-        group holding the stored answer the button names (its thread "" where none does, which holds none)."""
+        group holding the stored answer the button names (an answer of another chat is found in none)."""
         key = conversation_key(message)
         if not keyed_by_reply(message):
             return key
