@@ -4,6 +4,7 @@ a Telegram group keyed by reply chain, a Slack slash command that names no threa
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
@@ -16,6 +17,8 @@ log = logging.getLogger(__name__)
 # The commands that act on one conversation (the rest act on the whole chat): where a person names none, the
 # conversation they last asked in is the one they mean.
 CONVERSATION_COMMANDS: Final = frozenset({"new", "stop", "sources"})
+# Posted messages remembered in memory at most (the database holds them all).
+_RECENT: Final = 10_000
 
 
 def event_key(key: ConversationKey, message_id: str) -> str:
@@ -30,10 +33,16 @@ class Threads:
         self._posted = posted
         self._state = state
         self._conversations = conversations
+        # The messages this process posted lately, by (platform, workspace, chat, id): known the moment they are
+        # sent, so a reply (a /stop) that comes before the database write is read still finds its conversation.
+        self._recent: OrderedDict[tuple[str, str, str, str], str] = OrderedDict()
 
     async def of_message(self, chat: ConversationKey, message_id: str) -> str | None:
         """The thread of the conversation `message_id` belongs to in `chat` (a message the bot posted, or a
         question it answered); None when unknown (deleted, from before the upgrade, a command's reply)."""
+        recent = self._recent.get((chat.platform, chat.workspace, chat.chat, message_id))
+        if recent is not None:
+            return recent
         return await self._posted.thread_of(
             chat.platform, chat.workspace, chat.chat, message_id, event_key(chat, message_id)
         )
@@ -72,6 +81,10 @@ class Threads:
         try:
             conversation = await self._state.existing(key)
             if conversation is not None:
+                for message_id in message_ids:
+                    self._recent[(key.platform, key.workspace, key.chat, message_id)] = key.thread
+                while len(self._recent) > _RECENT:
+                    self._recent.popitem(last=False)
                 await self._posted.remember(conversation.id, key.platform, key.workspace, key.chat, message_ids)
         except Exception as exc:  # the database away for a moment: a reply to this message starts a new one
             log.warning("thread=posted_unrecorded platform=%s chat=%s reason=%s", key.platform, key.chat, exc)
