@@ -8,7 +8,7 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from aiohttp import web
@@ -24,7 +24,7 @@ from adapters.telegram.poller import PollerLease
 from adapters.telegram.receipts import ReceiptQueue
 from adapters.telegram.reply import FEEDBACK_PREFIX, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
-from adapters.telegram.threads import REPLY_THREAD, in_reply_chain, keyed_by_reply, question_of
+from adapters.telegram.threads import REPLY_THREAD, answer_key, in_reply_chain, keyed_by_reply, question_of
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.instances import new_instance_id
@@ -389,15 +389,6 @@ class TelegramAdapter:
 
         return posted
 
-    async def _key_of(self, message: Message, answer_id: str) -> ConversationKey:
-        """The conversation of the answer a pressed button is under: in a group keyed by reply chain, the one of this
-        group holding the stored answer the button names (an answer of another chat is found in none)."""
-        key = conversation_key(message)
-        if not keyed_by_reply(message):
-            return key
-        thread = await self._manager.threads.of_answer(key, answer_id)
-        return replace(key, thread=thread or "")
-
     async def _feedback(self, query: CallbackQuery) -> None:
         """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""
         parts = (query.data or "").split(":", 2)
@@ -408,7 +399,7 @@ class TelegramAdapter:
         message = query.message
         app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
-            key = await self._key_of(message, answer_id)
+            key = await answer_key(message, answer_id, self._manager.threads)
             stored = await self._manager.feedback(key, answer_id, verdict)
             lang = await self._manager.language(key, message.text or "", app_language)
         else:

@@ -8,8 +8,9 @@ from typing import Final
 
 from telegram import Message
 
+from adapters.telegram.translate import conversation_key
 from bot.chat.threads import CONVERSATION_COMMANDS, Threads
-from bot.types import IncomingMessage
+from bot.types import ConversationKey, IncomingMessage
 
 # A reply chain's thread is named by the message that started it: "reply:<its message_id>".
 REPLY_THREAD: Final = "reply:"
@@ -55,3 +56,13 @@ async def in_reply_chain(message: Message, incoming: IncomingMessage, threads: T
         if thread:
             return replace(incoming, key=replace(chat, thread=thread), latest_conversation=True)
     return started
+
+
+async def answer_key(message: Message, answer_id: str, threads: Threads) -> ConversationKey:
+    """The conversation of the answer a pressed button is under (`message`, the bot's): in a group keyed by reply
+    chain, the one of this group holding the stored answer the button names (an answer of another chat is in none)."""
+    key = conversation_key(message)
+    if not keyed_by_reply(message):
+        return key
+    thread = await threads.of_answer(key, answer_id)
+    return replace(key, thread=thread or "")
