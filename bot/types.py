@@ -126,6 +126,9 @@ class IncomingMessage:
     addressed: bool = True
     private: bool = True
     style: CommandStyle = SLASH_COMMANDS
+    # Set by an adapter that chose the conversation a command acts on as the one the person last asked in, since
+    # they named none (a Slack slash command, a Telegram group command replying to nothing): replies say which.
+    latest_conversation: bool = False
     raw: Any = None
 
 

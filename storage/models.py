@@ -227,6 +227,8 @@ class Message(SQLModel, table=True):
     """One user or assistant message in a conversation."""
 
     __tablename__ = "message"
+    # A person's newest questions first: the conversation a command acts on when it names none.
+    __table_args__ = (Index("ix_message_author_created_at", "author", "created_at"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=36)
     conversation_id: str = Field(foreign_key="conversation.id", index=True, max_length=36)
@@ -249,6 +251,19 @@ class Message(SQLModel, table=True):
     feedback_by: str = Field(default="", max_length=128, sa_column_kwargs={"server_default": ""})
     meta: dict[str, Any] = _json_column()
     created_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class PostedMessage(SQLModel, table=True):
+    """A message the bot posted in a conversation, by the platform's id for it: a reply to it continues that
+    conversation (a Telegram group keyed by reply chain)."""
+
+    __tablename__ = "posted_message"
+
+    platform: str = Field(primary_key=True, max_length=32)
+    workspace: str = Field(primary_key=True, max_length=128)
+    chat: str = Field(primary_key=True, max_length=128)
+    message_id: str = Field(primary_key=True, max_length=128)
+    conversation_id: str = Field(foreign_key="conversation.id", index=True, max_length=36)
 
 
 class IngestionJob(SQLModel, table=True):

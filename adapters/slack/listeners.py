@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -49,6 +50,7 @@ from adapters.slack.translate import (
 )
 from adapters.slack.viewing import is_agent_view
 from bot.chat.manager import ConversationManager
+from bot.chat.threads import CONVERSATION_COMMANDS
 from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError
 from bot.ports import ReplyTarget
@@ -223,19 +225,33 @@ class SlackListeners:
             parsed = Command(word) if commands.suggest(word, asker) else None
         if parsed is not None:
             where = Place(workspace, channel, "", private)
-            message = IncomingMessage(
-                key=conversation_key(where),
-                message_id="",
-                user=user,
-                text=text,
-                command=parsed,
-                private=private,
-                style=self._style,
+            message = await self._in_latest_thread(
+                IncomingMessage(
+                    key=conversation_key(where),
+                    message_id="",
+                    user=user,
+                    text=text,
+                    command=parsed,
+                    private=private,
+                    style=self._style,
+                )
             )
             settle(None)  # a command stores no question, and may run for minutes
             await self._manager.handle(message, ResponseTarget(respond))
             return
         await self._ask(command, respond, context, Place(workspace, channel, "", private), user, text, settle)
+
+    async def _in_latest_thread(self, message: IncomingMessage) -> IncomingMessage:
+        """A conversation command (`/kb stop`) sent in a channel acts on the thread the person last asked in there:
+        Slack sends a slash command from no thread (it cannot be used in one), so that thread is the one they mean.
+        In a DM the DM itself is the conversation."""
+        command = message.command
+        if message.private or command is None or command.name not in CONVERSATION_COMMANDS:
+            return message
+        thread = await self._manager.threads.latest(message.key, message.user.id)
+        if not thread:
+            return message
+        return replace(message, key=replace(message.key, thread=thread), latest_conversation=True)
 
     async def _ask(
         self,

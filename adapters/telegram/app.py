@@ -7,6 +7,7 @@ import json
 import logging
 import os
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ from adapters.telegram.reasons import pick_reason, settle_press
 from adapters.telegram.receipts import ReceiptQueue
 from adapters.telegram.reply import FEEDBACK_PREFIX, WHY, DraftSupport, TelegramTarget, call, chosen_keyboard
 from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.threads import REPLY_THREAD, answer_key, in_reply_chain, keyed_by_reply, question_of
 from adapters.telegram.translate import PLATFORM, BotIdentity, Notice, conversation_key, translate
 from bot.app.settings import Settings
 from bot.chat.instances import new_instance_id
@@ -32,7 +34,7 @@ from bot.commands.registry import Asker
 from bot.errors import PlatformError
 from bot.ports import Adapter, ReplyTarget
 from bot.reply.deliver import deliver_text
-from bot.types import ConversationKey
+from bot.types import ConversationKey, IncomingMessage, MessageRef
 from bot.words import messages
 from bot.words.catalogue import DEFAULT_LANGUAGE, languages
 from bot.words.language import turn_language
@@ -41,6 +43,8 @@ from storage.records import MessageRecord
 from storage.repos.leases import LeaseRepo
 
 log = logging.getLogger(__name__)
+
+Posted = Callable[[MessageRef], Awaitable[None]]
 
 # python-telegram-bot 22 reads RetryAfter.retry_after as a deprecated int (and warns on every 429) unless this
 # opts in to timedelta values, which adapters.telegram.reply.retry_seconds reads either way.
@@ -319,6 +323,9 @@ class TelegramAdapter:
             drafts=self._drafts,
             pacer=self._pacer,
             thread_id=int(key.thread) if key.thread.isdigit() else None,
+            # A reply chain's answer replies to the question that started it, and stays in the chain.
+            reply_to=question_of(key.thread),
+            posted=self._posted_in(key),
         )
 
     async def _message(self, update: Update) -> None:
@@ -335,6 +342,12 @@ class TelegramAdapter:
         translated = translate(message, self._me, read, self._config.download_limit)
         if translated is None:
             return
+        if (
+            isinstance(translated, IncomingMessage)
+            and keyed_by_reply(message)
+            and await self._answerable(message, translated)
+        ):
+            translated = await in_reply_chain(message, translated, self._manager.threads)
         target = TelegramTarget(
             bot,
             message.chat.id,
@@ -344,6 +357,7 @@ class TelegramAdapter:
             pacer=self._pacer,
             thread_id=message.message_thread_id if message.is_topic_message else None,
             reply_to=message.message_id,
+            posted=self._posted_in(translated.key) if isinstance(translated, IncomingMessage) else None,
         )
         if isinstance(translated, Notice):
             user = message.from_user
@@ -357,6 +371,24 @@ class TelegramAdapter:
         if translated.command is not None:
             self._receipts.settle(update.update_id)  # a command stores no question, and may run for minutes
         await self._manager.handle(translated, target, on_accepted=lambda _: self._receipts.settle(update.update_id))
+
+    async def _answerable(self, message: Message, translated: IncomingMessage) -> bool:
+        """Whether a group message may be answered, so its reply chain is worth reading: addressed, starting a chain
+        (no read needed), or in a chat that answers everything (`/mode all`)."""
+        if translated.addressed or message.reply_to_message is None:
+            return True
+        return await self._manager.answers_unaddressed(translated.key)
+
+    def _posted_in(self, key: ConversationKey) -> Posted | None:
+        """What records the bot's messages in a reply chain's conversation (None elsewhere: nothing to record)."""
+        if not key.thread.startswith(REPLY_THREAD):
+            return None
+        threads = self._manager.threads
+
+        async def posted(ref: MessageRef) -> None:
+            await threads.remember(key, [ref.id])
+
+        return posted
 
     async def _feedback(self, query: CallbackQuery) -> None:
         """A press on 👍 / 👎: recorded, and the answer keeps showing the choice in place of its buttons."""
@@ -372,7 +404,7 @@ class TelegramAdapter:
         message = query.message
         app_language = query.from_user.language_code or ""
         if isinstance(message, Message):
-            key = conversation_key(message)
+            key = await answer_key(message, answer_id, self._manager.threads)
             stored = await self._manager.feedback(key, answer_id, verdict, by=str(query.from_user.id))
             lang = await self._manager.language(key, message.text or "", app_language)
         else:

@@ -13,7 +13,7 @@ from telegram import CallbackQuery, InlineKeyboardMarkup, Message
 from telegram.error import TelegramError
 
 from adapters.telegram.reply import noted_keyboard
-from adapters.telegram.translate import conversation_key
+from adapters.telegram.threads import answer_key
 from bot.chat.manager import ConversationManager
 from bot.words import messages
 from bot.words.language import turn_language
@@ -26,7 +26,7 @@ async def pick_reason(manager: ConversationManager, query: CallbackQuery, reason
     message = query.message
     app_language = query.from_user.language_code or ""
     if isinstance(message, Message):
-        key = conversation_key(message)
+        key = await answer_key(message, answer_id, manager.threads)
         result = await manager.feedback_reason(key, answer_id, reason, by=str(query.from_user.id))
         lang = await manager.language(key, message.text or "", app_language)
     else:

@@ -141,12 +141,15 @@ class TelegramTarget:
         pacer: Pacer,
         thread_id: int | None = None,
         reply_to: int | None = None,
+        posted: Callable[[MessageRef], Awaitable[None]] | None = None,
     ) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.private = private
         self.thread_id = thread_id
         self._reply_to = reply_to
+        # Hears each message sent here (a group keyed by reply chain records it: a reply to it continues the chain).
+        self._posted = posted
         self._observer = observer
         self._drafts = drafts
         self._pacer = pacer
@@ -191,7 +194,10 @@ class TelegramTarget:
                 reply_markup=self.keyboard,
             )
         )
-        return MessageRef(str(message.message_id))
+        ref = MessageRef(str(message.message_id))
+        if self._posted is not None:
+            await self._posted(ref)
+        return ref
 
     async def edit(self, ref: MessageRef, text: str, *, markup: bool = True) -> None:
         """Replace a message's text; Telegram's "not modified" counts as done."""

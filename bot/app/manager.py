@@ -17,6 +17,7 @@ from bot.knowledge.graph import GraphBuilder
 from bot.knowledge.misses import MissReports
 from bot.metrics import ChatMetrics
 from storage.repos.config_epoch import ConfigEpochRepo
+from storage.repos.posted import PostedRepo
 
 
 def chat_policy(settings: Settings) -> ChatPolicy:
@@ -47,6 +48,7 @@ def chat_parts(services: Services, cluster: Cluster | None = None) -> ChatParts:
         sources=SourceBook(services.documents, services.faqs),
         epochs=ConfigEpochRepo(services.db),
         media=services.media,
+        posted=PostedRepo(services.db),
     )
     if cluster is None:
         return parts

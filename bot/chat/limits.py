@@ -130,16 +130,20 @@ class _Slots:
 
 
 class TurnGate:
-    """One turn at a time per conversation (the next waits its turn, in order) and a global cap on turns.
+    """One turn at a time per conversation (the next waits its turn, in order), a cap per chat, and a global cap.
 
     Each conversation's queue has at most one watcher, made by the first turn that had to wait: it hears every
     change of the number waiting, so one notice per conversation can follow the queue instead of one per turn.
-    A turn that waits for one of the global slots has a watcher of its own, told its place in that line.
+    A turn that waits for a slot of its chat or a global one has a watcher of its own, told its place in that line.
+    The chat's cap bounds a chat of many conversations (a group keyed by reply chain): its answers share the chat's
+    send budget, so beyond a few at once each only grows slower, and the chat would hold every global slot.
     """
 
     def __init__(self, max_turns: int) -> None:
         self._global = _Slots(max_turns)
         self._lines: dict[str, _Line] = {}
+        # Per chat, its slots and how many turns use them (the entry goes when none does).
+        self._chats: dict[str, tuple[_Slots, int]] = {}
 
     def waiting(self, conversation_id: str) -> int:
         """How many turns of this conversation are queued or running."""
@@ -154,14 +158,19 @@ class TurnGate:
         place_watcher: Callable[[], QueueWatcher] | None = None,
         *,
         in_line: Callable[[], None] | None = None,
+        chat: str = "",
+        chat_cap: int = 0,
     ) -> AsyncIterator[None]:
-        """Hold the conversation's slot (and a global one) for the body; a turn that waits is counted in its queue.
+        """Hold the conversation's slot (and one of its chat's, and a global one) for the body; a turn that waits is
+        counted in its queue.
 
         `watcher` makes the conversation's queue watcher when this turn is the first to wait and none hears it yet;
-        `place_watcher` makes this turn's own watcher when it waits for a global slot, told its place in line.
+        `place_watcher` makes this turn's own watcher when it waits for a chat's or a global slot, told its place.
         `in_line` is called once this turn's place in the conversation's line is fixed (nothing awaited between).
+        `chat` names the chat the turn counts against, at most `chat_cap` of whose turns run at once (0: no cap).
         """
         line = self._lines.setdefault(conversation_id, _Line())
+        chat_slots = self._enter_chat(chat, chat_cap)
         # Counted, not read off the lock: a turn just woken holds no lock yet, and a newcomer still waits behind it.
         waits = line.entered > 0
         line.entered += 1
@@ -171,7 +180,7 @@ class TurnGate:
             try:
                 if in_line is not None:
                     in_line()  # the lock's FIFO place is taken below without a suspension in between
-                await self._acquire(line.lock, place_watcher)
+                await self._acquire(line.lock, chat_slots, _once(place_watcher))
             finally:
                 if waits:
                     self._queue(line, -1, None)
@@ -179,11 +188,31 @@ class TurnGate:
                 yield
             finally:
                 self._global.release()
+                if chat_slots is not None:
+                    chat_slots.release()
                 line.lock.release()
         finally:
             line.entered -= 1
             if not line.entered:
                 del self._lines[conversation_id]
+            self._leave_chat(chat)
+
+    def _enter_chat(self, chat: str, cap: int) -> _Slots | None:
+        if not chat or cap <= 0:
+            return None
+        slots, users = self._chats.get(chat) or (_Slots(cap), 0)
+        self._chats[chat] = (slots, users + 1)
+        return slots
+
+    def _leave_chat(self, chat: str) -> None:
+        entry = self._chats.get(chat)
+        if entry is None:
+            return
+        slots, users = entry
+        if users == 1:
+            del self._chats[chat]
+        else:
+            self._chats[chat] = (slots, users - 1)
 
     def _queue(self, line: _Line, change: int, watcher: Callable[[], QueueWatcher] | None) -> None:
         line.queued += change
@@ -194,13 +223,36 @@ class TurnGate:
             if not line.queued:
                 line.watcher = None
 
-    async def _acquire(self, lock: asyncio.Lock, place_watcher: Callable[[], QueueWatcher] | None) -> None:
+    async def _acquire(
+        self, lock: asyncio.Lock, chat: _Slots | None, place_watcher: Callable[[], QueueWatcher] | None
+    ) -> None:
         await lock.acquire()
         try:
-            await self._global.acquire(place_watcher)
+            if chat is not None:
+                await chat.acquire(place_watcher)
+            try:
+                await self._global.acquire(place_watcher)
+            except BaseException:
+                if chat is not None:
+                    chat.release()
+                raise
         except BaseException:
             lock.release()
             raise
+
+
+def _once(make: Callable[[], QueueWatcher] | None) -> Callable[[], QueueWatcher] | None:
+    """`make`, called at most once: a turn waiting first for its chat, then globally, has one watcher told both."""
+    if make is None:
+        return None
+    made: list[QueueWatcher] = []
+
+    def watcher() -> QueueWatcher:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return watcher
 
 
 class Arrivals:

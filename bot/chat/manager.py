@@ -18,6 +18,7 @@ from bot.chat.parts import ChatParts
 from bot.chat.queue_notice import QueueNotice
 from bot.chat.recorder import OpenTurn, TurnRecorder, apology, shown_sources
 from bot.chat.state import ChatConfig, ChatState
+from bot.chat.threads import Threads, event_key
 from bot.chat.turn_log import turn_scope
 from bot.commands.builtin import default_registry
 from bot.commands.parts import CommandParts
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 
 # Gives the reply target to finish a dead process's answer in: the conversation and its question.
 Resumer = Callable[[ConversationKey, MessageRecord], Awaitable[ReplyTarget | None]]
+
 
 # How a turn whose final text never reached the chat is counted (its stored answer's status too).
 UNDELIVERED = "undelivered"
@@ -64,6 +66,10 @@ class ChatPolicy:
     # cheap reads, hence more of them (a burst of 100 /kb list is still refused past these).
     command_rate_limit: RateLimit = field(default_factory=lambda: RateLimit(count=30, window=60.0))
     max_turns: int = 64
+    # Per platform, answers written at once in one chat of many conversations (a Telegram group keyed by reply chain,
+    # or a forum's topics): Telegram allows a group 20 messages a minute, so four answers at once already edit each
+    # only every ~12 s. A platform not listed has no cap per chat (Slack's budgets are the workspace's).
+    max_chat_turns: Mapping[str, int] = field(default_factory=lambda: {"telegram": 4})
     # Questions stored at once on arrival, before their turn: a burst waits here, in order, not in the database
     # pool's queue, whose timeout would fail it (keep it under the pool, which turns and jobs share).
     max_arrivals: int = 16
@@ -141,6 +147,8 @@ class ConversationManager:
         self._stops: dict[str, asyncio.Event] = {}
         self._clock = clock
         self._state = ChatState(parts.settings, parts.knowledge, parts.conversations)
+        # Which conversation of a chat a message belongs to, where ragbot keys threads itself (adapters ask it).
+        self.threads = Threads(parts.posted, self._state, parts.conversations)
         self._epochs = parts.epochs
         self._job_watchers: list[Callable[[JobRecord], None]] = []
         self._resumers: dict[str, list[Resumer]] = {}
@@ -244,9 +252,10 @@ class ConversationManager:
                 on_accepted(opened)
             if understood is not None:
                 await self._say(target, understood.shown(lang))
+            line, cap = self._chat_cap(message)
             try:
                 async with (
-                    self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in),
+                    self._gate.turn(gate_key, queue_notice, place_notice, in_line=let_next_in, chat=line, chat_cap=cap),
                     self._parts.turn_locks.hold(conversation.id),
                 ):
                     return await self._open_turn(message, target, conversation, opened, kb_ids, document_ids)
@@ -398,7 +407,9 @@ class ConversationManager:
     ) -> None:
         with turn_scope(), self._inflight.track():
             try:
-                async with self._gate.turn(_gate_key(message.key)), self._parts.turn_locks.hold(conversation.id):
+                chat, cap = self._chat_cap(message)
+                gate = self._gate.turn(_gate_key(message.key), chat=chat, chat_cap=cap)
+                async with gate, self._parts.turn_locks.hold(conversation.id):
                     await self._open_turn(message, target, conversation, opened, None, (), resumed=True)
             except Exception as exc:
                 log.exception("turn=resume_failed conversation=%s request=%s", conversation.id, opened.request_id)
@@ -411,10 +422,10 @@ class ConversationManager:
             if self._command_rate.first_refusal(user):
                 await self._say(target, messages.rate_limited(self._command_rate.retry_after(user), lang))
             return
-        event_key = _event_key(message)
-        if event_key is not None:
+        claimed = _event_key(message)
+        if claimed is not None:
             try:
-                await self._parts.conversations.claim_command(event_key)
+                await self._parts.conversations.claim_command(claimed)
             except DuplicateEvent:
                 log.info("command=duplicate platform=%s message=%s", message.key.platform, message.message_id)
                 return
@@ -425,12 +436,23 @@ class ConversationManager:
             # A command may have changed what chats read: this process sees it at once, others by the epoch.
             self._state.forget()
 
+    def _chat_cap(self, message: IncomingMessage) -> tuple[str, int]:
+        """The turn gate's name for a message's chat, and how many of that chat's turns may run at once (0: any)."""
+        key = message.key
+        return _gate_key(key.chat_key), self.policy.max_chat_turns.get(key.platform, 0)
+
     def _user_key(self, message: IncomingMessage) -> str:
         return f"{message.key.platform}:{message.key.workspace}:{message.user.id}"
 
     @staticmethod
     def _addressed(message: IncomingMessage) -> bool:
         return message.addressed or message.private
+
+    async def answers_unaddressed(self, chat: ConversationKey) -> bool:
+        """Whether the chat answers messages not addressed to the bot (`/mode all`), read as a turn reads it."""
+        await self._refresh()
+        setting = (await self._state.config(chat.chat_key)).setting
+        return (setting.answer_mode or self.policy.group_answer_mode) == "all"
 
     def _answers_here(self, message: IncomingMessage, setting: ChatSettingRecord) -> bool:
         if self._addressed(message):
@@ -641,6 +663,14 @@ class ConversationManager:
         sources = await self._parts.sources.of_answers(stored)
         return [TranscriptEntry(message, sources.get(message.id, [])) for message in stored]
 
+    async def last_question(self, key: ConversationKey, author: str) -> str:
+        """The newest question `author` asked in this conversation since it was last started over ("" when none)."""
+        conversation = await self.existing(key)
+        if conversation is None:
+            return ""
+        stored = await self._parts.conversations.recent(conversation.id, self.policy.history_limit)
+        return next((m.text for m in reversed(stored) if m.role == "user" and m.author == author), "")
+
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         """The sources of this conversation's last answer (none before one)."""
         conversation = await self.existing(key)
@@ -734,9 +764,6 @@ class ConversationManager:
         conversation = await self.conversation(key)
         stored = 0
         for message in earlier:
-            event_key = (
-                f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}" if message.message_id else None
-            )
             try:
                 await self._parts.conversations.add_message(
                     conversation.id,
@@ -744,7 +771,7 @@ class ConversationManager:
                     message.role,
                     message.text,
                     author=message.author,
-                    event_key=event_key,
+                    event_key=event_key(key, message.message_id) if message.message_id else None,
                 )
             except DuplicateEvent:
                 continue
@@ -809,7 +836,4 @@ def _key_fields(key: ConversationKey) -> tuple[str, str, str, str]:
 
 
 def _event_key(message: IncomingMessage) -> str | None:
-    if not message.message_id:
-        return None
-    key = message.key
-    return f"{key.platform}:{key.workspace}:{key.chat}:{message.message_id}"
+    return event_key(message.key, message.message_id) if message.message_id else None

@@ -142,6 +142,34 @@ class Conversations(Protocol):
         ...
 
 
+class Posted(Protocol):
+    """Which conversation a platform message belongs to (met by storage.repos.posted.PostedRepo)."""
+
+    async def remember(
+        self, conversation_id: str, platform: str, workspace: str, chat: str, message_ids: Sequence[str]
+    ) -> None:
+        """Record that the bot posted these messages in the conversation."""
+        ...
+
+    async def thread_of(self, platform: str, workspace: str, chat: str, message_id: str, event_key: str) -> str | None:
+        """The thread of the conversation holding a posted message (by id) or a question (by event key), or None."""
+        ...
+
+    async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
+        """The thread in which `author` last asked something in this chat, or None."""
+        ...
+
+    async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
+        """The thread of the conversation in this chat holding the stored answer, or None."""
+        ...
+
+    async def earlier_round(
+        self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
+    ) -> tuple[str, str] | None:
+        """The answered round of the chat's one conversation (thread "") a message belongs to, or None."""
+        ...
+
+
 class ChatSettings(Protocol):
     """What each chat reads and how it behaves (met by storage.repos.bindings.BindingRepo)."""
 
@@ -275,6 +303,7 @@ class ChatParts:
     jobs: JobFeed
     sources: SourceBook
     epochs: Epochs
+    posted: Posted
     # This process's name among those on the database: stored on the answers it writes.
     instance: str = ""
     turn_locks: TurnLocks = field(default_factory=lambda: _NO_LOCKS)

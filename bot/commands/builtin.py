@@ -48,18 +48,21 @@ def register_all(registry: CommandRegistry) -> None:
 
     @registry.register("new", admin=False)
     async def new(context: CommandContext) -> None:
+        about = await _about(context)
         await context.chat.reset(context.message.key)
-        await context.reply(messages.new_conversation(context.lang))
+        await context.reply(about + messages.new_conversation(context.lang))
 
     @registry.register("stop", admin=False)
     async def stop(context: CommandContext) -> None:
+        about = await _about(context)
         conversation = await context.chat.existing(context.message.key)
         stopped = conversation is not None and await context.chat.stop(context.message.key, conversation.id)
-        await context.reply(messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang))
+        said = messages.stopping(context.lang) if stopped else messages.nothing_to_stop(context.lang)
+        await context.reply(about + said)
 
     @registry.register("sources", admin=False)
     async def sources(context: CommandContext) -> None:
-        await context.reply(await _last_sources(context))
+        await context.reply(await _about(context) + await _last_sources(context))
 
     @registry.register(
         "kb",
@@ -309,6 +312,15 @@ async def _kb_info(context: CommandContext, name: str | None) -> str:
         kb = found
     info = await context.parts.knowledge.info_of(kb)
     return messages.kb_info(kb.name, kb.description, info.counts, context.lang)
+
+
+async def _about(context: CommandContext) -> str:
+    """Which question a conversation command acts on, when the adapter chose the person's latest conversation for it
+    (they named none); "" otherwise."""
+    if not context.message.latest_conversation:
+        return ""
+    question = await context.chat.last_question(context.message.key, context.message.user.id)
+    return f"{messages.about_question(question, context.lang)}\n\n" if question else ""
 
 
 async def _last_sources(context: CommandContext) -> str:

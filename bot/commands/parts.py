@@ -64,6 +64,10 @@ class ChatControl(Protocol):
         """A knowledge base was created: names resolved before are resolved again."""
         ...
 
+    async def last_question(self, key: ConversationKey, author: str) -> str:
+        """The newest question `author` asked in the conversation since it was last started over ("" when none)."""
+        ...
+
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         """The sources of the conversation's last answer."""
         ...

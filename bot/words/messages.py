@@ -23,6 +23,8 @@ from storage.records import JobRecord, ScheduleRecord
 
 # English texts for callers that reply before any turn has a language (adapters).
 TURN_FAILED: Final = catalogue(DEFAULT_LANGUAGE).text("turn.failed")
+# How much of a question a reply quotes back to name it.
+_QUOTED: Final = 80
 
 
 def refusal(reason: Refusal, lang: str) -> str:
@@ -89,6 +91,14 @@ def stopping(lang: str) -> str:
 def new_conversation(lang: str) -> str:
     """The reply to /new."""
     return catalogue(lang).text("turn.new_conversation")
+
+
+def about_question(question: str, lang: str) -> str:
+    """What /new, /stop or /sources says first when it acted on the person's latest conversation (they named none):
+    which question that was, its first 80 characters on one line."""
+    line = " ".join(question.split())
+    short = line if len(line) <= _QUOTED else line[: _QUOTED - 1].rstrip() + "…"
+    return catalogue(lang).text("turn.about_question", question=short)
 
 
 def no_answer(lang: str) -> str:

@@ -17,6 +17,7 @@ from storage.models import (
     EmbeddingCacheEntry,
     FeedbackTally,
     Message,
+    PostedMessage,
     ScheduleTick,
     SlackOAuthState,
 )
@@ -105,6 +106,7 @@ class RetentionRepo:
                 row.reasons = dict(Counter(row.reasons) + figures.reasons)
                 session.add(row)
             await session.exec(delete(Message).where(col(Message.conversation_id).in_(ids)))
+            await session.exec(delete(PostedMessage).where(col(PostedMessage.conversation_id).in_(ids)))
             await session.exec(delete(Conversation).where(col(Conversation.id).in_(ids)))
         return len(ids), count
 

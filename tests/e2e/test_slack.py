@@ -540,6 +540,30 @@ async def test_one_word_like_no_command_is_still_asked_in_the_channel(slack: Sla
     assert "noon" in shown
 
 
+async def test_new_stop_and_sources_act_on_the_thread_the_person_last_asked_in_and_say_which(slack: Slack) -> None:
+    channel, dora = "C0THREADS", "U0DORA"  # Bob's questions are counted against his rate limit by other tests
+    vpn = await slack.mention("How do I install the VPN client?", channel=channel, user=dora)
+    await slack.answers(channel, vpn)
+    lunch = await slack.mention("When is lunch served?", channel=channel, user=dora)
+    await slack.answers(channel, lunch)
+    # Slack sends a slash command from no thread: the one Dora last asked in is the one she means, and is named.
+    about = messages.about_question("When is lunch served?", "en")
+    sources = await _ephemeral_reply(slack, "sources", dora, channel)
+    assert sources.startswith(f"{about}\n\n")
+    assert "noon" in sources
+    assert await _ephemeral_reply(slack, "new", dora, channel) == f"{about}\n\n{messages.new_conversation('en')}"
+    conversations = slack.services.conversations
+    lunch_thread = await conversations.find("slack", TEAM, channel, lunch)
+    vpn_thread = await conversations.find("slack", TEAM, channel, vpn)
+    assert lunch_thread is not None
+    assert vpn_thread is not None
+    assert lunch_thread.reset_at is not None
+    assert vpn_thread.reset_at is None
+    # Someone who asked nothing in this channel has no conversation there: nothing is stopped or shown for them.
+    assert await _ephemeral_reply(slack, "stop", user=ADMIN, channel=channel) == messages.nothing_to_stop("en")
+    assert await _ephemeral_reply(slack, "sources", user=ADMIN, channel=channel) == messages.no_sources("en")
+
+
 # The question, its language, and what its answer says (a Chinese question over the English handbook finds nothing).
 ASKED = [("When is lunch served?", "en", "noon"), ("午餐几点开始？", "zh", messages.no_answer("zh"))]
 

@@ -507,11 +507,13 @@ async def test_edits_stickers_and_a_group_that_removed_the_bot_are_handled_witho
 
     kicked = -100555
     fake.block_chat(kicked)
-    fake.queue_update(fake.group_message("When is lunch served?", chat_id=kicked))
+    asked = fake.queue_update(fake.group_message("When is lunch served?", chat_id=kicked))
     fake.queue_update(fake.private_message("How do I install the VPN client?", user=dave))
     await fake.wait_for(lambda: any(m.reply_markup for m in fake.bot_messages(dave["id"])), timeout=60)
     assert "Software Center" in fake.visible(dave["id"])[1]  # others are still answered
-    stored = await _stored_answer(telegram.services, str(kicked), status="undelivered")
+    # A group's question is a conversation of its own, named by the message that asked it (its reply chain).
+    chain = f"reply:{asked['message']['message_id']}"
+    stored = await _stored_answer(telegram.services, str(kicked), chain, status="undelivered")
     assert stored.meta["outcome"] == "extractive"  # the turn was stored whole, as one nobody could see
     assert fake.visible(kicked) == []
 

@@ -38,9 +38,10 @@ async def test_a_reason_picked_in_one_tap_is_stored_and_shown_in_place_of_the_bu
 
 async def test_in_a_group_only_who_pressed_thumbs_down_may_pick_and_nobody_picks_without_one(telegram: Bot) -> None:
     fake = telegram.fake
-    fake.queue_update(fake.group_message("When is lunch served?", chat_id=GROUP, user=AMIR))
+    asked = fake.queue_update(fake.group_message("When is lunch served?", chat_id=GROUP, user=AMIR))
     await _answered(fake, GROUP, 1)
-    answer = await _stored_answer(telegram.services, str(GROUP))
+    # A group's question is a conversation of its own, named by the message that asked it (its reply chain).
+    answer = await _stored_answer(telegram.services, str(GROUP), f"reply:{asked['message']['message_id']}")
     shown = int(answer.platform_message_id)
 
     before = len(fake.callback_answers)

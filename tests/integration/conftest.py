@@ -21,6 +21,7 @@ from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
 from storage.repos.knowledge_bases import KnowledgeBaseRepo
+from storage.repos.posted import PostedRepo
 from storage.repos.schedules import ScheduleRepo
 from storage.weaviate.config import WeaviateConfig
 from storage.weaviate.server import WeaviateServer
@@ -88,6 +89,7 @@ async def bare_world(db: Database, tmp_path: Path) -> ChatWorld:
         jobs=JobRunner(job_repo, no_work),
         epochs=ConfigEpochRepo(db),
         schedules=ScheduleRepo(db),
+        posted=PostedRepo(db),
     )
 
 

@@ -37,6 +37,7 @@ EXPECTED_TABLES = {
     "faq",
     "conversation",
     "message",
+    "posted_message",
     "ingestion_job",
     "index_write",
     "lease",

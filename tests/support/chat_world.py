@@ -18,6 +18,7 @@ from storage.repos.conversations import ConversationRepo
 from storage.repos.documents import DocumentRepo
 from storage.repos.faqs import FaqRepo
 from storage.repos.jobs import JobRepo
+from storage.repos.posted import PostedRepo
 from storage.repos.schedules import ScheduleRepo
 from tests.support.chat import ScriptedAnswerer
 
@@ -36,6 +37,7 @@ class ChatWorld:
     jobs: JobRunner
     epochs: ConfigEpochRepo
     schedules: ScheduleRepo
+    posted: PostedRepo
     answerer: ScriptedAnswerer = field(default_factory=ScriptedAnswerer)
     faq_importer: Any = None
     index_lock: Any = None
@@ -56,6 +58,7 @@ class ChatWorld:
             jobs=self.jobs,
             sources=SourceBook(self.documents, self.faqs),
             epochs=self.epochs,
+            posted=self.posted,
         )
 
     def command_parts(self) -> CommandParts:

@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0020'
-down_revision = '0018'
+down_revision = '0019'
 branch_labels = None
 depends_on = None
 

@@ -234,6 +234,29 @@ class _Texts:
         return []
 
 
+class Posted:
+    """No message is known to belong to a conversation: the unit tests' chats have no reply chains."""
+
+    async def remember(
+        self, conversation_id: str, platform: str, workspace: str, chat: str, message_ids: Sequence[str]
+    ) -> None:
+        return None
+
+    async def thread_of(self, platform: str, workspace: str, chat: str, message_id: str, event_key: str) -> str | None:
+        return None
+
+    async def latest_thread(self, platform: str, workspace: str, chat: str, author: str) -> str | None:
+        return None
+
+    async def thread_of_answer(self, platform: str, workspace: str, chat: str, answer_id: str) -> str | None:
+        return None
+
+    async def earlier_round(
+        self, platform: str, workspace: str, chat: str, message_id: str, event_key: str
+    ) -> tuple[str, str] | None:
+        return None
+
+
 @dataclasses.dataclass
 class Parts:
     """The stand-ins, kept at hand for a test to arrange and inspect."""
@@ -257,6 +280,7 @@ class Parts:
             sources=SourceBook(_Texts(), _Texts()),
             epochs=epochs,
             media=self.media,
+            posted=Posted(),
         )
 
 

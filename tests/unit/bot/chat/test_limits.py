@@ -40,8 +40,12 @@ class _Turns:
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
 
-    async def run(self, name: str, conversation: str = "c1", places: _Watchers | None = None) -> None:
-        async with self.gate.turn(conversation, self.watchers.make, places.make if places else None):
+    async def run(
+        self, name: str, conversation: str = "c1", places: _Watchers | None = None, chat: str = "", cap: int = 0
+    ) -> None:
+        async with self.gate.turn(
+            conversation, self.watchers.make, places.make if places else None, chat=chat, chat_cap=cap
+        ):
             self.started.append(name)
             if name == "hold":
                 self.holding.set()
@@ -110,6 +114,27 @@ async def test_turns_waiting_for_a_free_slot_start_in_order_each_told_its_place(
     await asyncio.wait_for(asyncio.gather(first, rest[0], rest[2]), 10)
     assert turns.started == ["hold", "b", "d"]
     assert places.heard == [[1, 0], [2, 0], [3, 2, 1, 0]]
+
+
+async def test_a_chats_conversations_run_side_by_side_up_to_its_cap_and_the_next_is_told_its_place() -> None:
+    places = _Watchers()
+    turns = _Turns(TurnGate(10), _Watchers())
+    first = asyncio.create_task(turns.run("hold", conversation="g:a", chat="g", cap=2))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    await asyncio.wait_for(turns.run("b", conversation="g:b", chat="g", cap=2), 10)  # a second runs beside it
+    turns.holding.clear()
+    second = asyncio.create_task(turns.run("hold", conversation="g:c", chat="g", cap=2))
+    await asyncio.wait_for(turns.holding.wait(), 10)
+    third = asyncio.create_task(turns.run("d", conversation="g:d", places=places, chat="g", cap=2))
+    await wait_until(lambda: places.heard == [[1]], places.changed)
+    await asyncio.wait_for(turns.run("other", conversation="h:a", chat="h", cap=2), 10)  # another chat is not held
+    assert turns.started == ["hold", "b", "hold", "other"]
+    turns.release.set()
+    await asyncio.wait_for(asyncio.gather(first, second, third), 10)
+    assert turns.started[-1] == "d"
+    assert places.heard == [[1, 0]]
+    # Nothing is left behind for the chat: a later turn there runs at once.
+    await asyncio.wait_for(turns.run("e", conversation="g:e", chat="g", cap=1), 10)
 
 
 async def test_a_slot_handed_to_a_turn_cancelled_meanwhile_passes_to_the_next() -> None:

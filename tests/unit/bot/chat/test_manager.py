@@ -139,6 +139,23 @@ async def test_a_question_waiting_for_a_free_answer_slot_is_told_its_place_then_
     assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
 
 
+async def test_a_chats_conversations_beyond_its_platforms_cap_wait_in_line_told_their_place() -> None:
+    parts = Parts(knowledge=KnowledgeNames("handbook"), answerer=ScriptedAnswerer(["first ", "|", "answer"]))
+    chat = manager(parts, default_kbs=("handbook",), max_chat_turns={"test": 1}, line_notice_after=0.0)
+    busy = asyncio.create_task(
+        chat.handle(message("one?", key=ConversationKey("test", "team", "group", "a")), RecordingTarget())
+    )
+    await asyncio.wait_for(parts.answerer.holding.wait(), 10)
+    waiting = RecordingTarget()
+    second = asyncio.create_task(
+        chat.handle(message("two?", key=ConversationKey("test", "team", "group", "b")), waiting)
+    )
+    await wait_until(lambda: _notice(waiting) == [messages.busy_place(1, "en")], waiting.changed)
+    parts.answerer.release.set()
+    await asyncio.wait_for(asyncio.gather(busy, second), 10)
+    assert [question for question, _ in parts.answerer.asked] == ["one?", "two?"]
+
+
 class _StuckNoticeTarget(RecordingTarget):
     """A chat whose queue notice never gets through (its send hangs, as behind a long 429)."""
 

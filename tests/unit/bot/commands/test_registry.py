@@ -49,6 +49,9 @@ class _Chat:
     def knowledge_changed(self) -> None:
         raise AssertionError("a refused command changed the knowledge bases")
 
+    async def last_question(self, key: ConversationKey, author: str) -> str:
+        return ""
+
     async def last_sources(self, key: ConversationKey) -> list[SourceLink]:
         return []
 

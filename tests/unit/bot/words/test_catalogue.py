@@ -82,6 +82,7 @@ FIXED: dict[str, Callable[[str], str]] = {
     "nothing_to_stop": messages.nothing_to_stop,
     "stopping": messages.stopping,
     "new_conversation": messages.new_conversation,
+    "about_question": lambda lang: messages.about_question("How do I reset my VPN password?", lang),
     "no_answer": messages.no_answer,
     "refusal:empty": lambda lang: messages.refusal("empty", lang),
     "refusal:unreadable": lambda lang: messages.refusal("unreadable", lang),
