@@ -378,7 +378,11 @@
       return;
     }
     var form = document.createElement("form");
-    form.setAttribute("aria-label", t("feedback.why_question", "What was wrong with this answer?"));
+    var question = t("feedback.why_question", "What was wrong with this answer?");
+    form.setAttribute("aria-label", question);
+    var legend = document.createElement("p");
+    legend.className = "feedback-why__question";
+    legend.textContent = question;
     var choices = document.createElement("div");
     choices.className = "feedback-why__reasons";
     choices.setAttribute("role", "radiogroup");
@@ -402,7 +406,9 @@
     var send = document.createElement("button");
     send.type = "submit";
     send.setAttribute("data-testid", "reason-send");
+    send.className = "btn btn--ghost btn--small";
     send.textContent = t("feedback.why_send", "Send");
+    form.appendChild(legend);
     form.appendChild(choices);
     form.appendChild(note);
     form.appendChild(send);
