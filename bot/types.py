@@ -148,6 +148,8 @@ class SourceLink:
     snippet: str = ""
     # A query's result (data analysis): its column names, then its rows, as text cells; shown as a table.
     table: tuple[tuple[str, ...], ...] = ()
+    # The page of its document the passage starts on (PDF, TIFF, a scan read by OCR); 0 where pages mean nothing.
+    page: int = 0
 
 
 @dataclass(frozen=True, slots=True)

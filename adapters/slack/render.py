@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from bot.types import Answer, SourceLink, web_url
-from bot.words.messages import sources_heading
+from bot.words.messages import source_title, sources_heading
 from bot.words.table import monospace_table
 
 FEEDBACK_ACTION: Final = "ragbot_feedback"
@@ -69,8 +69,8 @@ def body(answer: Answer) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _source(source: SourceLink) -> str:
-    title = escape(" ".join((source.title or source.document_id or "untitled").split()))
+def _source(source: SourceLink, lang: str) -> str:
+    title = escape(" ".join(source_title(source, lang).split()))
     url = web_url(source.url)
     # A "|", "<", ">" or space would end the link early, and what follows it would be read as Slack syntax.
     linkable = url and not any(char in url for char in "|<> ") and url.isprintable()
@@ -81,7 +81,7 @@ def sources_block(sources: Sequence[SourceLink], lang: str = "en") -> Block | No
     """The sources as one context block (small grey text under the answer), headed in `lang`; None without any."""
     if not sources:
         return None
-    lines = [_source(source) for source in sources]
+    lines = [_source(source, lang) for source in sources]
     room = _CONTEXT_ELEMENTS - 1
     if len(lines) > room:
         lines = [*lines[: room - 1], "  ".join(lines[room - 1 :])]

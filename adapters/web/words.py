@@ -5,8 +5,9 @@ from __future__ import annotations
 from bot.words.catalogue import catalogue
 
 _PREFIX = "web."
-# The core's words the page shows too, under their own ids: the reasons for a 👎 and the menu asking for one.
-_SHARED = "feedback."
+# The core's words the page shows too, under their own ids: the reasons for a 👎 and the menu asking for one, and a
+# source's page.
+_SHARED = ("feedback.", "turn.source_page")
 
 
 def page_texts(lang: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bot.chat.parts import Conversations
+from bot.chat.sources import source_page
 from bot.errors import UserFacingError
 from bot.words import messages
 from rag.history import META_OUTCOME, META_QUERY, META_SOURCES
@@ -49,7 +50,9 @@ def apology(error: BaseException, lang: str) -> str:
     return messages.user_message(error, lang) if isinstance(error, UserFacingError) else messages.turn_failed(lang)
 
 
-def _source(candidate: Candidate) -> dict[str, Any]:
+def source_entry(candidate: Candidate) -> dict[str, Any]:
+    """How an answer's meta keeps one of its sources: enough to show it again (title, page, table) and to find its
+    chunks (ids)."""
     meta = candidate.metadata
     title = next((value for key in ("title", "filename", "question") if isinstance(value := meta.get(key), str)), "")
     if meta.get("web") is True:
@@ -76,6 +79,7 @@ def _source(candidate: Candidate) -> dict[str, Any]:
         "chunk_ids": list(_chunk_ids(candidate)),
         # A query's result (data analysis) has no stored chunk to read back: its cells are kept here.
         **({"table": meta["table"]} if isinstance(meta.get("table"), list) else {}),
+        **({"page": page} if (page := source_page(meta)) else {}),
     }
 
 
@@ -93,7 +97,7 @@ def turn_meta(turn: TurnContext) -> dict[str, Any]:
         META_QUERY: turn.query,
         "rewritten": turn.rewritten,
         "kb_ids": list(turn.kb_ids),
-        META_SOURCES: [_source(candidate) for candidate in shown_sources(turn)],
+        META_SOURCES: [source_entry(candidate) for candidate in shown_sources(turn)],
         "stages": [
             {"name": r.name, "ms": round(r.ms, 1), "in": r.items_in, "out": r.items_out, "note": r.note}
             for r in turn.reports

@@ -190,6 +190,7 @@ def _stored_link(
         if (table := _table(source))
         else snippet(texts.get(_field(source, "id"), "") or _field(source, "text"), answer, number),
         table=table,
+        page=source_page(source),
     )
 
 
@@ -208,7 +209,14 @@ def _live_link(number: int, candidate: Candidate, uri: str, answer: str) -> Sour
         url=web_url(uri or _web_address(meta)),
         snippet="" if (table := _table(meta)) else snippet(_shown_text(candidate), answer, number),
         table=table,
+        page=source_page(meta),
     )
+
+
+def source_page(meta: Mapping[str, Any]) -> int:
+    """The page a passage starts on, from its metadata (an extractor's `page`), or 0."""
+    page = meta.get("page")
+    return page if isinstance(page, int) and not isinstance(page, bool) and page > 0 else 0
 
 
 def _table(meta: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:

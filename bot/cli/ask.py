@@ -34,7 +34,10 @@ def print_stages(turn: TurnContext, out: TextIO) -> None:
 def print_sources(result: TurnResult, out: TextIO) -> None:
     """The numbered sources the answer showed, if any."""
     if result.answer.sources:
-        lines = "".join(f"  [{source.number}] {source.title}\n" for source in result.answer.sources)
+        lang = result.answer.language
+        lines = "".join(
+            f"  [{source.number}] {messages.source_title(source, lang)}\n" for source in result.answer.sources
+        )
         out.write(f"\n{messages.CLI_SOURCES_HEADING}\n" + lines)
 
 

@@ -327,7 +327,10 @@ async def _last_sources(context: CommandContext) -> str:
     links = await context.chat.last_sources(context.message.key)
     if not links:
         return messages.no_sources(context.lang)
-    return "\n\n".join(messages.source_detail(link.number, link.title, link.url, link.snippet) for link in links)
+    return "\n\n".join(
+        messages.source_detail(link.number, messages.source_title(link, context.lang), link.url, link.snippet)
+        for link in links
+    )
 
 
 async def _jobs(context: CommandContext) -> str:

@@ -136,9 +136,15 @@ def sources_heading(lang: str) -> str:
     return catalogue(lang).text("turn.sources")
 
 
-def format_source(source: SourceLink) -> str:
-    """One source line in Markdown: `[n] title` linked when the source is a URL."""
+def source_title(source: SourceLink, lang: str) -> str:
+    """A source's title as shown, with the page its passage starts on when it has one ("handbook.pdf, p. 3")."""
     title = source.title or source.document_id or "untitled"
+    return catalogue(lang).text("turn.source_page", title=title, page=source.page) if source.page else title
+
+
+def format_source(source: SourceLink, lang: str = DEFAULT_LANGUAGE) -> str:
+    """One source line in Markdown: `[n] title` linked when the source is a URL."""
+    title = source_title(source, lang)
     label = f"[{title}]({source.url})" if web_url(source.url) else title
     return f"[{source.number}] {label}"
 
@@ -147,7 +153,7 @@ def format_sources(sources: Sequence[SourceLink], lang: str = DEFAULT_LANGUAGE) 
     """The sources block under an answer, in Markdown; empty when there are none."""
     if not sources:
         return ""
-    listed = f"**{sources_heading(lang)}**\n" + "\n".join(f"- {format_source(source)}" for source in sources)
+    listed = f"**{sources_heading(lang)}**\n" + "\n".join(f"- {format_source(source, lang)}" for source in sources)
     # A query's result in monospace under the list (a code block is what every platform draws monospace).
     tables = [f"```\n[{source.number}]\n{monospace_table(source.table)}\n```" for source in sources if source.table]
     return "\n\n".join([listed, *tables])

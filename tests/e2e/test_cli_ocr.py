@@ -52,4 +52,4 @@ async def test_a_scanned_pdf_answers_a_question_as_the_typed_original(
     typed_answer, scanned_answer = (answer.split("Sources:")[0] for answer in answers)
     assert ANSWER in typed_answer
     assert ANSWER in scanned_answer
-    assert "handbook-scan.pdf" in answers[1].split("Sources:")[1]
+    assert "handbook-scan.pdf, p. 2" in answers[1].split("Sources:")[1]  # the page the answer was read from

@@ -290,6 +290,9 @@
 
     var main = document.createElement("div");
     var title = String(source.title || source.document_id || "untitled");
+    if (source.page) {
+      title = t("turn.source_page", "{title}, p. {page}", { page: source.page, title: title });
+    }
     var url = String(source.url || "");
     var href = /^https?:/i.test(url.trim()) ? md.safeHref(url) : null;
     var titleEl;

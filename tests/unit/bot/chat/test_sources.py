@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import pytest
 
+from bot.chat.recorder import source_entry
 from bot.chat.sources import SourceBook, snippet
 from rag.faq.candidate import faq_candidate
-from storage.records import ChunkRecord, FaqRecord
+from rag.types import Candidate
+from storage.records import ChunkRecord, FaqRecord, MessageRecord
 
 OPENING = (
     "Formats: the printer takes A4 and Letter paper. See the manual. Toner cartridges are kept in the blue cabinet "
@@ -93,6 +96,18 @@ class _NoDocuments:
 class _NoFaqs:
     async def by_ids(self, faq_ids: Sequence[str]) -> list[FaqRecord]:
         return []
+
+
+async def test_a_passage_shows_the_page_it_starts_on_as_it_is_answered_and_when_read_back_from_its_answer() -> None:
+    text = "Receipts are due within 30 days."
+    passage = Candidate("c1", "chunk", "kb", text, 0.9, document_id="d1", metadata={"page": 4, "title": "scan.pdf"})
+    book = SourceBook(_NoDocuments(), _NoFaqs())
+    [live] = await book.of_turn([passage], f"{text} [1]")
+    assert (live.title, live.page) == ("scan.pdf", 4)
+    meta = {"sources": [source_entry(passage)]}
+    stored = MessageRecord("a1", "conv", "r1", "assistant", f"{text} [1]", "done", "", meta, datetime.now(UTC))
+    [read_back] = (await book.of_answers([stored]))["a1"]
+    assert (read_back.title, read_back.page) == ("scan.pdf", 4)
 
 
 async def test_an_faq_source_is_titled_by_its_question_and_shows_its_answer_without_english_labels() -> None:

@@ -99,7 +99,9 @@ FIXED: dict[str, Callable[[str], str]] = {
     "busy_place:next": lambda lang: messages.busy_place(1, lang),
     "busy_done": messages.busy_done,
     "sources_heading": messages.sources_heading,
+    "source_title:page": lambda lang: messages.source_title(SourceLink(1, "handbook.pdf", page=3), lang),
     "format_sources": lambda lang: messages.format_sources([SourceLink(1, "guide.pdf")], lang),
+    "format_source": lambda lang: messages.format_source(SourceLink(1, "scan.pdf", page=2), lang),
     "no_kb_bound": lambda lang: messages.no_kb_bound([], lang, admin=True),
     "no_kb_bound:other": lambda lang: messages.no_kb_bound([], lang, admin=False),
     "no_kb_bound:missing": lambda lang: messages.no_kb_bound(["handbook"], lang, admin=True),
@@ -422,6 +424,15 @@ def test_the_sources_heading_follows_the_answers_language_in_markdown_and_on_sla
     block = sources_block(sources, "zh")
     assert block is not None
     assert block["elements"][0]["text"] == "*来源:*"
+
+
+def test_a_source_with_a_page_shows_it_in_the_answers_language_and_one_without_shows_its_title_alone() -> None:
+    scanned, typed = SourceLink(1, "scan.pdf", page=12), SourceLink(2, "guide.md")
+    assert "- [1] scan.pdf, p. 12\n- [2] guide.md" in messages.answer_with_sources(Answer("Answer", (scanned, typed)))
+    assert "- [1] scan.pdf，第 12 页" in messages.answer_with_sources(Answer("答案", (scanned,), language="zh"))
+    block = sources_block((scanned,), "en")
+    assert block is not None
+    assert block["elements"][1]["text"] == "[1] scan.pdf, p. 12"
 
 
 def test_lang_is_confirmed_in_the_language_chosen() -> None:
