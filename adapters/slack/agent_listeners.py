@@ -18,10 +18,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack import words as slack_words
 from adapters.slack.agent import MAX_PROMPTS, OptionalCalls, prompts_of, set_prompts, set_title
 from adapters.slack.home import home_view
-from adapters.slack.popular import PopularQuestions
 from adapters.slack.translate import PLATFORM, Place, conversation_key, workspace_id
 from adapters.slack.viewing import ViewedChannels, thread_context, viewed_channel
 from bot.chat.manager import ConversationManager
+from bot.chat.popular import PopularQuestions
 from bot.commands.registry import Asker
 from bot.types import CommandStyle, ConversationKey, UserRef
 

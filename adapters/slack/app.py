@@ -23,7 +23,6 @@ from adapters.slack.authorize import SingleTokenAuthorize
 from adapters.slack.calls import call
 from adapters.slack.config import SlackConfig
 from adapters.slack.listeners import SlackListeners
-from adapters.slack.popular import PopularQuestions
 from adapters.slack.reasons import REASON_ACTION, REASON_VIEW, ReasonListeners
 from adapters.slack.render import FEEDBACK_ACTION
 from adapters.slack.settings import SlackSettings
@@ -31,6 +30,7 @@ from adapters.slack.stores import DatabaseInstallationStore, DatabaseOAuthStateS
 from adapters.slack.translate import PLATFORM, Place
 from bot.app.settings import Settings
 from bot.chat.manager import ConversationManager
+from bot.chat.popular import PopularQuestions
 from bot.errors import PlatformError
 from bot.ports import Adapter, ReplyTarget
 from bot.types import ConversationKey

@@ -19,7 +19,6 @@ from adapters.slack.calls import call, unreachable_notice
 from adapters.slack.config import SlackConfig
 from adapters.slack.files import download
 from adapters.slack.history import import_thread
-from adapters.slack.popular import PopularQuestions
 from adapters.slack.reasons import ask_why_block, pressed_under
 from adapters.slack.render import (
     MAX_MARKDOWN,
@@ -50,6 +49,7 @@ from adapters.slack.translate import (
 )
 from adapters.slack.viewing import is_agent_view
 from bot.chat.manager import ConversationManager
+from bot.chat.popular import PopularQuestions
 from bot.chat.threads import CONVERSATION_COMMANDS
 from bot.commands.registry import Asker
 from bot.errors import DeliveryFailed, PlatformError

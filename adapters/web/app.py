@@ -36,13 +36,17 @@ from bot.chat.feedback import NOTE_MAX
 from bot.chat.limits import RateLimit, RateLimiter
 from bot.chat.manager import ConversationManager, TranscriptEntry
 from bot.chat.media import MediaLimits
+from bot.chat.popular import PopularQuestions
 from bot.chat.recorder import OpenTurn
 from bot.commands.registry import parse_command
 from bot.ports import Adapter, ReplyTarget
 from bot.types import Attachment, ConversationKey, IncomingMessage, UserRef
 from bot.words import messages
 from storage.db import Database
+from storage.errors import DatabaseUnavailable
 from storage.records import MessageRecord
+from storage.repos.answer_meta import AnswerMetaRepo
+from storage.repos.faqs import FaqRepo
 from storage.repos.leases import LeaseRepo
 
 log = logging.getLogger(__name__)
@@ -58,6 +62,8 @@ _SESSION_KEY: Final = web.RequestKey("web_session_id", str)
 _ADMIN_KEY: Final = web.RequestKey("web_admin", bool)
 # The commands that take files (as Telegram's and Slack's adapters attach a document to them).
 _FILE_COMMANDS: Final = frozenset({"ingest", "faq"})
+# Questions offered on an empty page: as many as Slack's suggested prompts, one short row.
+_SUGGESTIONS: Final = 4
 # The form fields a question with media carries beside its file.
 _MEDIA_FIELDS: Final = frozenset({"text", "id", "seconds"})
 
@@ -88,8 +94,11 @@ class WebChat:
         config: WebConfig,
         signer: SignerSource,
         revocations: SharedRevocations | None = None,
+        popular: PopularQuestions | None = None,
     ) -> None:
         self._manager = manager
+        # The most asked FAQs, offered on an empty page as questions to click (None: none offered).
+        self._popular = popular
         # Admin logouts heard by every instance (None: this process's memory alone, for tests of one process).
         self._revocations = revocations
         self._config = config
@@ -226,6 +235,7 @@ class WebChat:
         key = self._key(request)
         names = await self._manager.readable_kb_names(key)
         lang = await self._manager.language(key, app_language=_browser_language(request))
+        suggestions = await self._suggestions(key)
         return web.json_response(
             {
                 "admin": self._is_admin(request),
@@ -237,8 +247,18 @@ class WebChat:
                 "image_limit_mb": self._config.media.image_bytes / 1_000_000,
                 "language": lang,
                 "texts": page_texts(lang),
+                "suggestions": suggestions,
             }
         )
+
+    async def _suggestions(self, key: ConversationKey) -> list[str]:
+        """Up to four questions to offer on an empty page: the most asked FAQs of the knowledge bases read here."""
+        if self._popular is None:
+            return []
+        try:
+            return await self._popular.of(await self._manager.readable_kb_ids(key), _SUGGESTIONS)
+        except DatabaseUnavailable:
+            return []  # the page works without them
 
     async def history(self, request: web.Request) -> web.Response:
         """The conversation since its last /new, oldest first (none before its first message: nothing is stored)."""
@@ -591,4 +611,5 @@ def create(manager: ConversationManager, settings: Settings, database: Database)
     async def signer() -> SessionSigner:
         return SessionSigner(await load_key(database, settings.data_dir))
 
-    return WebChat(manager, config, signer, SharedRevocations(LeaseRepo(database)))
+    popular = PopularQuestions(FaqRepo(database), AnswerMetaRepo(database))
+    return WebChat(manager, config, signer, SharedRevocations(LeaseRepo(database)), popular)

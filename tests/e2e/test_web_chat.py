@@ -39,6 +39,12 @@ VPN = "# VPN\n\nThe VPN client is installed from the Software Center app on your
 PRINTERS = "# Printers\n\nTo install a printer, open Settings, choose Printers and add the one named on its sticker.\n"
 PAYLOAD = '<script>window.__xss=1</script> <img src=x onerror="window.__xss=1"> [click](javascript:window.__xss=1)'
 XSS_DOC = f"# Quasar release notes\n\nQuasar builds ship on Fridays. {PAYLOAD} Quasar is versioned by date.\n"
+# FAQs of the knowledge base from the start: what an empty page offers to ask.
+TEAM_FAQ = (
+    "question,answer\n"
+    "How do I book a meeting room?,Book it in the calendar under Rooms.\n"
+    "How do I reset my password?,Use the Forgot password link on the sign-in page.\n"
+)
 PRICES = "Product,Region,Unit price\nTea,north,12.5\nCoffee,south,20\nGreen tea,south,11\nCocoa,north,7\n"
 UPLOAD_NAME = "zorblax-manual.md"
 UPLOAD_DOC = (
@@ -198,7 +204,13 @@ async def site(
     root = tmp_path_factory.mktemp("web-chat")
     async with PacedModel(api_key="x", pause=0.12) as model:
         env = _env(root, model, weaviate_binary, model_dir, tiktoken_dir) | weaviate_urls(weaviate_server)
-        documents = (("vpn.md", VPN), ("printers.md", PRINTERS), ("quasar-notes.md", XSS_DOC), ("prices.csv", PRICES))
+        documents = (
+            ("vpn.md", VPN),
+            ("printers.md", PRINTERS),
+            ("quasar-notes.md", XSS_DOC),
+            ("prices.csv", PRICES),
+            ("team-faq.csv", TEAM_FAQ),
+        )
         for name, text in documents:
             (root / name).write_text(text)
         for args in (("kb", "create", KB), ("ingest", *(name for name, _ in documents), "--kb", KB)):
@@ -641,6 +653,26 @@ async def test_a_wrong_admin_token_is_refused_and_a_non_admin_upload_is_forbidde
     refusal = (await response.json())["error"]
     bubble = chat.page.locator("[data-testid=message][data-kind=error]")
     await expect(bubble).to_have_text(refusal)
+    chat.assert_nothing_ran()
+
+
+async def test_an_empty_page_offers_the_knowledge_bases_faqs_and_one_click_asks_one(
+    site: Site, chat: Chat, tmp_path: Path
+) -> None:
+    await chat.open()
+    offered = chat.page.get_by_test_id("suggestions")
+    await expect(offered).to_be_visible()
+    questions = await offered.get_by_test_id("suggestion").all_text_contents()
+    assert {"How do I book a meeting room?", "How do I reset my password?"} <= set(questions)
+    assert len(questions) <= 4
+    await chat.page.screenshot(path=tmp_path / "suggestions.png")
+
+    answers = chat.page.locator(ANSWERS)
+    await offered.get_by_test_id("suggestion").filter(has_text="How do I reset my password?").click()
+    await expect(answers).to_have_count(1, timeout=ANSWER_MS)
+    await expect(chat.page.locator("[data-testid=message][data-role=user]")).to_have_text("How do I reset my password?")
+    await expect(answers.first).to_contain_text("Forgot password", timeout=ANSWER_MS)
+    await expect(chat.page.get_by_test_id("empty-state")).to_be_hidden()
     chat.assert_nothing_ran()
 
 

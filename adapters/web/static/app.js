@@ -1352,6 +1352,26 @@
 
   // ---- start-up ------------------------------------------------------------------------------------------
 
+  /** The most asked questions, offered on the empty page: one click asks it. */
+  function renderSuggestions(questions) {
+    var list = $("suggestions-list");
+    list.replaceChildren();
+    (questions || []).forEach(function (question) {
+      var li = document.createElement("li");
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "suggestion";
+      button.setAttribute("data-testid", "suggestion");
+      button.textContent = String(question);
+      button.addEventListener("click", function () {
+        sendMessage(String(question));
+      });
+      li.appendChild(button);
+      list.appendChild(li);
+    });
+    $("suggestions").hidden = list.children.length === 0;
+  }
+
   function renderKnowledgeBases(names) {
     els.kbs.replaceChildren();
     (names || []).forEach(function (name) {
@@ -1404,6 +1424,7 @@
         // A ragbot without an admin token has no admin to log in as.
         els.adminButton.hidden = session.admin_enabled === false;
         renderKnowledgeBases(session.knowledge_bases);
+        renderSuggestions(session.suggestions);
         state.uploadLimitMb = Number(session.upload_limit_mb) || 0;
         state.audioSeconds = Number(session.audio_seconds) || 0;
         state.imageLimitMb = Number(session.image_limit_mb) || 0;

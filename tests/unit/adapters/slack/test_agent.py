@@ -19,18 +19,12 @@ from adapters.slack.agent import (
     thread_title,
 )
 from adapters.slack.home import HEADER_MAX, MAX_BLOCKS, SECTION_MAX, home_view
-from adapters.slack.popular import direct_faq_hits, most_asked
 from adapters.slack.translate import Place, command_style, conversation_key, place
 from adapters.slack.viewing import ViewedChannels, is_agent_view, thread_context, viewed_channel
 from bot.errors import PlatformError, PlatformRateLimited, PlatformUnavailable
 from bot.types import ConversationKey
-from storage.records import FaqRecord
 
 SLACK = command_style("/kb")
-
-
-def _faq(faq_id: str, question: str, *, enabled: bool = True) -> FaqRecord:
-    return FaqRecord(faq_id, "kb1", question, (), (), ("answer",), enabled, "hash")
 
 
 @pytest.mark.parametrize(
@@ -65,26 +59,6 @@ def test_a_thread_title_is_the_first_question_on_one_line_within_the_limit() -> 
     assert thread_title("When is\nlunch served?") == "When is lunch served?"
     assert len(thread_title("why " * 100)) <= THREAD_TITLE_MAX
     assert thread_title("   ") == ""
-
-
-def test_faq_hits_count_only_answers_an_faq_gave_outright() -> None:
-    metas: list[dict[str, Any]] = [
-        {"outcome": "faq_direct", "sources": [{"id": "f1", "kind": "faq"}]},
-        {"outcome": "faq_direct", "sources": [{"id": "f1", "kind": "faq"}, {"id": "c9", "kind": "chunk"}]},
-        {"outcome": "faq_direct", "sources": [{"id": "f2", "kind": "faq"}]},
-        {"outcome": "generated", "sources": [{"id": "f3", "kind": "faq"}]},
-        {"outcome": "faq_direct", "sources": []},
-        {"outcome": "faq_direct", "sources": "broken"},
-        {},
-    ]
-    assert direct_faq_hits(metas) == {"f1": 2, "f2": 1}
-
-
-def test_the_most_asked_come_first_then_the_rest_in_their_order_and_disabled_ones_never() -> None:
-    faqs = [_faq("f1", "A?"), _faq("f2", "B?"), _faq("f3", "C?", enabled=False), _faq("f4", "D?")]
-    assert most_asked(faqs, {"f4": 3, "f2": 1, "f3": 9}) == ["D?", "B?", "A?"]
-    assert most_asked(faqs, {}) == ["A?", "B?", "D?"]  # none asked yet: the first FAQs
-    assert most_asked([], {"f1": 1}) == []
 
 
 def test_an_agent_view_dm_message_is_the_root_of_a_conversation_of_its_own() -> None:
