@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -106,6 +107,8 @@ class Services:
     web_leg: WebSearchLeg | None = None
     # Reads photos and voice messages sent as questions (OCR, the vision and speech models the settings name).
     media: MediaReader = field(default_factory=MediaReader)
+    # Model calls at once (CHAT_MAX_CONCURRENT_MODEL_CALLS): answers, rewrites, and the media's vision and speech calls.
+    model_slots: asyncio.Semaphore = field(kw_only=True)
 
     def ensure_vectors_match(self) -> None:
         """Stop a command that embeds or searches while the index holds another embedding model's vectors."""
@@ -121,7 +124,7 @@ def pipeline_parts(services: Services) -> PipelineParts:
     settings = services.settings
     model: ChatModel | None = None
     if services.chat_model is not None:
-        model = LimitedChatModel(services.chat_model, settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
+        model = LimitedChatModel(services.chat_model, services.model_slots)
     rewriter: Rewriter | None = None
     if settings.QUERY_REWRITE:
         rewriter = LlmRewriter(model) if model else RuleRewriter()
@@ -354,10 +357,12 @@ async def build_services(settings: Settings, *, serving: bool = False) -> AsyncI
         if server is not None:
             server.supervise(_after_restart(store, knowledge))
             stack.push_async_callback(server.stop_supervising)
-        media = open_media_reader(settings, stack)
+        model_slots = asyncio.Semaphore(settings.CHAT_MAX_CONCURRENT_MODEL_CALLS)
+        media = open_media_reader(settings, stack, model_slots)
         services = Services(
             settings=settings,
             media=media,
+            model_slots=model_slots,
             db=db,
             store=store,
             weaviate_server=server,

@@ -11,11 +11,12 @@ from rag.types import ChatMessage
 
 
 class LimitedChatModel:
-    """A ChatModel that lets at most `max_calls` calls (a stream counts until it ends) run at once."""
+    """A ChatModel whose calls (a stream counts until it ends) each hold one of `slots`, which other models' calls
+    (the vision and speech models reading a question's media) may share: one cap on model calls at once."""
 
-    def __init__(self, model: ChatModel, max_calls: int) -> None:
+    def __init__(self, model: ChatModel, slots: asyncio.Semaphore) -> None:
         self._model = model
-        self._slots = asyncio.Semaphore(max_calls)
+        self._slots = slots
 
     @property
     def model_id(self) -> str:
