@@ -1,7 +1,7 @@
 """feedback reasons: why an answer got a 👎 (a reason and a note), who pressed it, and reason counts kept by retention
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 Create Date: 2026-11-27
 """
 
