@@ -291,7 +291,7 @@ def main() -> None:
         "--group-layout",
         choices=("topics", "mentions"),
         default="topics",
-        help="(t) each group question in a forum topic of its own (its own conversation), or plain mentions",
+        help="(t) each group question in a forum topic of its own, or a plain mention (its own reply chain)",
     )
     parser.add_argument("--bot-per-second", type=int, default=30, help="(t) the fake Bot API's limit per bot")
     parser.add_argument("--channels", type=int, default=20, help="(s) Slack channels the threads are spread over")

@@ -5,10 +5,10 @@ long polling) talks to FakeTelegramBotAPI in the bench process with Telegram's l
 (bursts of 3), 20 a minute per group, 30/s per bot; a 429 carries retry_after in whole seconds. The model is the
 bench's FakeOpenAI (known answer per ticket, 50 deltas/s). Half the conversations are private chats (answers stream
 as drafts, then one sendMessage); the other half are forum topics spread over --groups supergroups, each question
-mentioning the bot (answers stream by editing one message every 3 s). Topics, not plain mentions, because the adapter
-makes a whole group one conversation, and one conversation's questions are answered one at a time: 5 plain mentions
-in a group are 1 conversation with 4 queued turns, not 5 (--group-layout mentions runs that instead). Every update
-is queued at one instant and fetched by the adapter's getUpdates.
+mentioning the bot (answers stream by editing one message every 3 s). `--group-layout mentions` asks plain mentions
+instead: since issue 24 each is a conversation of its own (a group is keyed by reply chain), as a topic is, and at
+most four answers of one group are written at once. Every update is queued at one instant and fetched by the
+adapter's getUpdates.
 
 Everything is read at the wire: a draft, sendMessage or editMessageText the fake accepted is "visible" at the time
 the fake took it, as the plain text Telegram shows (its HTML parse). A 429 is "waited out" when the conversation
@@ -243,9 +243,11 @@ class _TelegramScenario:
                 if message.reply_to == place.question_id
             ]
 
-        # The group's queue notice (plain mentions queue in their group's one conversation) is not an end.
-        notices = {messages.queued(count, lang) for count in range(1, len(places) + 1) for lang in languages()}
-        notices |= {messages.queue_done(lang) for lang in languages()}
+        # A queue notice is not an end: a conversation's own line, or a group's, past its cap of answers at once.
+        counts = range(1, len(places) + 1)
+        notices = {messages.queued(count, lang) for count in counts for lang in languages()}
+        notices |= {messages.busy_place(count, lang) for count in counts for lang in languages()}
+        notices |= {done(lang) for done in (messages.queue_done, messages.busy_done) for lang in languages()}
 
         def settled(place: Place) -> bool:
             shown = [message.text for message in answers(place) if message.text not in notices]
