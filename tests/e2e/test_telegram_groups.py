@@ -15,11 +15,12 @@ import pytest_asyncio
 from telegram import Bot
 
 from adapters.telegram.render import to_telegram_html
-from bot.types import ConversationKey
+from bot.types import ConversationKey, SourceLink
 from bot.words import messages
 from fakes.openai_api import FakeOpenAI, StreamedReply
 from fakes.telegram import FakeTelegramBotAPI, parse_html
 from fakes.telegram.records import BotMessage
+from harness.instances import poll
 from tests.conftest import EmbeddedSettings
 from tests.support.drills import TelegramWorld, model_env, telegram_env, telegram_world
 
@@ -223,8 +224,17 @@ async def test_sources_replying_to_an_older_answer_give_that_answers_and_without
 
 async def _sources_shown(running: TelegramWorld, group: int, question_id: int) -> str:
     """What /sources shows for the conversation a question started, as the chat shows it."""
-    links = await running.manager.last_sources(ConversationKey("telegram", "", str(group), f"reply:{question_id}"))
-    assert links
+    key = ConversationKey("telegram", "", str(group), f"reply:{question_id}")
+    links: list[SourceLink] = []
+
+    async def stored() -> bool:
+        nonlocal links
+        links = await running.manager.last_sources(key)
+        return bool(links)
+
+    # An answer shows in the chat whole (its buttons on) a moment before its end is stored with its sources: CI
+    # read them in between once.
+    assert await poll(stored, 30)
     details = (messages.source_detail(link.number, link.title, link.url, link.snippet) for link in links)
     return _plain("\n\n".join(details))
 
