@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -177,11 +178,51 @@ async def _tokens(settings: Settings) -> Finding:
     return Finding("tokens", "ok", f"tiktoken {counter.name}")
 
 
+async def ocr_finding(settings: Settings) -> Finding:
+    """Whether Tesseract runs and has the language packs OCR_LANGUAGES names (without it, scans and photos are
+    refused with a note, and everything else works: so it is missing, not an error)."""
+    command = settings.OCR_COMMAND
+    try:
+        process = await asyncio.create_subprocess_exec(
+            command, "--list-langs", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+    except (FileNotFoundError, PermissionError):
+        return Finding(
+            "ocr",
+            "missing",
+            f"Tesseract not found ({command}): scanned pages, images and photos sent with questions are refused "
+            "with a note",
+            "install Tesseract and its language packs (`make tesseract`: Debian's tesseract-ocr, tesseract-ocr-eng, "
+            "tesseract-ocr-chi-sim, tesseract-ocr-osd), or set OCR_COMMAND",
+        )
+    try:
+        listed, _ = await asyncio.wait_for(process.communicate(), 30)
+    except TimeoutError:
+        process.kill()
+        raise
+    # The first line is a heading ("List of available languages in ..."), then one pack a line.
+    installed = {line.strip() for line in listed.decode(errors="replace").splitlines()[1:]}
+    absent = [language for language in settings.OCR_LANGUAGES.split("+") if language not in installed]
+    if absent:
+        return Finding(
+            "ocr",
+            "error",
+            f"Tesseract has no {', '.join(absent)} language pack, which OCR_LANGUAGES names: every image would fail",
+            "install the packs (Debian: "
+            + ", ".join(f"tesseract-ocr-{name.replace('_', '-')}" for name in absent)
+            + "), or set OCR_LANGUAGES to those installed: "
+            + "+".join(sorted(installed)),
+        )
+    upright = "" if "osd" in installed else "; no osd pack, so pages scanned sideways are read as they lie"
+    return Finding("ocr", "ok", f"Tesseract ({command}), {settings.OCR_LANGUAGES}{upright}")
+
+
 _FIXES = {
     "database": "check DATABASE_URL (host, credentials, database name), or unset it for embedded SQLite",
     "weaviate": "run `make weaviate`, or set WEAVIATE_URL to a reachable Weaviate",
     "embedder": "set EMBEDDING_MODEL_DIR to a local model folder, or give the machine a network",
     "tokens": "set TIKTOKEN_CACHE_DIR to a folder with the encoding files, or give the machine a network",
+    "ocr": "check OCR_COMMAND: `tesseract --list-langs` should answer at once",
 }
 
 _CHECKS: tuple[tuple[str, Callable[[Settings], Awaitable[Finding]]], ...] = (
@@ -191,6 +232,7 @@ _CHECKS: tuple[tuple[str, Callable[[Settings], Awaitable[Finding]]], ...] = (
     ("embedder", _embedder),
     ("chat model", _model),
     ("tokens", _tokens),
+    ("ocr", ocr_finding),
 )
 
 

@@ -147,6 +147,7 @@ async def test_doctor_reports_each_part_and_the_missing_model(user_env: dict[str
         "embedder": "OK",
         "chat": "MISSING",
         "tokens": "OK",
+        "ocr": "OK",
     }
 
 
