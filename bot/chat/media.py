@@ -18,19 +18,12 @@ from bot.errors import UserFacingError
 from bot.types import Attachment, IncomingMessage
 from bot.words import messages
 from rag.errors import ExtractionError, RagError
+from rag.ingest.extractors.detect import image_type
 
 log = logging.getLogger(__name__)
 
 MediaKind = Literal["image", "audio"]
 
-# The image formats both OCR and vision models read, by their first bytes (the name or MIME type a platform gives
-# can lie): the type a model is told.
-_IMAGE_MAGIC: Final = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"II*\x00", "image/tiff"),
-    (b"MM\x00*", "image/tiff"),
-)
 _IMAGE_SUFFIXES: Final = frozenset({".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff"})
 _AUDIO_SUFFIXES: Final = frozenset({".ogg", ".oga", ".opus", ".mp3", ".m4a", ".wav", ".webm", ".flac", ".mpga"})
 
@@ -118,13 +111,6 @@ def question_media(message: IncomingMessage) -> tuple[Attachment, ...]:
     if message.command is not None:
         return ()
     return tuple(attachment for attachment in message.attachments if media_kind(attachment) is not None)
-
-
-def image_type(data: bytes) -> str | None:
-    """The image type the bytes are, or None when they are no image."""
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return next((mime for magic, mime in _IMAGE_MAGIC if data.startswith(magic)), None)
 
 
 @dataclass(frozen=True, slots=True)
